@@ -1,0 +1,194 @@
+/** Checks and helpers shared by the drivers, so each backend file holds only its own protocol. */
+import { createHash } from 'node:crypto';
+import { InvalidArgumentError } from './errors.js';
+import {
+  DELETE_BATCH_LIMIT,
+  type ListedObject,
+  type ListOptions,
+  type ListPage,
+  MAX_LIST_LIMIT,
+} from './types.js';
+
+/** Longest object name accepted: OSS allows 1,023 bytes, S3 1,024. */
+export const MAX_KEY_BYTES = 1023;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const METADATA_KEY = /^[a-z0-9][a-z0-9-]*$/;
+const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
+// S3's documented tag alphabet: letters, digits, spaces and + - = . _ : / @
+const TAG_TEXT = /^[\p{L}\p{N} +\-=._:/@]*$/u;
+
+/** Refuses an object key no backend can hold; returns it unchanged. */
+export function checkKey(key: string, backend: string): string {
+  if (typeof key !== 'string' || key.length === 0)
+    throw new InvalidArgumentError('empty object key', backend);
+  if (CONTROL.test(key)) throw new InvalidArgumentError('object key contains a control character', backend);
+  if (LONE_SURROGATE.test(key))
+    throw new InvalidArgumentError('object key contains a lone surrogate', backend);
+  // HTTP clients (ali-oss among them) and some servers normalise `.` and `..` path segments, so such
+  // a key would be signed as one name and stored as another. The store never builds one.
+  if (key.split('/').some((s) => s === '.' || s === '..')) {
+    throw new InvalidArgumentError('object key has a "." or ".." segment', backend);
+  }
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES) {
+    throw new InvalidArgumentError(`object key longer than ${MAX_KEY_BYTES} bytes`, backend);
+  }
+  return key;
+}
+
+/** Refuses metadata that S3 or OSS headers cannot carry. */
+export function checkMetadata(metadata: Readonly<Record<string, string>> | undefined, backend: string): void {
+  for (const [k, v] of Object.entries(metadata ?? {})) {
+    if (!METADATA_KEY.test(k))
+      throw new InvalidArgumentError(`metadata key must match [a-z0-9-]: ${k}`, backend);
+    if (!PRINTABLE_ASCII.test(v))
+      throw new InvalidArgumentError(`metadata value must be printable ASCII: ${k}`, backend);
+  }
+}
+
+/** Refuses tags outside the S3 / OSS limits (10 tags, keys ≤ 128 and values ≤ 256 characters). */
+export function checkTags(tags: Readonly<Record<string, string>> | undefined, backend: string): void {
+  const entries = Object.entries(tags ?? {});
+  if (entries.length > 10) throw new InvalidArgumentError('at most 10 tags', backend);
+  for (const [k, v] of entries) {
+    if (k.length === 0 || k.length > 128 || v.length > 256 || !TAG_TEXT.test(k) || !TAG_TEXT.test(v)) {
+      throw new InvalidArgumentError(`invalid tag: ${k}`, backend);
+    }
+  }
+}
+
+/** Refuses a storage class the driver does not list. */
+export function checkStorageClass(
+  storageClass: string | undefined,
+  allowed: readonly string[],
+  backend: string,
+) {
+  if (storageClass !== undefined && !allowed.includes(storageClass)) {
+    throw new InvalidArgumentError(
+      `unknown storage class ${storageClass}; use one of ${allowed.join(', ')}`,
+      backend,
+    );
+  }
+}
+
+/** An etag without quotes and without the weak prefix. */
+export function bareEtag(etag: string | undefined): string {
+  return (etag ?? '').replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+}
+
+/** The body as bytes. */
+export function toBytes(body: Uint8Array | string): Uint8Array {
+  return typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+}
+
+/** The etag of the fs and memory drivers: a hash of the body AND the metadata, so either change shows. */
+export function contentEtag(body: Uint8Array, metadata: Readonly<Record<string, string>>): string {
+  const hash = createHash('sha256').update(body);
+  for (const k of Object.keys(metadata).sort()) hash.update(`\n${k}:${metadata[k]}`);
+  return hash.digest('hex').slice(0, 32);
+}
+
+/** Query-string form of tags, as S3's `x-amz-tagging` and OSS's `x-oss-tagging` headers carry them. */
+export function encodeTags(tags: Readonly<Record<string, string>>): string {
+  return new URLSearchParams(Object.entries(tags)).toString();
+}
+
+/** Inverse of `encodeTags`. */
+export function decodeTags(text: string): Record<string, string> {
+  return Object.fromEntries(new URLSearchParams(text));
+}
+
+/** Splits keys into batches of the backends' delete limit. */
+export function deleteBatches(keys: readonly string[]): string[][] {
+  const batches: string[][] = [];
+  for (let i = 0; i < keys.length; i += DELETE_BATCH_LIMIT)
+    batches.push(keys.slice(i, i + DELETE_BATCH_LIMIT));
+  return batches;
+}
+
+/** Page size of a list call, checked. */
+export function listLimit(limit: number | undefined, backend: string): number {
+  const n = limit ?? MAX_LIST_LIMIT;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_LIST_LIMIT) {
+    throw new InvalidArgumentError(`list limit must be 1 to ${MAX_LIST_LIMIT}`, backend);
+  }
+  return n;
+}
+
+/** S3's key order: UTF-8 bytes. */
+export function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/** An entry of a listing made in process: an object, or a common prefix found without reading below it. */
+export type ListEntry = ListedObject | { readonly prefix: string };
+
+/**
+ * S3 listing semantics over entries already sorted by `compareKeys`, for the drivers that list in
+ * process (fs, memory). The cursor is the base64url of the last key or prefix returned, so paging
+ * resumes exactly after it and a common prefix is never returned twice.
+ */
+export function pageOf(sorted: Iterable<ListEntry>, options: ListOptions, backend: string): ListPage {
+  const limit = listLimit(options.limit, backend);
+  const prefix = options.prefix ?? '';
+  const delimiter = options.delimiter || undefined;
+  let after = options.startAfter;
+  if (options.cursor !== undefined) {
+    const decoded = Buffer.from(options.cursor, 'base64url').toString('utf8');
+    if (
+      options.cursor === '' ||
+      !decoded.startsWith(prefix) ||
+      Buffer.from(decoded).toString('base64url') !== options.cursor
+    ) {
+      throw new InvalidArgumentError('invalid list cursor', backend);
+    }
+    if (after === undefined || compareKeys(decoded, after) > 0) after = decoded;
+  }
+  const objects: ListedObject[] = [];
+  const prefixes: string[] = [];
+  let last: string | undefined;
+  for (const entry of sorted) {
+    const name = 'prefix' in entry ? entry.prefix : entry.key;
+    if (!name.startsWith(prefix)) continue;
+    if (after !== undefined && compareKeys(name, after) <= 0) continue;
+    let common = 'prefix' in entry ? entry.prefix : undefined;
+    if (delimiter !== undefined && common === undefined) {
+      const at = name.indexOf(delimiter, prefix.length);
+      if (at >= 0) common = name.slice(0, at + delimiter.length);
+    }
+    // Everything under a prefix already returned (on this page or an earlier one) is skipped.
+    if (
+      common !== undefined &&
+      (common === last || (after !== undefined && name.startsWith(after) && after === common))
+    ) {
+      continue;
+    }
+    if (objects.length + prefixes.length === limit) {
+      return { objects, prefixes, nextCursor: Buffer.from(last ?? '').toString('base64url') };
+    }
+    if (common !== undefined) {
+      prefixes.push(common);
+      last = common;
+    } else {
+      objects.push(entry as ListedObject);
+      last = name;
+    }
+  }
+  return { objects, prefixes };
+}
+
+/** Runs async work one at a time per key, in call order (a per-object lock inside one process). */
+export class KeyedMutex {
+  private readonly tails = new Map<string, Promise<unknown>>();
+  run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.tails.get(key) ?? Promise.resolve();
+    const result = before.then(fn, fn);
+    const tail = result.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return result;
+  }
+}

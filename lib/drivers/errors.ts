@@ -1,0 +1,56 @@
+/** Typed errors every driver throws, whatever its backend says. */
+
+/** Base class: `backend` names the driver, `cause` keeps the backend's own error. */
+export class ObjectStoreError extends Error {
+  override name = 'ObjectStoreError';
+  /** True when retrying the same call may succeed (5xx, throttling, a reset connection). */
+  readonly retryable: boolean;
+  constructor(
+    message: string,
+    readonly backend: string,
+    options?: { cause?: unknown; retryable?: boolean },
+  ) {
+    super(message, { cause: options?.cause });
+    this.retryable = options?.retryable ?? false;
+  }
+}
+
+/** The object does not exist. */
+export class ObjectNotFoundError extends ObjectStoreError {
+  override name = 'ObjectNotFoundError';
+  constructor(
+    readonly key: string,
+    backend: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`object not found: ${key}`, backend, options);
+  }
+}
+
+/** An `ifMatch` / `ifNoneMatch` condition did not hold; nothing was written. */
+export class ObjectConditionFailedError extends ObjectStoreError {
+  override name = 'ObjectConditionFailedError';
+  constructor(
+    readonly key: string,
+    backend: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`precondition failed: ${key}`, backend, options);
+  }
+}
+
+/** The backend cannot do what was asked (see `capabilities`); nothing was written. */
+export class UnsupportedError extends ObjectStoreError {
+  override name = 'UnsupportedError';
+  constructor(
+    readonly capability: string,
+    backend: string,
+  ) {
+    super(`${backend} does not support ${capability}`, backend);
+  }
+}
+
+/** The arguments were refused before any request was made. */
+export class InvalidArgumentError extends ObjectStoreError {
+  override name = 'InvalidArgumentError';
+}

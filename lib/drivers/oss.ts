@@ -1,0 +1,267 @@
+/**
+ * Alibaba Cloud OSS driver (ali-oss).
+ *
+ * Create-only writes use `x-oss-forbid-overwrite: true`, which OSS evaluates atomically (409
+ * FileAlreadyExists). OSS has no compare-and-swap overwrite, so `put({ ifMatch })` is refused with
+ * `UnsupportedError` and never silently applied (`capabilities.conditionalOverwrite` is false).
+ * DeleteMultipleObjects reports only what it deleted, so every key of a batch that is not listed
+ * as deleted is reported as failed.
+ */
+import OSS from 'ali-oss';
+import {
+  bareEtag,
+  checkKey,
+  checkMetadata,
+  checkStorageClass,
+  checkTags,
+  deleteBatches,
+  encodeTags,
+  listLimit,
+  toBytes,
+} from './common.js';
+import {
+  ObjectConditionFailedError,
+  ObjectNotFoundError,
+  ObjectStoreError,
+  UnsupportedError,
+} from './errors.js';
+import type {
+  DeleteFailure,
+  DriverCapabilities,
+  ObjectInfo,
+  ObjectStoreDriver,
+  StoredObject,
+} from './types.js';
+
+const NAME = 'oss';
+/** OSS storage classes. */
+export const OSS_STORAGE_CLASSES = ['Standard', 'IA', 'Archive', 'ColdArchive', 'DeepColdArchive'] as const;
+
+/** Options of the OSS driver. */
+export interface OssDriverOptions {
+  readonly bucket: string;
+  /** A client to use (tests inject one); default one built from the options below. */
+  readonly client?: OSS;
+  /** For example `oss-cn-hangzhou`; needed unless `endpoint` is given. */
+  readonly region?: string;
+  /** A custom or local endpoint (`http://localhost:9000` turns on path-style addressing). */
+  readonly endpoint?: string;
+  readonly accessKeyId: string;
+  readonly accessKeySecret: string;
+  /** An STS token, for temporary credentials (Function Compute's role). */
+  readonly stsToken?: string;
+  /** Request timeout in ms; default 60,000. */
+  readonly timeoutMs?: number;
+}
+
+type Headers = Record<string, string | undefined>;
+type TaggingClient = { getObjectTagging(name: string): Promise<{ tag: Record<string, string> }> };
+
+/** Builds the ali-oss client the driver uses. */
+export function createOssClient(options: Omit<OssDriverOptions, 'client'>): OSS {
+  const local =
+    options.endpoint !== undefined && /^http:\/\/(localhost|127\.0\.0\.1)[:/]/.test(options.endpoint);
+  return new OSS({
+    bucket: options.bucket,
+    region: options.region,
+    endpoint: options.endpoint,
+    accessKeyId: options.accessKeyId,
+    accessKeySecret: options.accessKeySecret,
+    stsToken: options.stsToken,
+    secure: !local,
+    timeout: options.timeoutMs ?? 60_000,
+    // Path-style (`/<bucket>/<key>`) for a local endpoint, as OSS's second-level-domain mode.
+    ...(local ? { sldEnable: true } : {}),
+  } as OSS.Options);
+}
+
+/** Creates an OSS driver for one bucket. */
+export function createOssDriver(options: OssDriverOptions): ObjectStoreDriver {
+  const client = options.client ?? createOssClient(options);
+  const capabilities: DriverCapabilities = {
+    conditionalOverwrite: false,
+    createOnly: true,
+    conditionalGet: true,
+    conditionalDelete: false,
+    presign: true,
+    tags: true,
+    storageClasses: OSS_STORAGE_CLASSES,
+  };
+
+  function info(key: string, headers: Headers, size: number): Omit<StoredObject, 'body'> {
+    const metadata: Record<string, string> = {};
+    for (const [name, value] of Object.entries(headers)) {
+      if (name.startsWith('x-oss-meta-') && value !== undefined)
+        metadata[name.slice('x-oss-meta-'.length)] = value;
+    }
+    return {
+      key,
+      etag: bareEtag(headers.etag),
+      size,
+      lastModified: new Date(headers['last-modified'] ?? 0),
+      contentType: headers['content-type'],
+      metadata,
+      storageClass: headers['x-oss-storage-class'] ?? 'Standard',
+    };
+  }
+
+  async function tagsOf(key: string): Promise<Record<string, string>> {
+    // ali-oss has getObjectTagging; its type declarations lack it.
+    const out = await (client as unknown as TaggingClient).getObjectTagging(key);
+    return { ...out.tag };
+  }
+
+  async function head(key: string, withTags = false): Promise<ObjectInfo> {
+    checkKey(key, NAME);
+    try {
+      const [out, tags] = await Promise.all([client.head(key), withTags ? tagsOf(key) : undefined]);
+      const headers = out.res.headers as Headers;
+      return { ...info(key, headers, Number(headers['content-length'] ?? 0)), ...(tags ? { tags } : {}) };
+    } catch (error) {
+      throw mapError(error, key);
+    }
+  }
+
+  return {
+    name: NAME,
+    capabilities,
+    async get(key, o = {}) {
+      checkKey(key, NAME);
+      try {
+        const out = await client.get(key, undefined, {
+          headers: o.ifMatch === undefined ? {} : { 'If-Match': `"${o.ifMatch}"` },
+        } as OSS.GetObjectOptions);
+        const body = new Uint8Array(out.content as Buffer);
+        return { ...info(key, out.res.headers as Headers, body.byteLength), body };
+      } catch (error) {
+        throw mapError(error, key);
+      }
+    },
+    head: (key, o = {}) => head(key, o.tags),
+    async put(key, body, o = {}) {
+      checkKey(key, NAME);
+      checkMetadata(o.metadata, NAME);
+      checkTags(o.tags, NAME);
+      checkStorageClass(o.storageClass, OSS_STORAGE_CLASSES, NAME);
+      if (o.ifMatch !== undefined) throw new UnsupportedError('conditional overwrite', NAME);
+      const headers: Headers = {};
+      if (o.ifNoneMatch === '*') headers['x-oss-forbid-overwrite'] = 'true';
+      if (o.tags && Object.keys(o.tags).length > 0) headers['x-oss-tagging'] = encodeTags(o.tags);
+      if (o.storageClass) headers['x-oss-storage-class'] = o.storageClass;
+      try {
+        const out = await client.put(key, Buffer.from(toBytes(body)), {
+          mime: o.contentType ?? 'application/octet-stream',
+          meta: { ...o.metadata } as OSS.UserMeta,
+          headers,
+        });
+        return { etag: bareEtag((out.res.headers as Headers).etag) };
+      } catch (error) {
+        throw mapError(error, key);
+      }
+    },
+    async delete(key, o = {}) {
+      checkKey(key, NAME);
+      if (o.ifMatch !== undefined) throw new UnsupportedError('conditional delete', NAME);
+      try {
+        await client.delete(key);
+      } catch (error) {
+        const mapped = mapError(error, key);
+        if (!(mapped instanceof ObjectNotFoundError)) throw mapped;
+      }
+    },
+    async deleteMany(keys) {
+      for (const key of keys) checkKey(key, NAME);
+      const deleted: string[] = [];
+      const failed: DeleteFailure[] = [];
+      for (const batch of deleteBatches(keys)) {
+        try {
+          const out = await client.deleteMulti(batch, { quiet: false });
+          const done = new Set((out.deleted as unknown as Array<{ Key: string }>).map((d) => d.Key));
+          for (const key of batch) {
+            if (done.has(key)) deleted.push(key);
+            else failed.push({ key, code: 'NotDeleted', message: 'OSS did not report the key as deleted' });
+          }
+        } catch (error) {
+          const code = (error as { code?: string }).code ?? 'RequestFailed';
+          for (const key of batch) failed.push({ key, code, message: (error as Error).message });
+        }
+      }
+      return { deleted, failed };
+    },
+    async list(o = {}) {
+      const limit = listLimit(o.limit, NAME);
+      const query: Record<string, string> = { 'max-keys': String(limit) };
+      if (o.prefix) query.prefix = o.prefix;
+      if (o.delimiter) query.delimiter = o.delimiter;
+      if (o.startAfter !== undefined) query['start-after'] = o.startAfter;
+      if (o.cursor !== undefined) query['continuation-token'] = o.cursor;
+      try {
+        const out = await client.listV2(query as OSS.ListV2ObjectsQuery, {});
+        return {
+          objects: (out.objects ?? []).map((c) => ({
+            key: c.name,
+            etag: bareEtag(c.etag),
+            size: Number(c.size),
+            lastModified: new Date(c.lastModified),
+          })),
+          prefixes: out.prefixes ?? [],
+          ...(out.isTruncated && out.nextContinuationToken ? { nextCursor: out.nextContinuationToken } : {}),
+        };
+      } catch (error) {
+        throw mapError(error, o.prefix ?? '');
+      }
+    },
+    async copy(source, target, o = {}) {
+      checkKey(target, NAME);
+      checkMetadata(o.metadata, NAME);
+      checkTags(o.tags, NAME);
+      checkStorageClass(o.storageClass, OSS_STORAGE_CLASSES, NAME);
+      // Everything is restated (REPLACE), so a copy onto itself is valid and nothing is lost.
+      const from =
+        o.metadata && o.tags && o.contentType && o.storageClass ? undefined : await head(source, !o.tags);
+      const tags = o.tags ?? from?.tags ?? {};
+      const headers: Headers = {
+        'content-type': o.contentType ?? from?.contentType ?? 'application/octet-stream',
+        'x-oss-tagging-directive': 'Replace',
+        'x-oss-tagging': encodeTags(tags),
+        'x-oss-storage-class': o.storageClass ?? from?.storageClass ?? 'Standard',
+      };
+      try {
+        const out = await client.copy(target, source, {
+          meta: { ...(o.metadata ?? from?.metadata) } as OSS.UserMeta,
+          headers,
+        } as OSS.CopyObjectOptions);
+        return { etag: bareEtag(out.data?.etag) };
+      } catch (error) {
+        throw mapError(error, source);
+      }
+    },
+    async presignGet(key, o = {}) {
+      checkKey(key, NAME);
+      return client.signatureUrl(key, { method: 'GET', expires: o.expiresIn ?? 900 });
+    },
+    async presignPut(key, o = {}) {
+      checkKey(key, NAME);
+      return client.signatureUrl(key, {
+        method: 'PUT',
+        expires: o.expiresIn ?? 900,
+        ...(o.contentType ? { 'Content-Type': o.contentType } : {}),
+      } as OSS.SignatureUrlOptions);
+    },
+    async close() {},
+  };
+}
+
+function mapError(error: unknown, key: string): ObjectStoreError {
+  if (error instanceof ObjectStoreError) return error;
+  const { status, code } = error as { status?: number; code?: string };
+  if (status === 404 || code === 'NoSuchKey') return new ObjectNotFoundError(key, NAME, { cause: error });
+  if (status === 412 || code === 'PreconditionFailed' || code === 'FileAlreadyExists') {
+    return new ObjectConditionFailedError(key, NAME, { cause: error });
+  }
+  const retryable = status === undefined || status < 0 || status >= 500 || status === 429;
+  return new ObjectStoreError(`oss ${code ?? 'error'} on ${key}: ${(error as Error).message}`, NAME, {
+    cause: error,
+    retryable,
+  });
+}

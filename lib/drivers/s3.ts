@@ -1,0 +1,352 @@
+/**
+ * Amazon S3 driver (@aws-sdk/client-s3), also for S3-compatible servers (Ceph RGW, s3rver).
+ *
+ * Conditional writes use S3's `If-Match` / `If-None-Match: *` on PutObject
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html). A 409
+ * ConditionalRequestConflict (a concurrent write won the race) is re-read and retried once, then
+ * reported as a failed precondition.
+ */
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  GetObjectTaggingCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import {
+  bareEtag,
+  checkKey,
+  checkMetadata,
+  checkStorageClass,
+  checkTags,
+  deleteBatches,
+  encodeTags,
+  listLimit,
+  toBytes,
+} from './common.js';
+import {
+  ObjectConditionFailedError,
+  ObjectNotFoundError,
+  ObjectStoreError,
+  UnsupportedError,
+} from './errors.js';
+import type {
+  DeleteFailure,
+  DriverCapabilities,
+  ObjectInfo,
+  ObjectStoreDriver,
+  PutOptions,
+} from './types.js';
+
+const NAME = 's3';
+/** S3's storage classes that a PutObject may name. */
+export const S3_STORAGE_CLASSES = [
+  'STANDARD',
+  'STANDARD_IA',
+  'ONEZONE_IA',
+  'INTELLIGENT_TIERING',
+  'GLACIER_IR',
+  'GLACIER',
+  'DEEP_ARCHIVE',
+] as const;
+
+/** Options of the S3 driver. */
+export interface S3DriverOptions {
+  readonly bucket: string;
+  /** A client to use (tests inject one); default a client built from the options below. */
+  readonly client?: S3Client;
+  /** A local or S3-compatible endpoint; default AWS's. Turns on path-style addressing. */
+  readonly endpoint?: string;
+  /** Default `AWS_REGION`, else `us-east-1`. */
+  readonly region?: string;
+  /** Default the SDK's credential chain. */
+  readonly credentials?: S3ClientConfig['credentials'];
+  /** SDK attempts per request, retries included; default 3. */
+  readonly maxAttempts?: number;
+  /**
+   * Send `If-Match` etags without quotes. Ceph RGW 16 matches only bare etags (with quotes it always
+   * answers 412); AWS matches both. Default false (quoted, as HTTP says).
+   */
+  readonly bareIfMatch?: boolean;
+  /** Whether the server evaluates `If-Match` on DeleteObject; default true (AWS does). */
+  readonly conditionalDelete?: boolean;
+}
+
+/** Builds the S3 client the driver uses, with the settings local and compatible servers need. */
+export function createS3Client(options: Omit<S3DriverOptions, 'bucket' | 'client'>): S3Client {
+  const local = options.endpoint !== undefined;
+  return new S3Client({
+    region: options.region ?? process.env.AWS_REGION ?? 'us-east-1',
+    ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+    ...(options.credentials ? { credentials: options.credentials } : {}),
+    forcePathStyle: local,
+    maxAttempts: options.maxAttempts ?? 3,
+    // The SDK's default checksums stream the body with chunk framing, which s3rver stores verbatim and
+    // RGW refuses (411); send checksums only where S3 requires them.
+    ...(local
+      ? { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }
+      : {}),
+  });
+}
+
+/** Creates an S3 driver for one bucket. */
+export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
+  const client = options.client ?? createS3Client(options);
+  const Bucket = options.bucket;
+  const ifMatchHeader = (etag: string) => (options.bareIfMatch ? etag : `"${etag}"`);
+  const capabilities: DriverCapabilities = {
+    conditionalOverwrite: true,
+    createOnly: true,
+    conditionalGet: true,
+    conditionalDelete: options.conditionalDelete ?? true,
+    presign: true,
+    tags: true,
+    storageClasses: S3_STORAGE_CLASSES,
+  };
+
+  async function head(key: string, withTags = false): Promise<ObjectInfo> {
+    checkKey(key, NAME);
+    try {
+      const [out, tags] = await Promise.all([
+        client.send(new HeadObjectCommand({ Bucket, Key: key })),
+        withTags ? client.send(new GetObjectTaggingCommand({ Bucket, Key: key })) : undefined,
+      ]);
+      return {
+        key,
+        etag: bareEtag(out.ETag),
+        size: out.ContentLength ?? 0,
+        lastModified: out.LastModified ?? new Date(0),
+        contentType: out.ContentType,
+        metadata: out.Metadata ?? {},
+        storageClass: out.StorageClass ?? 'STANDARD',
+        ...(tags
+          ? { tags: Object.fromEntries((tags.TagSet ?? []).map((t) => [t.Key ?? '', t.Value ?? ''])) }
+          : {}),
+      };
+    } catch (error) {
+      throw mapError(error, key);
+    }
+  }
+
+  async function put(
+    key: string,
+    body: Uint8Array,
+    o: PutOptions,
+    retried = false,
+  ): Promise<{ etag: string }> {
+    try {
+      const out = await client.send(
+        new PutObjectCommand({
+          Bucket,
+          Key: key,
+          Body: body,
+          ContentLength: body.byteLength,
+          ContentType: o.contentType ?? 'application/octet-stream',
+          Metadata: o.metadata ? { ...o.metadata } : undefined,
+          Tagging: o.tags && Object.keys(o.tags).length > 0 ? encodeTags(o.tags) : undefined,
+          StorageClass: o.storageClass as PutObjectCommand['input']['StorageClass'],
+          IfMatch: o.ifMatch === undefined ? undefined : ifMatchHeader(o.ifMatch),
+          IfNoneMatch: o.ifNoneMatch,
+        }),
+      );
+      return { etag: bareEtag(out.ETag) };
+    } catch (error) {
+      const conditional = o.ifMatch !== undefined || o.ifNoneMatch !== undefined;
+      if (conditional && errorCode(error) === 'ConditionalRequestConflict' && !retried) {
+        // Another conditional write to the key was in flight: S3 asks the caller to retry.
+        return put(key, body, o, true);
+      }
+      // AWS answers 404 to If-Match on a missing key, RGW 412: both mean the condition failed.
+      if (conditional && (statusOf(error) === 404 || statusOf(error) === 409)) {
+        throw new ObjectConditionFailedError(key, NAME, { cause: error });
+      }
+      throw mapError(error, key);
+    }
+  }
+
+  return {
+    name: NAME,
+    capabilities,
+    async get(key, o = {}) {
+      checkKey(key, NAME);
+      try {
+        const out = await client.send(
+          new GetObjectCommand({
+            Bucket,
+            Key: key,
+            IfMatch: o.ifMatch === undefined ? undefined : ifMatchHeader(o.ifMatch),
+          }),
+        );
+        const body = out.Body ? await out.Body.transformToByteArray() : new Uint8Array(0);
+        return {
+          key,
+          body,
+          etag: bareEtag(out.ETag),
+          size: body.byteLength,
+          lastModified: out.LastModified ?? new Date(0),
+          contentType: out.ContentType,
+          metadata: out.Metadata ?? {},
+          storageClass: out.StorageClass ?? 'STANDARD',
+        };
+      } catch (error) {
+        throw mapError(error, key);
+      }
+    },
+    head: (key, o = {}) => head(key, o.tags),
+    async put(key, body, o = {}) {
+      checkKey(key, NAME);
+      checkMetadata(o.metadata, NAME);
+      checkTags(o.tags, NAME);
+      checkStorageClass(o.storageClass, S3_STORAGE_CLASSES, NAME);
+      return put(key, toBytes(body), o);
+    },
+    async delete(key, o = {}) {
+      checkKey(key, NAME);
+      if (o.ifMatch !== undefined && !capabilities.conditionalDelete) {
+        throw new UnsupportedError('conditional delete', NAME);
+      }
+      try {
+        await client.send(
+          new DeleteObjectCommand({
+            Bucket,
+            Key: key,
+            IfMatch: o.ifMatch === undefined ? undefined : ifMatchHeader(o.ifMatch),
+          }),
+        );
+      } catch (error) {
+        if (o.ifMatch !== undefined && [404, 412].includes(statusOf(error) ?? 0)) {
+          throw new ObjectConditionFailedError(key, NAME, { cause: error });
+        }
+        throw mapError(error, key);
+      }
+    },
+    async deleteMany(keys) {
+      for (const key of keys) checkKey(key, NAME);
+      const deleted: string[] = [];
+      const failed: DeleteFailure[] = [];
+      for (const batch of deleteBatches(keys)) {
+        try {
+          const out = await client.send(
+            new DeleteObjectsCommand({
+              Bucket,
+              Delete: { Quiet: true, Objects: batch.map((Key) => ({ Key })) },
+            }),
+          );
+          const errors = new Map((out.Errors ?? []).map((e) => [e.Key ?? '', e]));
+          for (const key of batch) {
+            const e = errors.get(key);
+            if (e) failed.push({ key, code: e.Code ?? 'Unknown', message: e.Message ?? '' });
+            else deleted.push(key);
+          }
+        } catch (error) {
+          // The whole batch failed: every key in it is reported, none is silently dropped.
+          const code = errorCode(error) ?? 'RequestFailed';
+          for (const key of batch) failed.push({ key, code, message: (error as Error).message });
+        }
+      }
+      return { deleted, failed };
+    },
+    async list(o = {}) {
+      const limit = listLimit(o.limit, NAME);
+      try {
+        const out = await client.send(
+          new ListObjectsV2Command({
+            Bucket,
+            Prefix: o.prefix || undefined,
+            Delimiter: o.delimiter || undefined,
+            StartAfter: o.startAfter,
+            ContinuationToken: o.cursor,
+            MaxKeys: limit,
+          }),
+        );
+        return {
+          objects: (out.Contents ?? []).map((c) => ({
+            key: c.Key ?? '',
+            etag: bareEtag(c.ETag),
+            size: c.Size ?? 0,
+            lastModified: c.LastModified ?? new Date(0),
+          })),
+          prefixes: (out.CommonPrefixes ?? []).map((p) => p.Prefix ?? ''),
+          ...(out.IsTruncated && out.NextContinuationToken ? { nextCursor: out.NextContinuationToken } : {}),
+        };
+      } catch (error) {
+        throw mapError(error, o.prefix ?? '');
+      }
+    },
+    async copy(source, target, o = {}) {
+      checkKey(target, NAME);
+      checkMetadata(o.metadata, NAME);
+      checkTags(o.tags, NAME);
+      checkStorageClass(o.storageClass, S3_STORAGE_CLASSES, NAME);
+      // Everything is restated (REPLACE), so a copy onto itself is valid and nothing is lost.
+      const from = o.metadata && o.tags && o.contentType ? undefined : await head(source, !o.tags);
+      const tags = o.tags ?? from?.tags ?? {};
+      try {
+        const out = await client.send(
+          new CopyObjectCommand({
+            Bucket,
+            Key: target,
+            CopySource: `${Bucket}/${encodeURIComponent(source)}`,
+            MetadataDirective: 'REPLACE',
+            Metadata: { ...(o.metadata ?? from?.metadata) },
+            ContentType: o.contentType ?? from?.contentType,
+            TaggingDirective: 'REPLACE',
+            Tagging: encodeTags(tags),
+            StorageClass: (o.storageClass ??
+              from?.storageClass) as CopyObjectCommand['input']['StorageClass'],
+          }),
+        );
+        return { etag: bareEtag(out.CopyObjectResult?.ETag) };
+      } catch (error) {
+        throw mapError(error, source);
+      }
+    },
+    async presignGet(key, o = {}) {
+      checkKey(key, NAME);
+      return getSignedUrl(client, new GetObjectCommand({ Bucket, Key: key }), {
+        expiresIn: o.expiresIn ?? 900,
+      });
+    },
+    async presignPut(key, o = {}) {
+      checkKey(key, NAME);
+      return getSignedUrl(client, new PutObjectCommand({ Bucket, Key: key, ContentType: o.contentType }), {
+        expiresIn: o.expiresIn ?? 900,
+      });
+    },
+    async close() {
+      if (!options.client) client.destroy();
+    },
+  };
+}
+
+function statusOf(error: unknown): number | undefined {
+  return (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+}
+
+function errorCode(error: unknown): string | undefined {
+  if (error instanceof S3ServiceException) return error.name;
+  return (error as { name?: string; code?: string })?.code ?? (error as { name?: string })?.name;
+}
+
+function mapError(error: unknown, key: string): ObjectStoreError {
+  if (error instanceof ObjectStoreError) return error;
+  const status = statusOf(error);
+  const code = errorCode(error);
+  if (status === 404 || code === 'NoSuchKey' || code === 'NotFound') {
+    return new ObjectNotFoundError(key, NAME, { cause: error });
+  }
+  if (status === 412 || code === 'PreconditionFailed')
+    return new ObjectConditionFailedError(key, NAME, { cause: error });
+  const retryable = status === undefined || status >= 500 || status === 429 || code === 'SlowDown';
+  return new ObjectStoreError(`s3 ${code ?? 'error'} on ${key}: ${(error as Error).message}`, NAME, {
+    cause: error,
+    retryable,
+  });
+}

@@ -1,0 +1,12 @@
+/** Package entry point: the object-storage drivers and their typed errors. */
+export * from './drivers/errors.js';
+export { createFsDriver, type FsDriverOptions } from './drivers/fs.js';
+export { createMemoryDriver, type MemoryDriverOptions } from './drivers/memory.js';
+export {
+  createOssClient,
+  createOssDriver,
+  OSS_STORAGE_CLASSES,
+  type OssDriverOptions,
+} from './drivers/oss.js';
+export { createS3Client, createS3Driver, S3_STORAGE_CLASSES, type S3DriverOptions } from './drivers/s3.js';
+export type * from './drivers/types.js';

@@ -1,0 +1,25 @@
+/** Client of the S3 front's control API (see s3-front.ts), for the tests. */
+import type { FaultRule } from './s3-front.js';
+
+/** Control of one front, at its endpoint. */
+export function frontControl(endpoint: string) {
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${endpoint}/__front/${path}`, { method: 'POST', body: JSON.stringify(body) });
+    if (res.status !== 204) throw new Error(`front control ${path}: ${res.status}`);
+  };
+  return {
+    /** DeleteObjects will report these keys as AccessDenied and keep them. */
+    failDeletes: (keys: string[]) => post('delete-failures', { match: keys }),
+    /** Adds a fault rule. */
+    fault: (rule: FaultRule) => post('faults', rule),
+    /** Clears faults, delete failures and the request log. */
+    reset: () => post('reset', {}),
+    /** What the front received since the last reset. */
+    requests: async () =>
+      (await (await fetch(`${endpoint}/__front/requests`)).json()) as Array<{
+        method: string;
+        path: string;
+        bytes: number;
+      }>,
+  };
+}
