@@ -5,7 +5,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/servers/global-setup.ts'],
     // Each file's duration is printed; the slow ones are named.
-    reporters: ['default'],
+    reporters: ['default', './test/servers/rgw-reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -91,12 +91,10 @@ export function contentEtag(body: Uint8Array, metadata: Readonly<Record<string, 
 
 /** Query-string form of tags, as S3's `x-amz-tagging` and OSS's `x-oss-tagging` headers carry them. */
 export function encodeTags(tags: Readonly<Record<string, string>>): string {
-  return new URLSearchParams(Object.entries(tags)).toString();
-}
-
-/** Inverse of `encodeTags`. */
-export function decodeTags(text: string): Record<string, string> {
-  return Object.fromEntries(new URLSearchParams(text));
+  // Percent-encoding (%20), not form encoding (+): RGW reads `+` literally.
+  return Object.entries(tags)
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
+    .join('&');
 }
 
 /** Splits keys into batches of the backends' delete limit. */

@@ -15,10 +15,12 @@ import {
   HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
+  PutObjectTaggingCommand,
   S3Client,
   type S3ClientConfig,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import {
   bareEtag,
@@ -71,13 +73,23 @@ export interface S3DriverOptions {
   /** SDK attempts per request, retries included; default 3. */
   readonly maxAttempts?: number;
   /**
-   * Send `If-Match` etags without quotes. Ceph RGW 16 matches only bare etags (with quotes it always
-   * answers 412); AWS matches both. Default false (quoted, as HTTP says).
+   * Which S3 implementation is behind the endpoint; default `aws`. `ceph-rgw` (Ceph RGW 16, checked
+   * in CI) works around its deviations: it matches `If-Match` only without quotes (with quotes it
+   * always answers 412), ignores `If-Match` on DeleteObject (so conditional delete is declared
+   * unsupported), and drops tags on CopyObject (so the driver restates them with PutObjectTagging,
+   * one more request, not atomic with the copy).
    */
-  readonly bareIfMatch?: boolean;
-  /** Whether the server evaluates `If-Match` on DeleteObject; default true (AWS does). */
-  readonly conditionalDelete?: boolean;
+  readonly dialect?: 'aws' | 'ceph-rgw';
+  /**
+   * Unconditional bodies larger than this go up in parts (multipart upload); default 64 MiB, at
+   * least 5 MiB. Conditional writes always use one PutObject (S3 takes up to 5 GB in one).
+   */
+  readonly multipartThresholdBytes?: number;
+  /** Part size of multipart uploads; default 8 MiB, at least 5 MiB (S3's minimum). */
+  readonly partSizeBytes?: number;
 }
+
+const MIB = 1024 * 1024;
 
 /** Builds the S3 client the driver uses, with the settings local and compatible servers need. */
 export function createS3Client(options: Omit<S3DriverOptions, 'bucket' | 'client'>): S3Client {
@@ -100,12 +112,13 @@ export function createS3Client(options: Omit<S3DriverOptions, 'bucket' | 'client
 export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
   const client = options.client ?? createS3Client(options);
   const Bucket = options.bucket;
-  const ifMatchHeader = (etag: string) => (options.bareIfMatch ? etag : `"${etag}"`);
+  const rgw = options.dialect === 'ceph-rgw';
+  const ifMatchHeader = (etag: string) => (rgw ? etag : `"${etag}"`);
   const capabilities: DriverCapabilities = {
     conditionalOverwrite: true,
     createOnly: true,
     conditionalGet: true,
-    conditionalDelete: options.conditionalDelete ?? true,
+    conditionalDelete: !rgw,
     presign: true,
     tags: true,
     storageClasses: S3_STORAGE_CLASSES,
@@ -135,12 +148,43 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
     }
   }
 
+  const multipartThreshold = Math.max(5 * MIB, options.multipartThresholdBytes ?? 64 * MIB);
+  const partSize = Math.max(5 * MIB, options.partSizeBytes ?? 8 * MIB);
+
+  /** A large unconditional body, in parts. RGW answers CompleteMultipartUpload with an empty ETag: ask HEAD. */
+  async function putInParts(key: string, body: Uint8Array, o: PutOptions): Promise<{ etag: string }> {
+    try {
+      const upload = new Upload({
+        client,
+        partSize,
+        queueSize: 4,
+        leavePartsOnError: false,
+        params: {
+          Bucket,
+          Key: key,
+          Body: body,
+          ContentType: o.contentType ?? 'application/octet-stream',
+          Metadata: o.metadata ? { ...o.metadata } : undefined,
+          StorageClass: o.storageClass as PutObjectCommand['input']['StorageClass'],
+        },
+        tags: Object.entries(o.tags ?? {}).map(([Key, Value]) => ({ Key, Value })),
+      });
+      const out = await upload.done();
+      const etag = bareEtag(out.ETag);
+      return { etag: etag || (await head(key)).etag };
+    } catch (error) {
+      throw mapError(error, key);
+    }
+  }
+
   async function put(
     key: string,
     body: Uint8Array,
     o: PutOptions,
     retried = false,
   ): Promise<{ etag: string }> {
+    const conditional = o.ifMatch !== undefined || o.ifNoneMatch !== undefined;
+    if (!conditional && body.byteLength > multipartThreshold) return putInParts(key, body, o);
     try {
       const out = await client.send(
         new PutObjectCommand({
@@ -158,7 +202,6 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
       );
       return { etag: bareEtag(out.ETag) };
     } catch (error) {
-      const conditional = o.ifMatch !== undefined || o.ifNoneMatch !== undefined;
       if (conditional && errorCode(error) === 'ConditionalRequestConflict' && !retried) {
         // Another conditional write to the key was in flight: S3 asks the caller to retry.
         return put(key, body, o, true);
@@ -303,6 +346,15 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
               from?.storageClass) as CopyObjectCommand['input']['StorageClass'],
           }),
         );
+        if (rgw && Object.keys(tags).length > 0) {
+          await client.send(
+            new PutObjectTaggingCommand({
+              Bucket,
+              Key: target,
+              Tagging: { TagSet: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) },
+            }),
+          );
+        }
         return { etag: bareEtag(out.CopyObjectResult?.ETag) };
       } catch (error) {
         throw mapError(error, source);

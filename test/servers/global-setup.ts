@@ -3,15 +3,22 @@
  * ports, and stops them at teardown (temp folders removed, nothing left running).
  * - s3rver, behind the S3 front (conditional writes, tags, faults);
  * - the OSS front over the S3 front (OSS signatures, forbid-overwrite);
- * - dynalite (DynamoDB).
+ * - dynalite (DynamoDB);
+ * - Ceph RGW, a real S3 (test/servers/rgw.sh), when Ceph is installed. In CI (`CI=true`) it is
+ *   required; elsewhere its absence skips the RGW tier with one line saying how to enable it.
  */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import dynalite from 'dynalite';
 import S3rver from 's3rver';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
+import { createS3Client } from '../../lib/drivers/s3.js';
 import { close, listen } from './http-util.js';
 import { startOssFront } from './oss-front.js';
 import { startS3Front } from './s3-front.js';
@@ -29,6 +36,9 @@ declare module 'vitest' {
       oss: string;
       dynamodb: string;
       bucket: string;
+      /** Ceph RGW, or null when the tier is skipped (see `rgwSkipped`). */
+      rgw: { endpoint: string; accessKeyId: string; secretAccessKey: string } | null;
+      rgwSkipped: string | null;
     };
   }
 }
@@ -48,19 +58,63 @@ export default async function setup(project: TestProject) {
   const dynamo = dynalite({ createTableMs: 0 });
   const dynamoPort = await listen(dynamo);
 
+  const rgw = await startRgw();
+
   project.provide('servers', {
     s3rver: `http://127.0.0.1:${s3rverPort}`,
     s3: s3Front.endpoint,
     oss: ossFront.endpoint,
     dynamodb: `http://127.0.0.1:${dynamoPort}`,
     bucket: TEST_BUCKET,
+    rgw: rgw.server,
+    rgwSkipped: rgw.skipped,
   });
 
   return async () => {
+    await rgw.stop();
     await ossFront.stop();
     await s3Front.stop();
     await close(dynamo);
     await s3rver.close();
     await rm(dir, { recursive: true, force: true });
   };
+}
+
+const RGW_BINARIES = ['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph-authtool', 'monmaptool'];
+const run = promisify(execFile);
+
+/** Starts Ceph RGW with rgw.sh and creates the test bucket; or explains why the tier is skipped. */
+async function startRgw() {
+  const missing = RGW_BINARIES.filter(
+    (bin) => !(process.env.PATH ?? '').split(':').some((dir) => existsSync(path.join(dir, bin))),
+  );
+  if (missing.length > 0) {
+    const skipped = `RGW tier skipped: ${missing.join(', ')} not found. Enable it with: sudo apt-get install -y --no-install-recommends ceph-mon ceph-osd radosgw ceph-common`;
+    if (process.env.CI === 'true') throw new Error(`CI requires the RGW tier. ${skipped}`);
+    console.log(skipped);
+    return { server: null, skipped, stop: async () => {} };
+  }
+  const dir = await mkdtemp(path.join(tmpdir(), 'rgw-'));
+  const script = path.join(import.meta.dirname, 'rgw.sh');
+  const { stdout } = await run('bash', [script, 'up', dir], { timeout: 120_000 }).catch(
+    (error: { stderr?: string }) => {
+      throw new Error(`Ceph RGW did not start:\n${error.stderr ?? error}`);
+    },
+  );
+  const env = Object.fromEntries(
+    stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split('=', 2) as [string, string]),
+  );
+  const server = {
+    endpoint: env.RGW_ENDPOINT ?? '',
+    accessKeyId: env.RGW_ACCESS_KEY ?? '',
+    secretAccessKey: env.RGW_SECRET_KEY ?? '',
+  };
+  const client = createS3Client({ endpoint: server.endpoint, credentials: server });
+  await client.send(new CreateBucketCommand({ Bucket: TEST_BUCKET }));
+  client.destroy();
+  console.log(`RGW tier: Ceph RGW at ${server.endpoint}`);
+  return { server, skipped: null, stop: () => run('bash', [script, 'down', dir]).then(() => undefined) };
 }
