@@ -10,3 +10,8 @@ export {
 } from './drivers/oss.js';
 export { createS3Client, createS3Driver, S3_STORAGE_CLASSES, type S3DriverOptions } from './drivers/s3.js';
 export type * from './drivers/types.js';
+export * from './store/errors.js';
+export { chainHash, EMPTY_HASH } from './store/hash.js';
+export { LIMITS } from './store/ids.js';
+export { createStateStore, type StateStore, type StateStoreOptions } from './store/store.js';
+export type * from './store/types.js';

@@ -5,7 +5,7 @@ import {
   DELETE_BATCH_LIMIT,
   type ListedObject,
   type ListOptions,
-  type ListPage,
+  type ObjectListPage,
   MAX_LIST_LIMIT,
 } from './types.js';
 
@@ -127,7 +127,7 @@ export type ListEntry = ListedObject | { readonly prefix: string };
  * process (fs, memory). The cursor is the base64url of the last key or prefix returned, so paging
  * resumes exactly after it and a common prefix is never returned twice.
  */
-export function pageOf(sorted: Iterable<ListEntry>, options: ListOptions, backend: string): ListPage {
+export function pageOf(sorted: Iterable<ListEntry>, options: ListOptions, backend: string): ObjectListPage {
   const limit = listLimit(options.limit, backend);
   const prefix = options.prefix ?? '';
   const delimiter = options.delimiter || undefined;

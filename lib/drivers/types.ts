@@ -83,7 +83,7 @@ export interface ListedObject {
 }
 
 /** One page of a listing, in UTF-8 byte order of keys. */
-export interface ListPage {
+export interface ObjectListPage {
   readonly objects: ListedObject[];
   /** Common prefixes (with `delimiter`), each ending with the delimiter. */
   readonly prefixes: string[];
@@ -136,7 +136,7 @@ export interface ObjectStoreDriver {
   /** Deletes many objects, in batches of at most 1,000; never throws for a per-key failure. */
   deleteMany(keys: readonly string[]): Promise<DeleteManyResult>;
   /** One page of keys. */
-  list(options?: ListOptions): Promise<ListPage>;
+  list(options?: ListOptions): Promise<ObjectListPage>;
   /** Server-side copy (also onto itself, which refreshes the last-modified time). */
   copy(source: string, target: string, options?: CopyOptions): Promise<{ etag: string }>;
   /** A URL that GETs the object; `UnsupportedError` unless `capabilities.presign`. */

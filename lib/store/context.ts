@@ -1,0 +1,86 @@
+/** What every part of the store shares: the driver, the clock, the tunables, and backend error mapping. */
+import { ObjectNotFoundError, ObjectStoreError } from '../drivers/errors.js';
+import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
+import { BackendError, StoreError, ValidationError } from './errors.js';
+import type { MetricsSink } from './types.js';
+
+/** Tunables of the store, with their defaults in `createStateStore`. */
+export interface StoreContext {
+  readonly driver: ObjectStoreDriver;
+  readonly prefix: string;
+  /** A session whose marker is older than this is gone (lifecycle deletes lazily). */
+  readonly retentionMs: number;
+  /** The marker (and, later, old state) is refreshed at most once per this interval. */
+  readonly keepAliveMs: number;
+  /** A list is re-materialized (`.list.json`) once this many slots are unfolded. */
+  readonly foldEvery: number;
+  /** A generation is rolled over (its content restated in a new one) at this many slots. */
+  readonly rolloverAt: number;
+  /** Slots of past generations are deleted only when older than this. */
+  readonly retireAfterMs: number;
+  /** A writer gives up (retryable) if its read-to-commit took longer than this; well below `retireAfterMs`. */
+  readonly maxCommitMs: number;
+  readonly now: () => number;
+  readonly metrics: MetricsSink;
+}
+
+/** Maps a driver failure to a store error (keeping it as `cause`). */
+export function backendError(error: unknown): StoreError {
+  if (error instanceof StoreError) return error;
+  if (error instanceof ObjectStoreError) {
+    if (error.name === 'InvalidArgumentError') return new ValidationError('id', error.message);
+    return new BackendError(error.message, error.retryable, { cause: error });
+  }
+  return new BackendError(String(error), true, { cause: error });
+}
+
+/** A GET that answers undefined for a missing object. */
+export async function getOrUndefined(driver: ObjectStoreDriver, name: string): Promise<StoredObject | undefined> {
+  try {
+    return await driver.get(name);
+  } catch (error) {
+    if (error instanceof ObjectNotFoundError) return undefined;
+    throw error;
+  }
+}
+
+/** Parses a JSON object body, or undefined when it is not one. */
+export function parseJsonObject(body: Uint8Array): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(body).toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every object name under a prefix (all pages). */
+export async function listAll(
+  driver: ObjectStoreDriver,
+  prefix: string,
+): Promise<Array<{ key: string; lastModified: Date }>> {
+  const out: Array<{ key: string; lastModified: Date }> = [];
+  let cursor: string | undefined;
+  do {
+    const page = await driver.list({ prefix, cursor });
+    out.push(...page.objects);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return out;
+}
+
+/** JSON body and headers every store write uses. */
+export function jsonBody(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (text === undefined) throw new ValidationError('value', 'must be a JSON value');
+  return text;
+}
+
+/** Checks a fencing token. */
+export function checkToken(token: number | undefined): void {
+  if (token !== undefined && (!Number.isSafeInteger(token) || token < 0)) {
+    throw new ValidationError('token', 'must be a non-negative integer below 2^53');
+  }
+}

@@ -1,0 +1,90 @@
+/** Typed errors of the state store. Each carries the data a caller needs to decide what to do. */
+
+/** Base class of every store error. */
+export class StoreError extends Error {
+  override name = 'StoreError';
+}
+
+/** An id, key, value or option was refused before anything was read or written. */
+export class ValidationError extends StoreError {
+  override name = 'ValidationError';
+  constructor(
+    /** The offending field, parameter or option. */
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+/** A conditional save found another version; nothing was written. */
+export class PreconditionFailedError extends StoreError {
+  override name = 'PreconditionFailedError';
+  constructor(
+    /** The value's current version, or null when it is absent. */
+    readonly currentVersion: string | null,
+  ) {
+    super(`precondition failed; current version ${currentVersion ?? '(absent)'}`);
+  }
+}
+
+/** The backend cannot evaluate the condition asked for (OSS has no compare-and-swap overwrite). */
+export class PreconditionUnsupportedError extends StoreError {
+  override name = 'PreconditionUnsupportedError';
+  constructor(readonly backend: string) {
+    super(`${backend} cannot evaluate a conditional overwrite; nothing was written`);
+  }
+}
+
+/** An append found a list that is neither at `expectedCount` nor a replay of the same items. */
+export class AppendConflictError extends StoreError {
+  override name = 'AppendConflictError';
+  constructor(
+    readonly count: number,
+    readonly hash: string,
+  ) {
+    super(`append conflict: the list has ${count} items (${hash})`);
+  }
+}
+
+/** A write carried a fencing token lower than one the session or the object has seen; nothing was written. */
+export class FencedError extends StoreError {
+  override name = 'FencedError';
+  constructor(
+    readonly token: number,
+    readonly seen: number,
+  ) {
+    super(`fenced: token ${token} is below ${seen}`);
+  }
+}
+
+/** A stored value cannot be parsed; only that key is affected. */
+export class CorruptValueError extends StoreError {
+  override name = 'CorruptValueError';
+  constructor(
+    readonly key: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`stored value of ${key} is corrupt`, options);
+  }
+}
+
+/** The backend failed (after retries); `retryable` says whether trying again may help. */
+export class BackendError extends StoreError {
+  override name = 'BackendError';
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Deleting a session left objects behind; every one is listed. The marker is already gone. */
+export class PartialDeleteError extends StoreError {
+  override name = 'PartialDeleteError';
+  constructor(readonly failures: ReadonlyArray<{ key: string; code: string; message: string }>) {
+    super(`could not delete ${failures.length} objects`);
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * The list chain hash shared by the client and the server: h0 = SHA-256(""), hi = SHA-256(hi-1 ||
+ * SHA-256(JCS(item i))), written `sha256:<64 hex>`. JCS is RFC 8785 canonical JSON, so key order
+ * inside an item does not matter and any change of an item does.
+ */
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+
+const PREFIX = 'sha256:';
+
+/** The hash of the empty list. */
+export const EMPTY_HASH = `${PREFIX}${createHash('sha256').update('').digest('hex')}`;
+
+/** RFC 8785 canonical JSON of a value. */
+export function canonicalJson(value: unknown): string {
+  const text = canonicalize(value);
+  if (text === undefined) throw new TypeError('value is not JSON');
+  return text;
+}
+
+/** The chain hash after appending `items` to a list whose hash is `from`. */
+export function chainHash(from: string, items: readonly unknown[]): string {
+  let state = Buffer.from(from.slice(PREFIX.length), 'hex');
+  for (const item of items) {
+    const leaf = createHash('sha256').update(canonicalJson(item)).digest();
+    state = createHash('sha256').update(state).update(leaf).digest();
+  }
+  return `${PREFIX}${state.toString('hex')}`;
+}
+
+/** True for a well-formed hash string. */
+export function isHash(value: unknown): value is string {
+  return typeof value === 'string' && /^sha256:[0-9a-f]{64}$/.test(value);
+}

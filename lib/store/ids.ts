@@ -1,0 +1,135 @@
+/**
+ * Ids, their encoding into object names, and the object layout (DESIGN.md, "Ids and limits" and
+ * "Object layout"):
+ *
+ *   <prefix><user>/<session>/<key>.json                 single value
+ *   <prefix><user>/<session>/<key>.list.json            list materialization (the whole array)
+ *   <prefix><user>/<session>/<key>.list.hash            list manifest
+ *   <prefix><user>/<session>/<key>.list~s~<inc>~<gen>~<seq>   list slot (create-only, authoritative)
+ *   <prefix><user>/<session>/<key>.list~a~<inc>~<gen>   archived list (generation <gen>)
+ *   <prefix><user>/~sessions/<session>                  session marker
+ *   <prefix><user>/~deleted/<session>                   tombstone of a session deleted with a token
+ *
+ * An id made only of `[A-Za-z0-9._-]` (not `.`/`..`, not `anon` for a user, not ending in `.list`
+ * or `.json` for a key) appears as it is; any other id is `!` + unpadded base64url of its UTF-8.
+ * Encoded ids never contain `~` or `/`, so they cannot collide with the names the system adds, and
+ * no two distinct (user, session, key) triples share an object.
+ */
+import { ValidationError } from './errors.js';
+
+/** Byte limits of DESIGN.md. */
+export const LIMITS = { userId: 128, sessionId: 180, key: 128, prefix: 128 } as const;
+/** The user segment of the anonymous user. */
+export const ANONYMOUS = 'anon';
+/** Digits of generation and sequence numbers in names (2^53 has 16), so name order is number order. */
+const NUMBER_DIGITS = 16;
+
+const PLAIN = /^[A-Za-z0-9._-]+$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+type IdKind = 'userId' | 'sessionId' | 'key';
+
+/** Refuses an id that is not a non-blank string of valid UTF-8 without control characters, within its limit. */
+export function checkId(kind: IdKind, id: unknown): string {
+  if (typeof id !== 'string') throw new ValidationError(kind, 'must be a string');
+  if (id.trim() === '') throw new ValidationError(kind, 'must not be empty or blank');
+  if (CONTROL.test(id)) throw new ValidationError(kind, 'must not contain control characters');
+  if (LONE_SURROGATE.test(id)) throw new ValidationError(kind, 'must be valid UTF-8 (no lone surrogates)');
+  if (Buffer.byteLength(id) > LIMITS[kind]) throw new ValidationError(kind, `must be at most ${LIMITS[kind]} bytes`);
+  return id;
+}
+
+/** Refuses a prefix that is over-long, has control characters, or does not end with `/` (unless empty). */
+export function checkPrefix(prefix: string): string {
+  if (Buffer.byteLength(prefix) > LIMITS.prefix) throw new ValidationError('prefix', `at most ${LIMITS.prefix} bytes`);
+  if (CONTROL.test(prefix) || LONE_SURROGATE.test(prefix)) throw new ValidationError('prefix', 'invalid characters');
+  if (prefix !== '' && !prefix.endsWith('/')) throw new ValidationError('prefix', 'must end with "/"');
+  if (prefix.split('/').some((s) => s === '.' || s === '..')) throw new ValidationError('prefix', 'no "." or ".." segments');
+  return prefix;
+}
+
+function needsEncoding(kind: IdKind, id: string): boolean {
+  if (!PLAIN.test(id) || id === '.' || id === '..') return true;
+  if (kind === 'userId' && id === ANONYMOUS) return true;
+  if (kind === 'key' && (id.endsWith('.list') || id.endsWith('.json'))) return true;
+  return false;
+}
+
+/** The object-name segment of an id (checked first). */
+export function encodeId(kind: IdKind, id: string): string {
+  checkId(kind, id);
+  return needsEncoding(kind, id) ? `!${Buffer.from(id, 'utf8').toString('base64url')}` : id;
+}
+
+/** The id of an object-name segment; throws `ValidationError` for a segment `encodeId` cannot produce. */
+export function decodeId(kind: IdKind, segment: string): string {
+  let id = segment;
+  if (segment.startsWith('!')) {
+    const body = segment.slice(1);
+    if (!/^[A-Za-z0-9_-]+$/.test(body)) throw new ValidationError(kind, 'not an encoded id');
+    id = Buffer.from(body, 'base64url').toString('utf8');
+  }
+  if (encodeId(kind, id) !== segment) throw new ValidationError(kind, 'not an encoded id');
+  return id;
+}
+
+/** A generation or sequence number as it appears in names. */
+export function padNumber(n: number): string {
+  return String(n).padStart(NUMBER_DIGITS, '0');
+}
+
+/** Object names of one user (created by `layoutFor`). */
+export interface UserLayout {
+  /** `<prefix><user>/` */
+  readonly root: string;
+  /** Prefix of the session markers. */
+  readonly markers: string;
+  marker(sessionId: string): string;
+  tombstone(sessionId: string): string;
+  /** `<prefix><user>/<session>/`: everything the session owns. */
+  session(sessionId: string): string;
+  value(sessionId: string, key: string): string;
+  listJson(sessionId: string, key: string): string;
+  listHash(sessionId: string, key: string): string;
+  /** Prefix of every slot of a list (all incarnations). */
+  slots(sessionId: string, key: string): string;
+  slot(sessionId: string, key: string, inc: string, gen: number, seq: number): string;
+  /** Prefix of the archives of a list in one incarnation. */
+  archives(sessionId: string, key: string, inc: string): string;
+  archive(sessionId: string, key: string, inc: string, gen: number): string;
+}
+
+/** The layout of one user's objects under `prefix`; a null or blank user is the anonymous user. */
+export function layoutFor(prefix: string, userId: string | null | undefined): UserLayout {
+  const user = userId == null || userId.trim() === '' ? ANONYMOUS : encodeId('userId', userId);
+  const root = `${prefix}${user}/`;
+  const session = (s: string) => `${root}${encodeId('sessionId', s)}/`;
+  const key = (s: string, k: string) => `${session(s)}${encodeId('key', k)}`;
+  return {
+    root,
+    markers: `${root}~sessions/`,
+    marker: (s) => `${root}~sessions/${encodeId('sessionId', s)}`,
+    tombstone: (s) => `${root}~deleted/${encodeId('sessionId', s)}`,
+    session,
+    value: (s, k) => `${key(s, k)}.json`,
+    listJson: (s, k) => `${key(s, k)}.list.json`,
+    listHash: (s, k) => `${key(s, k)}.list.hash`,
+    slots: (s, k) => `${key(s, k)}.list~s~`,
+    slot: (s, k, inc, gen, seq) => `${key(s, k)}.list~s~${inc}~${padNumber(gen)}~${padNumber(seq)}`,
+    archives: (s, k, inc) => `${key(s, k)}.list~a~${inc}~`,
+    archive: (s, k, inc, gen) => `${key(s, k)}.list~a~${inc}~${padNumber(gen)}`,
+  };
+}
+
+/** Parses the tail of a slot name (`<inc>~<gen>~<seq>`), or undefined when it is not one. */
+export function parseSlotName(
+  name: string,
+  slotsPrefix: string,
+): { inc: string; gen: number; seq: number } | undefined {
+  if (!name.startsWith(slotsPrefix)) return undefined;
+  const match = /^([a-z0-9]+)~(\d{16})~(\d{16})$/.exec(name.slice(slotsPrefix.length));
+  if (!match) return undefined;
+  return { inc: match[1] as string, gen: Number(match[2]), seq: Number(match[3]) };
+}

@@ -1,0 +1,160 @@
+/**
+ * Session markers (DESIGN.md, "Sessions" and "Fencing").
+ *
+ * A session exists iff its marker exists and is younger than the retention. The marker's body holds
+ * the session's incarnation (every object the session writes carries it, so leftovers of a deleted
+ * or expired incarnation are never read), the highest fencing token seen, and a nonce; every change
+ * of the body is a conditional write where the backend has one.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { ObjectConditionFailedError } from '../drivers/errors.js';
+import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
+import { FencedError } from './errors.js';
+import type { UserLayout } from './ids.js';
+
+/** A live session marker. */
+export interface Marker {
+  readonly inc: string;
+  readonly token: number | null;
+  readonly etag: string;
+  readonly lastModified: Date;
+}
+
+/** What a marker read found: a live marker, an over-age one (absent for reads), or nothing. */
+export interface MarkerRead {
+  readonly live?: Marker;
+  /** The etag of an over-age or unreadable marker, which a new incarnation replaces conditionally. */
+  readonly staleEtag?: string;
+}
+
+const MAX_ATTEMPTS = 5;
+
+/** A new incarnation id: sortable by time, unique by its random tail, only `[a-z0-9]`. */
+function newIncarnation(now: number): string {
+  return `${now.toString(36)}${randomBytes(4).toString('hex')}`;
+}
+
+/** Marker operations of one user. */
+export class Sessions {
+  constructor(
+    private readonly ctx: StoreContext,
+    private readonly layout: UserLayout,
+  ) {}
+
+  /** Reads the marker (one GET). */
+  async read(sessionId: string): Promise<MarkerRead> {
+    const object = await getOrUndefined(this.ctx.driver, this.layout.marker(sessionId));
+    if (!object) return {};
+    const body = parseJsonObject(object.body);
+    const inc = body?.inc;
+    const token = body?.token;
+    if (typeof inc !== 'string' || !/^[a-z0-9]+$/.test(inc) || (token !== null && !Number.isSafeInteger(token))) {
+      this.ctx.metrics.count('corruptObjects');
+      return { staleEtag: object.etag };
+    }
+    if (this.isOverAge(object.lastModified)) return { staleEtag: object.etag };
+    return { live: { inc, token: token as number | null, etag: object.etag, lastModified: object.lastModified } };
+  }
+
+  /** True when a marker this old counts as absent. */
+  isOverAge(lastModified: Date): boolean {
+    return this.ctx.now() - lastModified.getTime() > this.ctx.retentionMs;
+  }
+
+  /**
+   * The live marker a write needs: creates the session when absent (purging what an earlier
+   * incarnation left), refuses a lower token, records a higher one, and keeps the marker fresh.
+   */
+  async forWrite(sessionId: string, read: MarkerRead, token: number | undefined): Promise<Marker> {
+    let current = read;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const marker = current.live ?? (await this.create(sessionId, current.staleEtag, token));
+      if (!marker) {
+        current = await this.read(sessionId);
+        continue;
+      }
+      if (token !== undefined && marker.token !== null && marker.token > token) {
+        this.ctx.metrics.count('fencedWrites');
+        throw new FencedError(token, marker.token);
+      }
+      const raise = token !== undefined && (marker.token === null || token > marker.token);
+      const stale = this.ctx.now() - marker.lastModified.getTime() > this.ctx.keepAliveMs;
+      if (!raise && !stale) return marker;
+      const written = await this.rewrite(sessionId, marker, raise ? (token as number) : marker.token);
+      if (written) return written;
+      if (!raise) return marker; // a keep-alive that lost a race: someone else refreshed it
+      current = await this.read(sessionId);
+    }
+    throw new ObjectConditionFailedError(this.layout.marker(sessionId), this.ctx.driver.name);
+  }
+
+  /** Writes the marker body again (new nonce), conditional on its etag where the backend can. */
+  private async rewrite(sessionId: string, marker: Marker, token: number | null): Promise<Marker | undefined> {
+    const { driver } = this.ctx;
+    try {
+      const { etag } = await driver.put(this.layout.marker(sessionId), this.body(marker.inc, token), {
+        contentType: 'application/json',
+        tags: { kind: 'marker' },
+        ...(driver.capabilities.conditionalOverwrite ? { ifMatch: marker.etag } : {}),
+      });
+      return { inc: marker.inc, token, etag, lastModified: new Date(this.ctx.now()) };
+    } catch (error) {
+      if (error instanceof ObjectConditionFailedError) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Starts a new incarnation. The leftovers are listed BEFORE the marker is written, so the list
+   * cannot hold anything of the new incarnation; only the writer whose conditional marker write
+   * wins deletes them (archives stay, for audit, on their own schedule). Returns undefined when
+   * another writer created the marker first.
+   */
+  private async create(sessionId: string, staleEtag: string | undefined, token: number | undefined) {
+    const { driver } = this.ctx;
+    const [tombstone, leftovers] = await Promise.all([
+      getOrUndefined(driver, this.layout.tombstone(sessionId)),
+      this.listOwned(sessionId),
+    ]);
+    const deletedWith = tombstone ? parseJsonObject(tombstone.body)?.token : undefined;
+    if (typeof deletedWith === 'number' && token !== undefined && deletedWith > token) {
+      this.ctx.metrics.count('fencedWrites');
+      throw new FencedError(token, deletedWith);
+    }
+    const inc = newIncarnation(this.ctx.now());
+    const recorded = token ?? (typeof deletedWith === 'number' ? deletedWith : null);
+    let etag: string;
+    try {
+      const condition =
+        staleEtag === undefined
+          ? { ifNoneMatch: '*' as const }
+          : driver.capabilities.conditionalOverwrite
+            ? { ifMatch: staleEtag }
+            : {};
+      ({ etag } = await driver.put(this.layout.marker(sessionId), this.body(inc, recorded), {
+        contentType: 'application/json',
+        tags: { kind: 'marker' },
+        ...condition,
+      }));
+    } catch (error) {
+      if (error instanceof ObjectConditionFailedError) return undefined;
+      throw error;
+    }
+    const stale = leftovers.filter((name) => !name.includes('.list~a~'));
+    if (stale.length > 0) {
+      const { failed } = await driver.deleteMany(stale);
+      // Leftovers are invisible (other incarnation); one that could not be deleted is only garbage.
+      if (failed.length > 0) this.ctx.metrics.count('persistenceFailures', failed.length);
+    }
+    return { inc, token: recorded, etag, lastModified: new Date(this.ctx.now()) } satisfies Marker;
+  }
+
+  private body(inc: string, token: number | null): string {
+    return JSON.stringify({ v: 1, inc, token, nonce: randomUUID() });
+  }
+
+  /** Every object the session owns (all pages). */
+  async listOwned(sessionId: string): Promise<string[]> {
+    return (await listAll(this.ctx.driver, this.layout.session(sessionId))).map((o) => o.key);
+  }
+}

@@ -1,0 +1,128 @@
+/** The public types of the state store. The HTTP client implements the same `SessionStore`. */
+
+/** Options every write accepts. */
+export interface WriteOptions {
+  /** A fencing token from the lock (an integer below 2^53); a lower one than already seen is refused. */
+  readonly token?: number;
+}
+
+/** Options of a single-value save. */
+export interface SaveOptions extends WriteOptions {
+  /** Write only if the current version is this one (compare-and-swap). */
+  readonly ifVersion?: string;
+  /** Write only if the value is absent (create-only). */
+  readonly ifAbsent?: boolean;
+}
+
+/** A value with its version (the backend's etag; opaque, not ordered). */
+export interface Versioned<T> {
+  readonly value: T;
+  readonly version: string;
+}
+
+/** What a list write did. */
+export type ListAction = 'created' | 'appended' | 'rewritten' | 'unchanged';
+
+/** The outcome of a list write: the action, and the list's count and chain hash afterwards. */
+export interface ListWriteResult {
+  readonly action: ListAction;
+  readonly count: number;
+  readonly hash: string;
+}
+
+/** Options of `appendList`. */
+export interface AppendOptions extends WriteOptions {
+  /** The number of items the caller believes the list has. */
+  readonly expectedCount: number;
+  /** The chain hash the caller believes the list has (checked when given). */
+  readonly expectedHash?: string;
+}
+
+/** Paging of list reads. */
+export interface PageOptions {
+  /** First item; default 0. */
+  readonly offset?: number;
+  /** Most items; default all. */
+  readonly limit?: number;
+}
+
+/** A page of a list, with the whole list's count and hash. */
+export interface ListPage<T = unknown> {
+  readonly items: T[];
+  readonly count: number;
+  readonly hash: string;
+}
+
+/** An archived list (kept for audit when a list is compacted or deleted). */
+export interface ArchiveInfo {
+  readonly archiveId: string;
+  readonly count: number;
+  readonly hash: string;
+  readonly archivedAt: Date;
+}
+
+/** A session of the user. */
+export interface SessionInfo {
+  readonly sessionId: string;
+  /** The last activity, accurate to the keep-alive interval. */
+  readonly lastActivity: Date;
+}
+
+/** One page of `listSessionIds`. */
+export interface SessionPage {
+  readonly sessions: SessionInfo[];
+  /** Pass back to get the next page; null when there is none. */
+  readonly nextCursor: string | null;
+}
+
+/** Everything one user can do with their own sessions. */
+export interface SessionStore {
+  /** The single value, or undefined when absent. */
+  get<T = unknown>(sessionId: string, key: string): Promise<T | undefined>;
+  /** The single value and its version, or undefined when absent. */
+  getVersioned<T = unknown>(sessionId: string, key: string): Promise<Versioned<T> | undefined>;
+  /** Overwrites the single value (optionally conditional); returns the new version. */
+  save(sessionId: string, key: string, value: unknown, options?: SaveOptions): Promise<{ version: string }>;
+  /** Removes one single value (absent is fine). */
+  deleteKey(sessionId: string, key: string, options?: WriteOptions): Promise<void>;
+  /** Saves the whole list: unchanged, append or (archived) rewrite, whichever it is. */
+  saveList(sessionId: string, key: string, items: readonly unknown[], options?: WriteOptions): Promise<ListWriteResult>;
+  /** Appends 1 to 1,000 items if the list is where the caller believes it is. */
+  appendList(sessionId: string, key: string, items: readonly unknown[], options: AppendOptions): Promise<ListWriteResult>;
+  /** A page of the list (an absent list is empty). */
+  getList<T = unknown>(sessionId: string, key: string, options?: PageOptions): Promise<ListPage<T>>;
+  /** Archives the list, then removes it. */
+  deleteList(sessionId: string, key: string, options?: WriteOptions): Promise<void>;
+  /** The archives of a list, oldest first. */
+  listArchives(sessionId: string, key: string): Promise<ArchiveInfo[]>;
+  /** A page of an archived list, or undefined when there is no such archive. */
+  getArchive<T = unknown>(
+    sessionId: string,
+    key: string,
+    archiveId: string,
+    options?: PageOptions,
+  ): Promise<ListPage<T> | undefined>;
+  /** True when the session exists (one HEAD). */
+  exists(sessionId: string): Promise<boolean>;
+  /** Deletes the session and everything it owns; idempotent. */
+  delete(sessionId: string, options?: WriteOptions): Promise<void>;
+  /** Deletes every session of this user. */
+  deleteAllSessions(): Promise<void>;
+  /** The user's sessions, a page at a time (1 to 1,000; default 1,000). */
+  listSessionIds(options?: { limit?: number; cursor?: string }): Promise<SessionPage>;
+}
+
+/** Where the store reports its counters (the HTTP layer sends them to CloudWatch EMF). */
+export interface MetricsSink {
+  count(name: StoreCounter, value?: number): void;
+}
+
+/** The counters the store reports. */
+export type StoreCounter =
+  | 'listRewrites'
+  | 'archivedLists'
+  | 'appendConflicts'
+  | 'fencedWrites'
+  | 'persistenceFailures'
+  | 'manifestRepairs'
+  | 'corruptObjects';
