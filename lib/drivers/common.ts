@@ -5,8 +5,8 @@ import {
   DELETE_BATCH_LIMIT,
   type ListedObject,
   type ListOptions,
-  type ObjectListPage,
   MAX_LIST_LIMIT,
+  type ObjectListPage,
 } from './types.js';
 
 /** Longest object name accepted: OSS allows 1,023 bytes, S3 1,024. */

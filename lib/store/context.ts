@@ -35,7 +35,10 @@ export function backendError(error: unknown): StoreError {
 }
 
 /** A GET that answers undefined for a missing object. */
-export async function getOrUndefined(driver: ObjectStoreDriver, name: string): Promise<StoredObject | undefined> {
+export async function getOrUndefined(
+  driver: ObjectStoreDriver,
+  name: string,
+): Promise<StoredObject | undefined> {
   try {
     return await driver.get(name);
   } catch (error) {

@@ -37,16 +37,20 @@ export function checkId(kind: IdKind, id: unknown): string {
   if (id.trim() === '') throw new ValidationError(kind, 'must not be empty or blank');
   if (CONTROL.test(id)) throw new ValidationError(kind, 'must not contain control characters');
   if (LONE_SURROGATE.test(id)) throw new ValidationError(kind, 'must be valid UTF-8 (no lone surrogates)');
-  if (Buffer.byteLength(id) > LIMITS[kind]) throw new ValidationError(kind, `must be at most ${LIMITS[kind]} bytes`);
+  if (Buffer.byteLength(id) > LIMITS[kind])
+    throw new ValidationError(kind, `must be at most ${LIMITS[kind]} bytes`);
   return id;
 }
 
 /** Refuses a prefix that is over-long, has control characters, or does not end with `/` (unless empty). */
 export function checkPrefix(prefix: string): string {
-  if (Buffer.byteLength(prefix) > LIMITS.prefix) throw new ValidationError('prefix', `at most ${LIMITS.prefix} bytes`);
-  if (CONTROL.test(prefix) || LONE_SURROGATE.test(prefix)) throw new ValidationError('prefix', 'invalid characters');
+  if (Buffer.byteLength(prefix) > LIMITS.prefix)
+    throw new ValidationError('prefix', `at most ${LIMITS.prefix} bytes`);
+  if (CONTROL.test(prefix) || LONE_SURROGATE.test(prefix))
+    throw new ValidationError('prefix', 'invalid characters');
   if (prefix !== '' && !prefix.endsWith('/')) throw new ValidationError('prefix', 'must end with "/"');
-  if (prefix.split('/').some((s) => s === '.' || s === '..')) throw new ValidationError('prefix', 'no "." or ".." segments');
+  if (prefix.split('/').some((s) => s === '.' || s === '..'))
+    throw new ValidationError('prefix', 'no "." or ".." segments');
   return prefix;
 }
 

@@ -55,7 +55,15 @@ interface Content extends ListState {
   readonly items: unknown[];
 }
 
-const EMPTY_STATE: ListState = { exists: false, gen: 0, seq: -1, type: 'none', count: 0, hash: EMPTY_HASH, folded: -1 };
+const EMPTY_STATE: ListState = {
+  exists: false,
+  gen: 0,
+  seq: -1,
+  type: 'none',
+  count: 0,
+  hash: EMPTY_HASH,
+  folded: -1,
+};
 const MAX_ATTEMPTS = 8;
 /** Most items one append may carry. */
 export const MAX_APPEND_ITEMS = 1000;
@@ -95,7 +103,10 @@ export class Lists {
   }
 
   /** Every slot of the list (all incarnations), in name order: (incarnation, generation, sequence). */
-  async listSlots(s: string, k: string): Promise<Array<{ inc: string; gen: number; seq: number; name: string; lastModified: Date }>> {
+  async listSlots(
+    s: string,
+    k: string,
+  ): Promise<Array<{ inc: string; gen: number; seq: number; name: string; lastModified: Date }>> {
     const prefix = this.layout.slots(s, k);
     const slots = [];
     for (const object of await listAll(this.ctx.driver, prefix)) {
@@ -121,7 +132,15 @@ export class Lists {
     const latest = mine.at(-1);
     if (!latest) return EMPTY_STATE;
     const body = await this.readSlot(latest.name, inc);
-    return { exists: true, gen: body.gen, seq: body.seq, type: body.type, count: body.count, hash: body.hash, folded: -1 };
+    return {
+      exists: true,
+      gen: body.gen,
+      seq: body.seq,
+      type: body.type,
+      count: body.count,
+      hash: body.hash,
+      folded: -1,
+    };
   }
 
   /**
@@ -152,7 +171,8 @@ export class Lists {
         items = [...body.items];
         hash = chainHash(EMPTY_HASH, items);
       } else if (body.type === 'append') {
-        if (body.base !== items.length) throw new CorruptValueError(this.layout.slot(s, k, inc, body.gen, body.seq));
+        if (body.base !== items.length)
+          throw new CorruptValueError(this.layout.slot(s, k, inc, body.gen, body.seq));
         hash = chainHash(hash, body.items);
         items = items.concat(body.items);
       }
@@ -163,7 +183,16 @@ export class Lists {
         throw new CorruptValueError(this.layout.slot(s, k, inc, body.gen, body.seq));
       }
     }
-    const content: Content = { exists: true, gen: latest.gen, seq: latest.seq, type, count, hash, items, folded: usable ? base.seq : -1 };
+    const content: Content = {
+      exists: true,
+      gen: latest.gen,
+      seq: latest.seq,
+      type,
+      count,
+      hash,
+      items,
+      folded: usable ? base.seq : -1,
+    };
     if (!usable) {
       // `.list.json` was missing, damaged or from an earlier generation: the list is still served.
       this.ctx.metrics.count('manifestRepairs');
@@ -178,14 +207,19 @@ export class Lists {
     if (!object) return undefined;
     const m = object.metadata;
     const seq = Number(m.seq);
-    if (m.inc !== inc || Number(m.gen) !== gen || !Number.isSafeInteger(seq) || seq < 0 || seq > latestSeq) return undefined;
+    if (m.inc !== inc || Number(m.gen) !== gen || !Number.isSafeInteger(seq) || seq < 0 || seq > latestSeq)
+      return undefined;
     let items: unknown;
     try {
       items = JSON.parse(Buffer.from(object.body).toString('utf8'));
     } catch {
       items = undefined;
     }
-    if (!Array.isArray(items) || items.length !== Number(m.count) || chainHash(EMPTY_HASH, items) !== m.hash) {
+    if (
+      !Array.isArray(items) ||
+      items.length !== Number(m.count) ||
+      chainHash(EMPTY_HASH, items) !== m.hash
+    ) {
       this.ctx.metrics.count('corruptObjects');
       return undefined;
     }
@@ -195,7 +229,14 @@ export class Lists {
   /** Writes `.list.json` and the manifest for a content (materializations; best effort for callers). */
   async materialize(s: string, k: string, inc: string, c: ListState & { items: unknown[] }): Promise<void> {
     const { driver } = this.ctx;
-    const stamp = { inc, gen: String(c.gen), seq: String(c.seq), count: String(c.count), hash: c.hash, type: c.type };
+    const stamp = {
+      inc,
+      gen: String(c.gen),
+      seq: String(c.seq),
+      count: String(c.count),
+      hash: c.hash,
+      type: c.type,
+    };
     await driver.put(this.layout.listJson(s, k), jsonBody(c.items), {
       contentType: 'application/json',
       metadata: stamp,
@@ -206,10 +247,14 @@ export class Lists {
 
   async writeManifest(s: string, k: string, inc: string, state: ListState): Promise<void> {
     const { gen, seq, type, count, hash, folded } = state;
-    await this.ctx.driver.put(this.layout.listHash(s, k), JSON.stringify({ v: 1, inc, gen, seq, type, count, hash, folded }), {
-      contentType: 'application/json',
-      tags: { kind: 'state' },
-    });
+    await this.ctx.driver.put(
+      this.layout.listHash(s, k),
+      JSON.stringify({ v: 1, inc, gen, seq, type, count, hash, folded }),
+      {
+        contentType: 'application/json',
+        tags: { kind: 'state' },
+      },
+    );
   }
 
   /** Creates a slot; false when it already exists (another writer got there first). */
@@ -258,11 +303,29 @@ export class Lists {
       const count = state.count + items.length;
       const hash = chainHash(state.hash, items);
       const next: SlotBody = state.exists
-        ? { v: 1, inc: marker.inc, gen: state.gen, seq: state.seq + 1, type: 'append', base: state.count, items: [...items], count, hash }
+        ? {
+            v: 1,
+            inc: marker.inc,
+            gen: state.gen,
+            seq: state.seq + 1,
+            type: 'append',
+            base: state.count,
+            items: [...items],
+            count,
+            hash,
+          }
         : { v: 1, inc: marker.inc, gen: 0, seq: 0, type: 'start', base: 0, items: [...items], count, hash };
       if (token !== undefined) next.token = token;
       if (await this.createSlot(s, k, next, startedAt)) {
-        const after: ListState = { exists: true, gen: next.gen, seq: next.seq, type: next.type, count, hash, folded: state.folded };
+        const after: ListState = {
+          exists: true,
+          gen: next.gen,
+          seq: next.seq,
+          type: next.type,
+          count,
+          hash,
+          folded: state.folded,
+        };
         await this.afterCommit(s, k, marker.inc, after);
         return { action: state.exists ? 'appended' : 'created', count, hash };
       }
@@ -306,9 +369,28 @@ export class Lists {
   /** Starts generation `gen` with `items`; materializes it; false when another writer started it. */
   private async start(s: string, k: string, inc: string, gen: number, items: unknown[], startedAt: number) {
     const hash = chainHash(EMPTY_HASH, items);
-    const body: SlotBody = { v: 1, inc, gen, seq: 0, type: 'start', base: 0, items, count: items.length, hash };
+    const body: SlotBody = {
+      v: 1,
+      inc,
+      gen,
+      seq: 0,
+      type: 'start',
+      base: 0,
+      items,
+      count: items.length,
+      hash,
+    };
     if (!(await this.createSlot(s, k, body, startedAt))) return false;
-    const state: Content = { exists: true, gen, seq: 0, type: 'start', count: items.length, hash, folded: 0, items };
+    const state: Content = {
+      exists: true,
+      gen,
+      seq: 0,
+      type: 'start',
+      count: items.length,
+      hash,
+      folded: 0,
+      items,
+    };
     await this.materialize(s, k, inc, state).catch(() => this.ctx.metrics.count('persistenceFailures'));
     return true;
   }
@@ -336,7 +418,11 @@ export class Lists {
     if (!(await this.start(s, k, inc, content.gen + 1, [...items], startedAt))) return undefined;
     this.ctx.metrics.count('listRewrites');
     await this.retire(s, k, inc, content.gen + 1).catch(() => this.ctx.metrics.count('persistenceFailures'));
-    return { action: 'rewritten', count: items.length, hash: chainHash(EMPTY_HASH, items) } satisfies ListWriteResult;
+    return {
+      action: 'rewritten',
+      count: items.length,
+      hash: chainHash(EMPTY_HASH, items),
+    } satisfies ListWriteResult;
   }
 
   /** Archives a sealed generation; the archive's name carries its count and hash, so listing them reads no bodies. */
@@ -369,7 +455,10 @@ export class Lists {
 
   /** Removes the materializations (after a rewrite to empty, the list reads as absent). */
   async dropMaterializations(s: string, k: string): Promise<void> {
-    const { failed } = await this.ctx.driver.deleteMany([this.layout.listJson(s, k), this.layout.listHash(s, k)]);
+    const { failed } = await this.ctx.driver.deleteMany([
+      this.layout.listJson(s, k),
+      this.layout.listHash(s, k),
+    ]);
     if (failed.length > 0) this.ctx.metrics.count('persistenceFailures', failed.length);
   }
 
@@ -391,7 +480,13 @@ export class Lists {
   }
 
   /** One archived list, or undefined. */
-  async getArchive(s: string, k: string, inc: string, archiveId: string, page: PageOptions): Promise<ListPage | undefined> {
+  async getArchive(
+    s: string,
+    k: string,
+    inc: string,
+    archiveId: string,
+    page: PageOptions,
+  ): Promise<ListPage | undefined> {
     if (!/^\d{1,16}$/.test(archiveId)) throw new ValidationError('archiveId', 'must be a decimal archive id');
     const prefix = `${this.layout.archive(s, k, inc, Number(archiveId))}~`;
     const [found] = (await this.ctx.driver.list({ prefix, limit: 1 })).objects;
@@ -418,7 +513,9 @@ function isRun(present: ReadonlySet<number>, from: number, to: number): boolean 
 export function slicePage<T>(items: readonly T[], page: PageOptions): T[] {
   const offset = page.offset ?? 0;
   const limit = page.limit ?? items.length;
-  if (!Number.isSafeInteger(offset) || offset < 0) throw new ValidationError('offset', 'must be a non-negative integer');
-  if (!Number.isSafeInteger(limit) || limit < 0) throw new ValidationError('limit', 'must be a non-negative integer');
+  if (!Number.isSafeInteger(offset) || offset < 0)
+    throw new ValidationError('offset', 'must be a non-negative integer');
+  if (!Number.isSafeInteger(limit) || limit < 0)
+    throw new ValidationError('limit', 'must be a non-negative integer');
   return items.slice(offset, offset + limit);
 }

@@ -48,12 +48,18 @@ export class Sessions {
     const body = parseJsonObject(object.body);
     const inc = body?.inc;
     const token = body?.token;
-    if (typeof inc !== 'string' || !/^[a-z0-9]+$/.test(inc) || (token !== null && !Number.isSafeInteger(token))) {
+    if (
+      typeof inc !== 'string' ||
+      !/^[a-z0-9]+$/.test(inc) ||
+      (token !== null && !Number.isSafeInteger(token))
+    ) {
       this.ctx.metrics.count('corruptObjects');
       return { staleEtag: object.etag };
     }
     if (this.isOverAge(object.lastModified)) return { staleEtag: object.etag };
-    return { live: { inc, token: token as number | null, etag: object.etag, lastModified: object.lastModified } };
+    return {
+      live: { inc, token: token as number | null, etag: object.etag, lastModified: object.lastModified },
+    };
   }
 
   /** True when a marker this old counts as absent. */
@@ -89,7 +95,11 @@ export class Sessions {
   }
 
   /** Writes the marker body again (new nonce), conditional on its etag where the backend can. */
-  private async rewrite(sessionId: string, marker: Marker, token: number | null): Promise<Marker | undefined> {
+  private async rewrite(
+    sessionId: string,
+    marker: Marker,
+    token: number | null,
+  ): Promise<Marker | undefined> {
     const { driver } = this.ctx;
     try {
       const { etag } = await driver.put(this.layout.marker(sessionId), this.body(marker.inc, token), {

@@ -173,7 +173,8 @@ class UserStore implements SessionStore {
       throw new ValidationError('ifVersion', 'cannot be combined with ifAbsent');
     }
     const name = this.layout.value(sessionId, key);
-    const conditional = options.ifVersion !== undefined || options.ifAbsent === true || options.token !== undefined;
+    const conditional =
+      options.ifVersion !== undefined || options.ifAbsent === true || options.token !== undefined;
     for (let attempt = 0; ; attempt++) {
       const [read, head] = await Promise.all([
         this.sessions.read(sessionId),
@@ -283,13 +284,23 @@ class UserStore implements SessionStore {
     const marker = await this.sessions.forWrite(sessionId, read, options.token);
     const state = await this.stateOf(sessionId, key, marker, manifest);
     const decide = (s: ListState): 'append' | ListWriteResult => {
-      if (s.count === expectedCount && (expectedHash === undefined || expectedHash === s.hash)) return 'append';
+      if (s.count === expectedCount && (expectedHash === undefined || expectedHash === s.hash))
+        return 'append';
       const replay = expectedHash !== undefined && chainHash(expectedHash, items) === s.hash;
-      if (s.count === expectedCount + items.length && replay) return { action: 'unchanged', count: s.count, hash: s.hash };
+      if (s.count === expectedCount + items.length && replay)
+        return { action: 'unchanged', count: s.count, hash: s.hash };
       throw new AppendConflictError(s.count, s.hash);
     };
     try {
-      return (await this.lists.append(sessionId, key, marker, state, items, decide, options.token)) as ListWriteResult;
+      return (await this.lists.append(
+        sessionId,
+        key,
+        marker,
+        state,
+        items,
+        decide,
+        options.token,
+      )) as ListWriteResult;
     } catch (error) {
       if (!(error instanceof AppendConflictError)) throw error;
       // Without an expected hash a replay is recognised by reading the tail back.
@@ -318,9 +329,11 @@ class UserStore implements SessionStore {
     let state = await this.stateOf(sessionId, key, marker, manifest, slots);
     for (let attempt = 0; attempt < 5; attempt++) {
       if (state.type === 'seal') state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
-      const prefixHash = items.length >= state.count ? chainHash(EMPTY_HASH, items.slice(0, state.count)) : undefined;
+      const prefixHash =
+        items.length >= state.count ? chainHash(EMPTY_HASH, items.slice(0, state.count)) : undefined;
       if (prefixHash === state.hash) {
-        if (items.length === state.count) return { action: 'unchanged', count: state.count, hash: state.hash } satisfies ListWriteResult;
+        if (items.length === state.count)
+          return { action: 'unchanged', count: state.count, hash: state.hash } satisfies ListWriteResult;
         const extra = items.slice(state.count);
         const at = state;
         const decide = (s: ListState) => (s.count === at.count && s.hash === at.hash ? 'append' : 'moved');
@@ -369,7 +382,9 @@ class UserStore implements SessionStore {
     this.ids(sessionId, key);
     const read = await this.sessions.read(sessionId);
     if (!read.live) return undefined;
-    return (await this.lists.getArchive(sessionId, key, read.live.inc, archiveId, page)) as ListPage<T> | undefined;
+    return (await this.lists.getArchive(sessionId, key, read.live.inc, archiveId, page)) as
+      | ListPage<T>
+      | undefined;
   }
 
   // ---- sessions ------------------------------------------------------------------------------
@@ -430,7 +445,8 @@ class UserStore implements SessionStore {
 
   async listSessionIds(options: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
     const limit = options.limit ?? 1000;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit', 'must be 1 to 1000');
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000)
+      throw new ValidationError('limit', 'must be 1 to 1000');
     let startAfter: string | undefined;
     if (options.cursor !== undefined) {
       // A cursor is a session id's encoded segment: it cannot name a position outside this user's markers.
@@ -440,7 +456,8 @@ class UserStore implements SessionStore {
       } catch {
         throw new ValidationError('cursor', 'not a cursor of this listing');
       }
-      if (Buffer.from(segment).toString('base64url') !== options.cursor) throw new ValidationError('cursor', 'not a cursor of this listing');
+      if (Buffer.from(segment).toString('base64url') !== options.cursor)
+        throw new ValidationError('cursor', 'not a cursor of this listing');
       startAfter = this.layout.markers + segment;
     }
     const page = await this.ctx.driver.list({ prefix: this.layout.markers, startAfter, limit });
@@ -474,7 +491,7 @@ async function headOrUndefined(driver: ObjectStoreDriver, name: string): Promise
 
 function checkItems(items: unknown, min: number, max: number): void {
   if (!Array.isArray(items)) throw new ValidationError('items', 'must be an array');
-  if (items.length < min || items.length > max) throw new ValidationError('items', `must hold ${min} to ${max} items`);
+  if (items.length < min || items.length > max)
+    throw new ValidationError('items', `must hold ${min} to ${max} items`);
   for (const item of items) jsonBody(item);
 }
-

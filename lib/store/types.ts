@@ -86,9 +86,19 @@ export interface SessionStore {
   /** Removes one single value (absent is fine). */
   deleteKey(sessionId: string, key: string, options?: WriteOptions): Promise<void>;
   /** Saves the whole list: unchanged, append or (archived) rewrite, whichever it is. */
-  saveList(sessionId: string, key: string, items: readonly unknown[], options?: WriteOptions): Promise<ListWriteResult>;
+  saveList(
+    sessionId: string,
+    key: string,
+    items: readonly unknown[],
+    options?: WriteOptions,
+  ): Promise<ListWriteResult>;
   /** Appends 1 to 1,000 items if the list is where the caller believes it is. */
-  appendList(sessionId: string, key: string, items: readonly unknown[], options: AppendOptions): Promise<ListWriteResult>;
+  appendList(
+    sessionId: string,
+    key: string,
+    items: readonly unknown[],
+    options: AppendOptions,
+  ): Promise<ListWriteResult>;
   /** A page of the list (an absent list is empty). */
   getList<T = unknown>(sessionId: string, key: string, options?: PageOptions): Promise<ListPage<T>>;
   /** Archives the list, then removes it. */

@@ -64,6 +64,7 @@ export async function startOssFront(
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
+      if (process.env.FRONT_DEBUG) console.error('OSS front error', req.method, req.url, error);
       if (!res.headersSent) sendError(res, 500, 'InternalError', String(error));
       else res.destroy();
     });

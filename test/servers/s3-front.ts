@@ -3,7 +3,8 @@
  * against S3's behaviour rather than s3rver's gaps:
  * - conditional PutObject, GetObject and DeleteObject (`If-None-Match: *`: 412 when the key exists;
  *   `If-Match`: 412 when the etag differs, 404 when the key is missing), serialised per key so that
- *   exactly one of many concurrent conditional writers wins;
+ *   exactly one of many concurrent conditional writers wins, and reads never see a half-written
+ *   object (s3rver rewrites files in place);
  * - object tags (`x-amz-tagging`, `?tagging`, `x-amz-tagging-count`) and storage classes, which
  *   s3rver drops;
  * - bucket lifecycle configurations stored and returned (s3rver answers 501);
@@ -14,7 +15,6 @@
  * DeleteObjects fail keys containing a text, `POST reset` clears both, `GET requests` lists what
  * was received (method, path, bytes).
  */
-import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { KeyedMutex } from '../../lib/drivers/common.js';
 import {
@@ -105,6 +105,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
+      if (process.env.FRONT_DEBUG) console.error('S3 front error', req.method, req.url, error);
       if (!res.headersSent) sendError(res, 500, 'InternalError', String(error));
       else res.destroy();
     });
@@ -136,8 +137,9 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
       return mutex.run(id, () => copyObject(id, req, res));
     if (method === 'PUT') return mutex.run(id, () => putObject(id, req, res));
     if (method === 'DELETE') return mutex.run(id, () => deleteObject(id, req, res));
-    if (req.headers['if-match']) return mutex.run(id, () => getObject(id, req, res));
-    return getObject(id, req, res);
+    // s3rver replaces files in place: a read racing a write of the same key can break off. S3's
+    // replace is atomic, so reads wait for the key's writes here.
+    return mutex.run(id, () => getObject(id, req, res));
   }
 
   async function control(path: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -311,50 +313,37 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     await answer(req, res, up);
   }
 
+  /**
+   * DeleteObjects, done key by key: s3rver deletes a batch in parallel and its folder clean-up races
+   * itself (500 InternalError). Keys named by `delete-failures` are refused with AccessDenied.
+   */
   async function deleteObjects(
     bucket: string,
     req: http.IncomingMessage,
     res: http.ServerResponse,
   ): Promise<void> {
     const xml = (await readBody(req)).toString('utf8');
-    const keys = xmlValues(xml, 'Key');
-    const failing = keys.filter((k) => deleteFailures.some((m) => k.includes(m)));
-    const passing = keys.filter((k) => !failing.includes(k));
     const quiet = /<Quiet>true<\/Quiet>/.test(xml);
-    let upstreamXml = '';
-    if (passing.length > 0) {
-      const body = Buffer.from(
-        `<Delete>${quiet ? '<Quiet>true</Quiet>' : ''}${passing.map((k) => `<Object><Key>${xmlEscape(k)}</Key></Object>`).join('')}</Delete>`,
-      );
-      const up = await request(
-        upstream,
-        'POST',
-        req.url ?? '',
-        {
-          ...forwardHeaders(
-            req.headers,
-            (h) => h.startsWith('x-amz-checksum') || h === 'x-amz-sdk-checksum-algorithm',
-          ),
-          'content-length': body.length,
-          'content-md5': createHash('md5').update(body).digest('base64'),
-        },
-        body,
-      );
-      if (up.status !== 200) return answer(req, res, up);
-      upstreamXml = up.body.toString('utf8');
-      for (const k of passing) extras.delete(`${bucket}/${k}`);
+    let result = '';
+    for (const key of xmlValues(xml, 'Key')) {
+      if (deleteFailures.some((m) => key.includes(m))) {
+        result += `<Error><Key>${xmlEscape(key)}</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`;
+        continue;
+      }
+      const id = `${bucket}/${key}`;
+      const up = await mutex.run(id, () => request(upstream, 'DELETE', `/${encodePath(id)}`, {}));
+      if (up.status < 300) {
+        extras.delete(id);
+        if (!quiet) result += `<Deleted><Key>${xmlEscape(key)}</Key></Deleted>`;
+      } else {
+        const code = xmlValues(up.body.toString('utf8'), 'Code')[0] ?? 'InternalError';
+        result += `<Error><Key>${xmlEscape(key)}</Key><Code>${code}</Code><Message>delete failed</Message></Error>`;
+      }
     }
-    const inner = upstreamXml.replace(/^[\s\S]*?<DeleteResult[^>]*>/, '').replace(/<\/DeleteResult>\s*$/, '');
-    const errors = failing
-      .map(
-        (k) =>
-          `<Error><Key>${xmlEscape(k)}</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`,
-      )
-      .join('');
     sendXml(
       res,
       200,
-      `<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${upstreamXml ? inner : ''}${errors}</DeleteResult>`,
+      `<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${result}</DeleteResult>`,
     );
   }
 

@@ -1,0 +1,475 @@
+/**
+ * The store suite: the reference contract and every fault REFERENCE.md lists, run on every backend
+ * (memory, fs, s3rver, OSS and, in CI, Ceph RGW) through `test/backends.ts`.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  AppendConflictError,
+  CorruptValueError,
+  FencedError,
+  PreconditionFailedError,
+  PreconditionUnsupportedError,
+  ValidationError,
+} from '../../lib/store/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
+import { createStateStore, type StateStore } from '../../lib/store/store.js';
+import type { SessionStore, StoreCounter } from '../../lib/store/types.js';
+import type { Backend } from '../backends.js';
+import { type CountingDriver, counting } from './wrappers.js';
+
+const msg = (i: number) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}`, n: i });
+const msgs = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => msg(from + i));
+
+/** Runs the store suite on one backend. */
+export function describeStoreSuite(backend: Backend): void {
+  describe(`state store on ${backend.name}`, () => {
+    let driver: CountingDriver;
+    let close: () => Promise<void>;
+    let store: StateStore;
+    let prefix: string;
+    const counters = new Map<StoreCounter, number>();
+    let alice: SessionStore;
+    let bob: SessionStore;
+    const cas = () => driver.capabilities.conditionalOverwrite;
+
+    beforeAll(async () => {
+      const made = await backend.make();
+      driver = counting(made.driver);
+      close = made.close;
+      prefix = `store-${randomUUID()}/`;
+      store = createStateStore({
+        driver,
+        prefix,
+        foldEvery: 4,
+        rolloverAt: 12,
+        metrics: { count: (name, value = 1) => counters.set(name, (counters.get(name) ?? 0) + value) },
+      });
+      alice = store.forUser('alice');
+      bob = store.forUser('bob');
+    });
+    afterAll(() => close());
+
+    const sid = () => `s-${randomUUID()}`;
+
+    describe('single values', () => {
+      it('saves, reads back, versions, overwrites', async () => {
+        const s = sid();
+        expect(await alice.get(s, 'plan')).toBeUndefined();
+        const { version } = await alice.save(s, 'plan', { steps: ['a', 'b'] });
+        expect(await alice.get(s, 'plan')).toEqual({ steps: ['a', 'b'] });
+        expect(await alice.getVersioned(s, 'plan')).toEqual({ value: { steps: ['a', 'b'] }, version });
+        const next = await alice.save(s, 'plan', { steps: ['c'] });
+        expect(next.version).not.toBe(version);
+        expect(await alice.get(s, 'plan')).toEqual({ steps: ['c'] });
+      });
+
+      it('create-only refuses an existing value with its current version', async () => {
+        const s = sid();
+        const { version } = await alice.save(s, 'task', 1, { ifAbsent: true });
+        const error = await alice.save(s, 'task', 2, { ifAbsent: true }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(PreconditionFailedError);
+        expect((error as PreconditionFailedError).currentVersion).toBe(version);
+        expect(await alice.get(s, 'task')).toBe(1);
+      });
+
+      it('if-version writes on a match and refuses a stale or absent one (or is unsupported, never applied)', async () => {
+        const s = sid();
+        const { version } = await alice.save(s, 'ctx', 'v1');
+        if (!cas()) {
+          await expect(alice.save(s, 'ctx', 'v2', { ifVersion: version })).rejects.toBeInstanceOf(
+            PreconditionUnsupportedError,
+          );
+          expect(await alice.get(s, 'ctx')).toBe('v1');
+          return;
+        }
+        const { version: v2 } = await alice.save(s, 'ctx', 'v2', { ifVersion: version });
+        const stale = await alice.save(s, 'ctx', 'v3', { ifVersion: version }).catch((e: unknown) => e);
+        expect(stale).toBeInstanceOf(PreconditionFailedError);
+        expect((stale as PreconditionFailedError).currentVersion).toBe(v2);
+        const absent = await alice.save(s, 'other', 'x', { ifVersion: version }).catch((e: unknown) => e);
+        expect((absent as PreconditionFailedError).currentVersion).toBeNull();
+        expect(await alice.get(s, 'ctx')).toBe('v2');
+      });
+
+      it('of 8 concurrent conditional saves exactly one wins', async () => {
+        const s = sid();
+        const { version } = await alice.save(s, 'race', 'base');
+        const results = await Promise.allSettled(
+          Array.from({ length: 8 }, (_, i) =>
+            alice.save(s, 'race', `w${i}`, cas() ? { ifVersion: version } : { ifAbsent: true }),
+          ),
+        );
+        const won = results.filter((r) => r.status === 'fulfilled');
+        if (cas()) expect(won).toHaveLength(1);
+        else expect(won).toHaveLength(0); // ifAbsent on an existing value: none may win
+        for (const r of results)
+          if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(PreconditionFailedError);
+        const fresh = await Promise.allSettled(
+          Array.from({ length: 8 }, (_, i) => alice.save(s, 'fresh', `w${i}`, { ifAbsent: true })),
+        );
+        expect(fresh.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      });
+
+      it('deletes one key and keeps the others (reference fault 6: per-key delete is defined)', async () => {
+        const s = sid();
+        await alice.save(s, 'a', 1);
+        await alice.save(s, 'b', 2);
+        await alice.saveList(s, 'a', [1, 2]);
+        await alice.deleteKey(s, 'a');
+        expect(await alice.get(s, 'a')).toBeUndefined();
+        expect(await alice.get(s, 'b')).toBe(2);
+        expect((await alice.getList(s, 'a')).items).toEqual([1, 2]);
+        await alice.deleteKey(s, 'never');
+      });
+
+      it('a corrupt value is a typed error for that key only', async () => {
+        const s = sid();
+        await alice.save(s, 'good', { ok: true });
+        await alice.save(s, 'bad', { ok: true });
+        const name = `${prefix}alice/${s}/bad.json`;
+        const object = await driver.get(name);
+        await driver.put(name, '{not json', { metadata: object.metadata });
+        await expect(alice.get(s, 'bad')).rejects.toBeInstanceOf(CorruptValueError);
+        expect(await alice.get(s, 'good')).toEqual({ ok: true });
+      });
+
+      it('refuses values that are not JSON', async () => {
+        await expect(alice.save(sid(), 'k', undefined)).rejects.toBeInstanceOf(ValidationError);
+        await expect(alice.save(sid(), 'k', () => 1)).rejects.toBeInstanceOf(ValidationError);
+      });
+    });
+
+    describe('lists', () => {
+      it('saveList: created, unchanged (no writes), appended, rewritten after archiving', async () => {
+        const s = sid();
+        expect(await alice.saveList(s, 'memory', msgs(0, 3))).toMatchObject({ action: 'created', count: 3 });
+        driver.reset();
+        const same = await alice.saveList(s, 'memory', msgs(0, 3));
+        expect(same).toEqual({ action: 'unchanged', count: 3, hash: chainHash(EMPTY_HASH, msgs(0, 3)) });
+        expect(driver.calls.put + driver.calls.delete + driver.calls.copy).toBe(0);
+        expect(driver.calls.get + driver.calls.head + driver.calls.list).toBeLessThanOrEqual(3);
+        expect(await alice.saveList(s, 'memory', msgs(0, 5))).toMatchObject({ action: 'appended', count: 5 });
+        const compacted = [{ role: 'system', content: 'summary of 0..4' }];
+        expect(await alice.saveList(s, 'memory', compacted)).toMatchObject({ action: 'rewritten', count: 1 });
+        expect((await alice.getList(s, 'memory')).items).toEqual(compacted);
+        const archives = await alice.listArchives(s, 'memory');
+        expect(archives).toHaveLength(1);
+        expect(archives[0]).toMatchObject({ count: 5, hash: chainHash(EMPTY_HASH, msgs(0, 5)) });
+        const archived = await alice.getArchive(s, 'memory', archives[0]?.archiveId ?? '');
+        expect(archived?.items).toEqual(msgs(0, 5));
+      });
+
+      it('detects a change of an earlier item as a rewrite, and key order inside an item as no change', async () => {
+        const s = sid();
+        await alice.saveList(s, 'l', [{ a: 1, b: 2 }, { c: 3 }]);
+        expect((await alice.saveList(s, 'l', [{ b: 2, a: 1 }, { c: 3 }])).action).toBe('unchanged');
+        expect((await alice.saveList(s, 'l', [{ a: 1, b: 9 }, { c: 3 }, { d: 4 }])).action).toBe('rewritten');
+        expect(await alice.listArchives(s, 'l')).toHaveLength(1);
+      });
+
+      it('a change at any position of a 50-item list is detected (reference fault 1: sampled hash)', async () => {
+        const base = msgs(0, 50);
+        const hash = chainHash(EMPTY_HASH, base);
+        for (let i = 0; i < 50; i++) {
+          const changed = base.map((m, j) => (j === i ? { ...m, content: `${m.content}!` } : m));
+          expect(chainHash(EMPTY_HASH, changed)).not.toBe(hash);
+        }
+        const s = sid();
+        await alice.saveList(s, 'l', base);
+        const changed = base.map((m, j) => (j === 37 ? { ...m, n: -1 } : m));
+        expect((await alice.saveList(s, 'l', changed)).action).toBe('rewritten');
+        expect((await alice.getList(s, 'l')).items).toEqual(changed);
+      });
+
+      it('[] over an absent list is unchanged and creates nothing; over a non-empty list it is an archived rewrite', async () => {
+        const s = sid();
+        expect(await alice.saveList(s, 'l', [])).toEqual({ action: 'unchanged', count: 0, hash: EMPTY_HASH });
+        expect(await alice.exists(s)).toBe(false);
+        await alice.saveList(s, 'l', [1]);
+        expect((await alice.saveList(s, 'l', [])).action).toBe('rewritten');
+        expect((await alice.getList(s, 'l')).count).toBe(0);
+        expect((await alice.listArchives(s, 'l'))[0]?.count).toBe(1);
+      });
+
+      it('appendList: appends at the expected count, recognises a replay, refuses anything else', async () => {
+        const s = sid();
+        const first = await alice.appendList(s, 'l', msgs(0, 2), { expectedCount: 0 });
+        expect(first).toMatchObject({ action: 'created', count: 2 });
+        const second = await alice.appendList(s, 'l', msgs(2, 3), {
+          expectedCount: 2,
+          expectedHash: first.hash,
+        });
+        expect(second).toEqual({ action: 'appended', count: 3, hash: chainHash(EMPTY_HASH, msgs(0, 3)) });
+        const replay = await alice.appendList(s, 'l', msgs(2, 3), {
+          expectedCount: 2,
+          expectedHash: first.hash,
+        });
+        expect(replay).toEqual({ ...second, action: 'unchanged' });
+        const replayNoHash = await alice.appendList(s, 'l', msgs(2, 3), { expectedCount: 2 });
+        expect(replayNoHash.action).toBe('unchanged');
+        const conflict = await alice
+          .appendList(s, 'l', [msg(9)], { expectedCount: 1 })
+          .catch((e: unknown) => e);
+        expect(conflict).toBeInstanceOf(AppendConflictError);
+        expect(conflict).toMatchObject({ count: 3, hash: second.hash });
+        const badHash = await alice
+          .appendList(s, 'l', [msg(9)], { expectedCount: 3, expectedHash: first.hash })
+          .catch((e: unknown) => e);
+        expect(badHash).toBeInstanceOf(AppendConflictError);
+        expect((await alice.getList(s, 'l')).items).toEqual(msgs(0, 3));
+        await expect(alice.appendList(s, 'l', [], { expectedCount: 3 })).rejects.toBeInstanceOf(
+          ValidationError,
+        );
+        await expect(
+          alice.appendList(
+            s,
+            'l',
+            Array.from({ length: 1001 }, () => 1),
+            { expectedCount: 3 },
+          ),
+        ).rejects.toBeInstanceOf(ValidationError);
+      });
+
+      it('getList pages with the full count and hash; an absent list is empty', async () => {
+        const s = sid();
+        expect(await alice.getList(s, 'none')).toEqual({ items: [], count: 0, hash: EMPTY_HASH });
+        await alice.saveList(s, 'l', msgs(0, 10));
+        const page = await alice.getList(s, 'l', { offset: 3, limit: 4 });
+        expect(page).toEqual({ items: msgs(3, 7), count: 10, hash: chainHash(EMPTY_HASH, msgs(0, 10)) });
+        await expect(alice.getList(s, 'l', { offset: -1 })).rejects.toBeInstanceOf(ValidationError);
+      });
+
+      it('survives many appends across folds and rollovers, in order, exactly once', async () => {
+        const s = sid();
+        let count = 0;
+        let hash = EMPTY_HASH;
+        for (let i = 0; i < 30; i++) {
+          const r = await alice.appendList(s, 'long', [msg(i)], { expectedCount: count, expectedHash: hash });
+          ({ count, hash } = r);
+        }
+        const all = await alice.getList(s, 'long');
+        expect(all.items).toEqual(msgs(0, 30));
+        expect(all.hash).toBe(chainHash(EMPTY_HASH, msgs(0, 30)));
+        expect(await alice.listArchives(s, 'long')).toEqual([]); // rollovers are not compactions
+      });
+
+      it('deleteList archives, then removes', async () => {
+        const s = sid();
+        await alice.saveList(s, 'l', msgs(0, 4));
+        await alice.deleteList(s, 'l');
+        expect(await alice.getList(s, 'l')).toEqual({ items: [], count: 0, hash: EMPTY_HASH });
+        const [archive] = await alice.listArchives(s, 'l');
+        expect(archive?.count).toBe(4);
+        expect((await alice.getArchive(s, 'l', archive?.archiveId ?? ''))?.items).toEqual(msgs(0, 4));
+        expect(await alice.getArchive(s, 'l', '999')).toBeUndefined();
+        await expect(alice.getArchive(s, 'l', '../x')).rejects.toBeInstanceOf(ValidationError);
+      });
+
+      it('8 appenders racing with the same expected count: exactly one wins, nothing lost or doubled', async () => {
+        const s = sid();
+        await alice.saveList(s, 'race', msgs(0, 2));
+        const results = await Promise.allSettled(
+          Array.from({ length: 8 }, (_, i) =>
+            alice.appendList(s, 'race', [{ writer: i }], { expectedCount: 2 }),
+          ),
+        );
+        const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
+        expect(won).toHaveLength(1);
+        for (const r of results)
+          if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(AppendConflictError);
+        expect((await alice.getList(s, 'race')).items).toEqual([...msgs(0, 2), { writer: won[0] }]);
+      });
+
+      it('a rewrite racing 8 appenders loses no acknowledged append', async () => {
+        const s = sid();
+        await alice.saveList(s, 'mix', msgs(0, 3));
+        const appenders = Array.from({ length: 8 }, async (_, i) => {
+          for (let attempt = 0; attempt < 20; attempt++) {
+            const { count, hash } = await alice.getList(s, 'mix', { limit: 0 });
+            try {
+              await alice.appendList(s, 'mix', [{ appender: i }], {
+                expectedCount: count,
+                expectedHash: hash,
+              });
+              return i;
+            } catch (error) {
+              if (!(error instanceof AppendConflictError)) throw error;
+            }
+          }
+          return -1;
+        });
+        const rewrite = alice.saveList(s, 'mix', [{ summary: true }]);
+        const acked = (await Promise.all(appenders)).filter((i) => i >= 0);
+        await rewrite;
+        const current = (await alice.getList(s, 'mix')).items;
+        const archives = await alice.listArchives(s, 'mix');
+        const archived = (
+          await Promise.all(archives.map((a) => alice.getArchive(s, 'mix', a.archiveId)))
+        ).flatMap((a) => a?.items ?? []);
+        for (const i of acked) {
+          const seen = [...current, ...archived].filter((m) => (m as { appender?: number }).appender === i);
+          expect(seen.length).toBeGreaterThanOrEqual(1);
+        }
+        expect(
+          current.filter((m) => (m as { appender?: number }).appender !== undefined).length,
+        ).toBeLessThanOrEqual(8);
+      });
+
+      it('a damaged manifest or materialization still serves the list, repaired and counted', async () => {
+        const s = sid();
+        await alice.saveList(s, 'l', msgs(0, 6));
+        const before = counters.get('manifestRepairs') ?? 0;
+        await driver.put(`${prefix}alice/${s}/l.list.hash`, '{broken');
+        await driver.put(`${prefix}alice/${s}/l.list.json`, '[1,2,3]');
+        expect((await alice.getList(s, 'l')).items).toEqual(msgs(0, 6));
+        expect((await alice.appendList(s, 'l', [msg(6)], { expectedCount: 6 })).count).toBe(7);
+        expect((await alice.getList(s, 'l')).items).toEqual(msgs(0, 7));
+        expect(counters.get('manifestRepairs') ?? 0).toBeGreaterThan(before);
+      });
+    });
+
+    describe('sessions', () => {
+      it('exists, lists with last activity and paging, only the user own sessions, ids exact', async () => {
+        const user = store.forUser(`lister-${randomUUID()}`);
+        const ids = [
+          'plain',
+          'sandbox/session/1',
+          '../up',
+          'ünï cødé ✓',
+          '~tilde',
+          '%41',
+          'anon',
+          'x'.repeat(180),
+        ];
+        for (const id of ids) await user.save(id, 'k', 1);
+        expect(await user.exists('sandbox/session/1')).toBe(true);
+        expect(await user.exists('sandbox')).toBe(false); // reference fault 5: "s" must not match "s/x"
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let calls = 0;
+        do {
+          const page = await user.listSessionIds({ limit: 3, ...(cursor ? { cursor } : {}) });
+          for (const info of page.sessions) {
+            seen.push(info.sessionId);
+            expect(Date.now() - info.lastActivity.getTime()).toBeLessThan(600_000);
+          }
+          cursor = page.nextCursor;
+          calls++;
+        } while (cursor && calls < 10);
+        expect(seen.sort()).toEqual([...ids].sort());
+        expect((await bob.listSessionIds()).sessions.map((x) => x.sessionId)).not.toContain('plain');
+        driver.reset();
+        await user.listSessionIds();
+        expect(driver.calls.list).toBe(1);
+      });
+
+      it('refuses a forged cursor', async () => {
+        await expect(alice.listSessionIds({ cursor: 'Li4vYm9iL35zZXNzaW9ucy94' })).rejects.toBeInstanceOf(
+          ValidationError,
+        );
+        await expect(alice.listSessionIds({ cursor: '!!!' })).rejects.toBeInstanceOf(ValidationError);
+        await expect(alice.listSessionIds({ limit: 0 })).rejects.toBeInstanceOf(ValidationError);
+      });
+
+      it('delete removes everything, is idempotent, and a new write starts empty', async () => {
+        const s = sid();
+        await alice.save(s, 'a', 1);
+        await alice.saveList(s, 'l', [1, 2]);
+        await alice.saveList(s, 'l', [3]);
+        await alice.delete(s);
+        await alice.delete(s);
+        expect(await alice.exists(s)).toBe(false);
+        expect(await alice.get(s, 'a')).toBeUndefined();
+        expect((await alice.getList(s, 'l')).count).toBe(0);
+        expect((await driver.list({ prefix: `${prefix}alice/${s}/` })).objects).toEqual([]);
+        await alice.save(s, 'b', 2);
+        expect(await alice.get(s, 'a')).toBeUndefined();
+        expect(await alice.listArchives(s, 'l')).toEqual([]);
+      });
+
+      it('a marker removed by lifecycle makes the whole session absent, and nothing old comes back', async () => {
+        const s = sid();
+        await alice.save(s, 'a', 'old');
+        await alice.saveList(s, 'l', ['old']);
+        await driver.delete(`${prefix}alice/~sessions/${s}`);
+        expect(await alice.get(s, 'a')).toBeUndefined();
+        expect((await alice.getList(s, 'l')).items).toEqual([]);
+        await alice.save(s, 'b', 'new');
+        expect(await alice.get(s, 'a')).toBeUndefined();
+        expect((await alice.getList(s, 'l')).items).toEqual([]);
+        expect(await alice.appendList(s, 'l', ['new'], { expectedCount: 0 })).toMatchObject({ count: 1 });
+      });
+
+      it('deleteAllSessions deletes only the user own sessions', async () => {
+        const user = store.forUser(`wiper-${randomUUID()}`);
+        await user.save('one', 'k', 1);
+        await user.save('two', 'k', 1);
+        await bob.save('kept', 'k', 1);
+        await user.deleteAllSessions();
+        expect((await user.listSessionIds()).sessions).toEqual([]);
+        expect(await bob.get('kept', 'k')).toBe(1);
+      });
+    });
+
+    describe('fencing', () => {
+      it('token 5 lands; token 4 on the same key is refused; token 4 on another key is refused through the marker', async () => {
+        const s = sid();
+        await alice.save(s, 'state', 'five', { token: 5 });
+        await expect(alice.save(s, 'state', 'four', { token: 4 })).rejects.toBeInstanceOf(FencedError);
+        expect(await alice.get(s, 'state')).toBe('five');
+        await expect(alice.save(s, 'untouched', 'four', { token: 4 })).rejects.toBeInstanceOf(FencedError);
+        expect(await alice.get(s, 'untouched')).toBeUndefined();
+        await expect(alice.appendList(s, 'l', [1], { expectedCount: 0, token: 4 })).rejects.toBeInstanceOf(
+          FencedError,
+        );
+        await expect(alice.deleteKey(s, 'state', { token: 4 })).rejects.toBeInstanceOf(FencedError);
+        await alice.save(s, 'state', 'six', { token: 6 });
+        expect(await alice.get(s, 'state')).toBe('six');
+        await alice.save(s, 'free', 'no token');
+      });
+
+      it('a stale holder cannot resurrect a session deleted with a newer token', async () => {
+        const s = sid();
+        await alice.save(s, 'a', 1, { token: 7 });
+        await alice.delete(s, { token: 8 });
+        await expect(alice.save(s, 'a', 'zombie', { token: 7 })).rejects.toBeInstanceOf(FencedError);
+        expect(await alice.exists(s)).toBe(false);
+        await alice.save(s, 'a', 'next holder', { token: 9 });
+        expect(await alice.get(s, 'a')).toBe('next holder');
+      });
+    });
+
+    describe('ids (reference fault 4: raw ids in keys)', () => {
+      it('keeps look-alike triples apart', async () => {
+        const ab = store.forUser('a/b');
+        const a = store.forUser('a');
+        await ab.save('c', 'k', 'a/b + c');
+        await a.save('b/c', 'k', 'a + b/c');
+        expect(await ab.get('c', 'k')).toBe('a/b + c');
+        expect(await a.get('b/c', 'k')).toBe('a + b/c');
+        const anonymous = store.forUser(null);
+        const named = store.forUser('anon');
+        await anonymous.save('s', 'k', 'anonymous');
+        await named.save('s', 'k', 'named anon');
+        expect(await anonymous.get('s', 'k')).toBe('anonymous');
+        expect(await store.forUser('  ').get('s', 'k')).toBe('anonymous');
+        expect(await named.get('s', 'k')).toBe('named anon');
+        await alice.save('ids', 'x.list', 'single');
+        await alice.saveList('ids', 'x', ['list']);
+        expect(await alice.get('ids', 'x.list')).toBe('single');
+        expect((await alice.getList('ids', 'x')).items).toEqual(['list']);
+        await alice.save('..', '..', 'dots');
+        expect(await alice.get('..', '..')).toBe('dots');
+      });
+
+      it('refuses empty, blank, control-character and over-long ids', async () => {
+        for (const bad of ['', '   ', 'a\u0000b', 'tab\there', 'x'.repeat(181), '\ud800']) {
+          await expect(alice.save(bad, 'k', 1)).rejects.toBeInstanceOf(ValidationError);
+        }
+        await expect(alice.save('s', 'k'.repeat(129), 1)).rejects.toBeInstanceOf(ValidationError);
+        expect(() => store.forUser('u'.repeat(129))).toThrow(ValidationError);
+      });
+    });
+  });
+}

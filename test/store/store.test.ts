@@ -1,0 +1,4 @@
+import { backends } from '../backends.js';
+import { describeStoreSuite } from './store-suite.js';
+
+for (const backend of backends()) describeStoreSuite(backend);
