@@ -16,7 +16,7 @@
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { StoredObject } from '../drivers/types.js';
 import { getOrUndefined, jsonBody, listAll, parseJsonObject, type StoreContext } from './context.js';
-import { AppendConflictError, BackendError, CorruptValueError, ValidationError } from './errors.js';
+import { BackendError, CorruptValueError, ValidationError } from './errors.js';
 import { chainHash, EMPTY_HASH, isHash } from './hash.js';
 import { padNumber, parseSlotName, type UserLayout } from './ids.js';
 import type { Marker } from './sessions.js';

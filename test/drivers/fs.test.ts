@@ -7,7 +7,7 @@ import { describeDriverConformance } from '../conformance/driver-suite.js';
 
 /** The folder of an object file, as the fs driver lays it out. */
 function objectPath(root: string, key: string): string {
-  return path.join(root, ...key.split('/').map(encodeSegment)) + '~';
+  return `${path.join(root, ...key.split('/').map(encodeSegment))}~`;
 }
 
 describeDriverConformance('fs', async () => {
