@@ -15,7 +15,15 @@
  */
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { StoredObject } from '../drivers/types.js';
-import { getOrUndefined, jsonBody, listAll, parseJsonObject, type StoreContext } from './context.js';
+import {
+  backoff,
+  getOrUndefined,
+  jsonBody,
+  listAll,
+  MAX_WRITE_ATTEMPTS,
+  parseJsonObject,
+  type StoreContext,
+} from './context.js';
 import { BackendError, CorruptValueError, ValidationError } from './errors.js';
 import { chainHash, EMPTY_HASH, isHash } from './hash.js';
 import { padNumber, parseSlotName, type UserLayout } from './ids.js';
@@ -64,7 +72,6 @@ const EMPTY_STATE: ListState = {
   hash: EMPTY_HASH,
   folded: -1,
 };
-const MAX_ATTEMPTS = 8;
 /** Most items one append may carry. */
 export const MAX_APPEND_ITEMS = 1000;
 
@@ -147,11 +154,14 @@ export class Lists {
    * The whole list: `.list.json` when its stamp is in the latest generation, plus the slots after
    * it; otherwise the generation's start slot and every slot after it (then `.list.json` is repaired).
    */
-  async readAll(s: string, k: string, inc: string): Promise<Content> {
-    const [materialized, all] = await Promise.all([
+  async readAll(s: string, k: string, incarnation: string | Promise<string | undefined>): Promise<Content> {
+    // The incarnation may still be on its way (the marker read): all three reads share one round trip.
+    const [materialized, all, inc] = await Promise.all([
       getOrUndefined(this.ctx.driver, this.layout.listJson(s, k)),
       this.listSlots(s, k),
+      incarnation,
     ]);
+    if (inc === undefined) return { ...EMPTY_STATE, items: [] };
     const mine = all.filter((slot) => slot.inc === inc);
     const latest = mine.at(-1);
     if (!latest) return { ...EMPTY_STATE, items: [] };
@@ -291,7 +301,8 @@ export class Lists {
     token: number | undefined,
   ): Promise<ListWriteResult | undefined> {
     let state = first;
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+      if (attempt > 0) await backoff(attempt);
       const startedAt = performance.now();
       if (state.type === 'seal') {
         state = await this.recoverSealed(s, k, marker.inc, startedAt);
@@ -326,7 +337,12 @@ export class Lists {
           hash,
           folded: state.folded,
         };
-        await this.afterCommit(s, k, marker.inc, after);
+        if (next.type === 'start') {
+          // A new list: its materialization costs no more than the slot did.
+          await this.materialize(s, k, marker.inc, { ...after, items: [...items] }).catch(() =>
+            this.ctx.metrics.count('persistenceFailures'),
+          );
+        } else await this.afterCommit(s, k, marker.inc, after);
         return { action: state.exists ? 'appended' : 'created', count, hash };
       }
       state = await this.stateFromSlots(s, k, marker.inc);

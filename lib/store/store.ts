@@ -6,15 +6,18 @@ import { ObjectConditionFailedError, ObjectNotFoundError } from '../drivers/erro
 import type { ObjectInfo, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import {
   backendError,
+  backoff,
   checkToken,
   getOrUndefined,
   jsonBody,
   listAll,
+  MAX_WRITE_ATTEMPTS,
   parseJsonObject,
   type StoreContext,
 } from './context.js';
 import {
   AppendConflictError,
+  BackendError,
   CorruptValueError,
   FencedError,
   PartialDeleteError,
@@ -327,7 +330,8 @@ class UserStore implements SessionStore {
     }
     const marker = await this.sessions.forWrite(sessionId, read, options.token);
     let state = await this.stateOf(sessionId, key, marker, manifest, slots);
-    for (let attempt = 0; attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+      if (attempt > 0) await backoff(attempt);
       if (state.type === 'seal') state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
       const prefixHash =
         items.length >= state.count ? chainHash(EMPTY_HASH, items.slice(0, state.count)) : undefined;
@@ -346,15 +350,14 @@ class UserStore implements SessionStore {
       }
       state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
     }
-    throw backendError(new Error('list is too contended; retry'));
+    throw new BackendError('list is too contended; retry', true);
   }
 
   async getList<T>(sessionId: string, key: string, page: PageOptions = {}): Promise<ListPage<T>> {
     this.ids(sessionId, key);
     slicePage([], page);
-    const read = await this.sessions.read(sessionId);
-    if (!read.live) return { items: [], count: 0, hash: EMPTY_HASH };
-    const content = await this.lists.readAll(sessionId, key, read.live.inc);
+    const inc = this.sessions.read(sessionId).then((read) => read.live?.inc);
+    const content = await this.lists.readAll(sessionId, key, inc);
     return { items: slicePage(content.items, page) as T[], count: content.count, hash: content.hash };
   }
 
@@ -364,7 +367,8 @@ class UserStore implements SessionStore {
     const read = await this.sessions.read(sessionId);
     if (!read.live) return;
     const marker = await this.sessions.forWrite(sessionId, read, options.token);
-    for (let attempt = 0; attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+      if (attempt > 0) await backoff(attempt);
       const state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
       if (!state.exists || (state.count === 0 && state.type === 'start')) break;
       if (await this.lists.rewrite(sessionId, key, marker.inc, [], options.token)) break;

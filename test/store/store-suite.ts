@@ -300,8 +300,8 @@ export function describeStoreSuite(backend: Backend): void {
           return -1;
         });
         const rewrite = alice.saveList(s, 'mix', [{ summary: true }]);
-        const acked = (await Promise.all(appenders)).filter((i) => i >= 0);
-        await rewrite;
+        const [results] = await Promise.all([Promise.all(appenders), rewrite]);
+        const acked = results.filter((i) => i >= 0);
         const current = (await alice.getList(s, 'mix')).items;
         const archives = await alice.listArchives(s, 'mix');
         const archived = (

@@ -1,0 +1,318 @@
+/**
+ * Store properties on the memory driver: request budgets (counted, not timed), id encoding
+ * (fast-check), crash safety at every request of multi-request operations, and expiry on a fake clock.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { MAX_KEY_BYTES } from '../../lib/drivers/common.js';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { AppendConflictError, FencedError } from '../../lib/store/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
+import { decodeId, encodeId, LIMITS, layoutFor } from '../../lib/store/ids.js';
+import { createStateStore } from '../../lib/store/store.js';
+import { type CountingDriver, counting, faulty } from './wrappers.js';
+
+const item = (i: number) => ({ role: 'user', content: `turn ${i} ${'x'.repeat(200)}` });
+const items = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => item(from + i));
+
+/** Counts round trips: a call is in wave 1 + the highest wave of the calls that ended before it began. */
+function roundTrips(inner: ObjectStoreDriver): CountingDriver & { waves(): number; resetWaves(): void } {
+  const driver = counting(inner);
+  let ended = 0;
+  let max = 0;
+  const wrapped = { ...driver } as CountingDriver & { waves(): number; resetWaves(): void };
+  for (const m of ['get', 'head', 'put', 'delete', 'deleteMany', 'list', 'copy'] as const) {
+    (wrapped as unknown as Record<string, unknown>)[m] = async (...args: unknown[]) => {
+      const wave = ended + 1;
+      max = Math.max(max, wave);
+      try {
+        return await (driver[m] as (...a: unknown[]) => Promise<unknown>)(...args);
+      } finally {
+        ended = Math.max(ended, wave);
+      }
+    };
+  }
+  Object.defineProperty(wrapped, 'calls', { get: () => driver.calls });
+  Object.defineProperty(wrapped, 'bytesPut', { get: () => driver.bytesPut });
+  wrapped.reset = () => driver.reset();
+  wrapped.total = () => driver.total();
+  wrapped.waves = () => max;
+  wrapped.resetWaves = () => {
+    ended = 0;
+    max = 0;
+  };
+  return wrapped;
+}
+
+describe('request budgets (an existing session, no marker cache)', () => {
+  const driver = roundTrips(createMemoryDriver());
+  const user = createStateStore({ driver }).forUser('budget');
+  const measure = async (fn: () => Promise<unknown>) => {
+    driver.reset();
+    driver.resetWaves();
+    await fn();
+    return {
+      requests: driver.total(),
+      trips: driver.waves(),
+      bytes: driver.bytesPut,
+      calls: { ...driver.calls },
+    };
+  };
+
+  it('get of a single value: at most 2 requests in 1 round trip', async () => {
+    await user.save('s', 'plan', { a: 1 });
+    const m = await measure(() => user.get('s', 'plan'));
+    expect(m.requests).toBeLessThanOrEqual(2);
+    expect(m.trips).toBe(1);
+  });
+
+  it('save of a single value: at most 2 requests without a token, 3 (2 round trips) with one, +1 for a higher token', async () => {
+    await user.save('s', 'plan', 1);
+    expect((await measure(() => user.save('s', 'plan', 2))).requests).toBeLessThanOrEqual(2);
+    const first = await measure(() => user.save('s', 'plan', 3, { token: 10 }));
+    expect(first.requests).toBeLessThanOrEqual(4);
+    const again = await measure(() => user.save('s', 'plan', 4, { token: 10 }));
+    expect(again.requests).toBeLessThanOrEqual(3);
+    expect(again.trips).toBeLessThanOrEqual(2);
+  });
+
+  it('append of 1 item to a 10,000-item list: at most 4 requests in 3 round trips, under 8 KB written', async () => {
+    const big = items(0, 10_000);
+    await user.saveList('s', 'history', big);
+    const m = await measure(() => user.appendList('s', 'history', [item(10_000)], { expectedCount: 10_000 }));
+    expect(m.requests).toBeLessThanOrEqual(4);
+    expect(m.trips).toBeLessThanOrEqual(3);
+    expect(m.bytes).toBeLessThan(8 * 1024);
+  });
+
+  it('saveList unchanged: at most 3 reads and no write', async () => {
+    await user.saveList('s', 'same', items(0, 100));
+    const m = await measure(() => user.saveList('s', 'same', items(0, 100)));
+    expect(m.calls.put + m.calls.delete + m.calls.copy + m.calls.deleteMany).toBe(0);
+    expect(m.requests).toBeLessThanOrEqual(3);
+  });
+
+  it('getList of the whole list: 2 round trips, at most 3 requests plus the unfolded slots (at most 32)', async () => {
+    await user.saveList('s', 'read', items(0, 50));
+    for (let i = 0; i < 10; i++)
+      await user.appendList('s', 'read', [item(50 + i)], { expectedCount: 50 + i });
+    const m = await measure(() => user.getList('s', 'read'));
+    expect(m.trips).toBeLessThanOrEqual(2);
+    expect(m.requests).toBeLessThanOrEqual(3 + 10);
+    expect(m.requests).toBeLessThanOrEqual(3 + 32);
+  });
+
+  it('listSessionIds: one list call for up to 1,000 sessions, whatever they hold', async () => {
+    const lister = createStateStore({ driver }).forUser('many');
+    for (let i = 0; i < 30; i++) {
+      await lister.save(`s${i}`, 'a', 1);
+      await lister.saveList(`s${i}`, 'l', [1, 2, 3]);
+    }
+    const m = await measure(() => lister.listSessionIds());
+    expect(m.calls.list).toBe(1);
+    expect(m.requests).toBe(1);
+  });
+});
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ids with control characters are refused, so not generated
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+describe('ids: encoding properties (fast-check)', () => {
+  const special = fc.constantFrom(
+    '/',
+    '..',
+    '.',
+    '%',
+    ' ',
+    '~',
+    '!',
+    'anon',
+    'a.list',
+    'b.json',
+    'ü',
+    '😀',
+    'sandbox/session/1',
+  );
+  const id = (max: number) =>
+    fc
+      .oneof(
+        fc.string({ minLength: 1, maxLength: 24, unit: 'grapheme' }),
+        special,
+        fc.string({ unit: fc.constantFrom('a', '/', '.', '~') }),
+      )
+      .filter((s) => s.trim() !== '' && !CONTROL.test(s) && Buffer.byteLength(s) <= max);
+
+  it('no two distinct (user, session, key) triples share an object; every id decodes exactly', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.tuple(id(128), id(180), id(128)), {
+          minLength: 2,
+          maxLength: 12,
+          selector: (t) => t.join('\u0000'),
+        }),
+        (triples) => {
+          const names = new Set<string>();
+          for (const [user, session, key] of triples) {
+            const layout = layoutFor('p/', user);
+            for (const name of [
+              layout.value(session, key),
+              layout.listJson(session, key),
+              layout.marker(session),
+            ]) {
+              if (name === layout.marker(session)) continue;
+              expect(names.has(name)).toBe(false);
+              names.add(name);
+            }
+            expect(decodeId('userId', encodeId('userId', user))).toBe(user);
+            expect(decodeId('sessionId', encodeId('sessionId', session))).toBe(session);
+            expect(decodeId('key', encodeId('key', key))).toBe(key);
+            expect(encodeId('sessionId', session)).not.toMatch(/[~/]/);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('names built from maximum-length ids fit S3 and OSS (1,023 bytes)', () => {
+    const worst = (bytes: number) => '\u{10FFFF}'.repeat(bytes / 4);
+    const layout = layoutFor('p'.repeat(LIMITS.prefix - 1).concat('/'), worst(LIMITS.userId));
+    const session = worst(LIMITS.sessionId);
+    const key = worst(LIMITS.key);
+    const names = [
+      layout.value(session, key),
+      layout.listJson(session, key),
+      layout.listHash(session, key),
+      layout.slot(session, key, 'z'.repeat(24), 2 ** 53 - 1, 2 ** 53 - 1),
+      `${layout.archive(session, key, 'z'.repeat(24), 2 ** 53 - 1)}~${'9'.repeat(16)}~${'f'.repeat(64)}`,
+      layout.marker(session),
+      layout.tombstone(session),
+    ];
+    for (const name of names) expect(Buffer.byteLength(name)).toBeLessThanOrEqual(MAX_KEY_BYTES);
+  });
+});
+
+describe('crash safety: a failure before, between and after every request', () => {
+  /** Runs `op` with a fault at each request in turn; then checks the state and that a retry completes. */
+  async function everyFault(
+    setup: (store: ReturnType<typeof createStateStore>) => Promise<void>,
+    op: (store: ReturnType<typeof createStateStore>) => Promise<unknown>,
+    check: (store: ReturnType<typeof createStateStore>, acknowledged: boolean) => Promise<void>,
+  ) {
+    let faults = 0;
+    for (const after of [false, true]) {
+      for (let n = 1; n < 40; n++) {
+        const driver = faulty(createMemoryDriver());
+        const store = createStateStore({ driver, foldEvery: 3, rolloverAt: 8 });
+        await setup(store);
+        driver.arm(n, after);
+        const acknowledged = await op(store).then(
+          () => true,
+          () => false,
+        );
+        const fired = driver.fired;
+        driver.disarm();
+        await check(store, acknowledged);
+        if (!fired) break;
+        faults++;
+        // A retry completes the operation, without duplicates.
+        await op(store).catch((error: unknown) => {
+          if (!(error instanceof AppendConflictError)) throw error;
+        });
+        await check(store, true);
+      }
+    }
+    expect(faults).toBeGreaterThan(4);
+  }
+
+  it('appendList: the items are there exactly once, or (unacknowledged) not at all', async () => {
+    const base = items(0, 5);
+    await everyFault(
+      async (store) => {
+        await store.forUser('u').saveList('s', 'l', base);
+      },
+      (store) =>
+        store
+          .forUser('u')
+          .appendList('s', 'l', items(5, 7), { expectedCount: 5, expectedHash: chainHash(EMPTY_HASH, base) }),
+      async (store, acknowledged) => {
+        const list = await store.forUser('u').getList('s', 'l');
+        if (acknowledged) expect(list.items).toEqual(items(0, 7));
+        else expect([5, 7]).toContain(list.count);
+        expect(list.items).toEqual(items(0, list.count));
+        expect(list.hash).toBe(chainHash(EMPTY_HASH, list.items));
+      },
+    );
+  });
+
+  it('saveList rewrite: the old list or the new one, never a mix; the old one archived when replaced', async () => {
+    const old = items(0, 6);
+    const compacted = [{ summary: 'turns 0-5' }];
+    await everyFault(
+      async (store) => {
+        await store.forUser('u').saveList('s', 'l', old);
+      },
+      (store) => store.forUser('u').saveList('s', 'l', compacted),
+      async (store, acknowledged) => {
+        const u = store.forUser('u');
+        const list = await u.getList('s', 'l');
+        if (acknowledged) expect(list.items).toEqual(compacted);
+        else expect([old, compacted]).toContainEqual(list.items);
+        if (list.count === 1) {
+          const archives = await u.listArchives('s', 'l');
+          expect(archives.map((a) => a.count)).toContain(6);
+        }
+      },
+    );
+  });
+
+  it('first write of a session and a fenced save: all or nothing', async () => {
+    await everyFault(
+      async () => {},
+      (store) => store.forUser('u').save('new', 'k', { v: 1 }, { token: 3 }),
+      async (store, acknowledged) => {
+        const value = await store.forUser('u').get('new', 'k');
+        if (acknowledged) expect(value).toEqual({ v: 1 });
+        else expect([undefined, { v: 1 }]).toContainEqual(value);
+      },
+    );
+  });
+});
+
+describe('expiry on a fake clock', () => {
+  const DAY = 24 * 60 * 60 * 1000;
+
+  it('an over-age marker makes the whole session absent; writing again starts empty; activity keeps it alive', async () => {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const clock = () => now;
+    const driver = createMemoryDriver({ now: clock });
+    const user = createStateStore({ driver, now: clock, retentionDays: 30 }).forUser('u');
+    await user.save('idle', 'a', 'old');
+    await user.saveList('idle', 'l', ['old']);
+    await user.save('active', 'a', 'kept');
+    for (let day = 0; day < 40; day++) {
+      now += DAY;
+      await user.appendList('active', 'turns', [day], { expectedCount: day });
+    }
+    expect(await user.exists('idle')).toBe(false);
+    expect(await user.get('idle', 'a')).toBeUndefined();
+    expect((await user.getList('idle', 'l')).items).toEqual([]);
+    expect((await user.listSessionIds()).sessions.map((s) => s.sessionId)).toEqual(['active']);
+    await user.save('idle', 'b', 'new');
+    expect(await user.get('idle', 'a')).toBeUndefined();
+    expect((await user.getList('idle', 'l')).items).toEqual([]);
+    expect(await user.exists('active')).toBe(true);
+    expect(await user.get('active', 'a')).toBe('kept');
+  });
+
+  it('a stale token holder cannot write into a session that a newer holder re-created', async () => {
+    const user = createStateStore({ driver: createMemoryDriver() }).forUser('u');
+    await user.save('s', 'k', 1, { token: 1 });
+    await user.delete('s', { token: 2 });
+    await user.save('s', 'k', 2, { token: 3 });
+    await expect(user.appendList('s', 'l', [1], { expectedCount: 0, token: 2 })).rejects.toBeInstanceOf(
+      FencedError,
+    );
+  });
+});
