@@ -20,7 +20,8 @@ function javaHashCode(text: string): number {
 function sampledHash(list: readonly unknown[]): string {
   let h = list.length;
   const step = Math.max(1, Math.floor(list.length / 5));
-  for (let i = 0; i < list.length && i / step < 5; i += step) h = (Math.imul(31, h) + javaHashCode(JSON.stringify(list[i]))) | 0;
+  for (let i = 0; i < list.length && i / step < 5; i += step)
+    h = (Math.imul(31, h) + javaHashCode(JSON.stringify(list[i]))) | 0;
   return (h >>> 0).toString(16);
 }
 
@@ -41,12 +42,14 @@ export class ReferenceStore {
     let storedHash: string | undefined;
     try {
       storedHash = Buffer.from((await this.driver.get(hashName)).body).toString();
-      storedSize = (JSON.parse(Buffer.from((await this.driver.get(listName)).body).toString()) as unknown[]).length;
+      storedSize = (JSON.parse(Buffer.from((await this.driver.get(listName)).body).toString()) as unknown[])
+        .length;
     } catch (error) {
       if (!(error instanceof ObjectNotFoundError)) throw error;
     }
     const hash = sampledHash(list);
-    if (storedSize !== list.length || storedHash !== hash) await this.driver.put(listName, JSON.stringify(list));
+    if (storedSize !== list.length || storedHash !== hash)
+      await this.driver.put(listName, JSON.stringify(list));
     await this.driver.put(hashName, hash);
   }
 

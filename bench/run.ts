@@ -16,22 +16,37 @@ const sizes = smoke ? [10] : [10, 100, 1000, 10_000];
 const here = path.dirname(new URL(import.meta.url).pathname).replace(/\/\.bench-build\/bench$/, '/bench');
 
 const dir = await mkdtemp(path.join(tmpdir(), 'bench-s3rver-'));
-const s3rver = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true, configureBuckets: [{ name: 'bench', configs: [] }] });
+const s3rver = new S3rver({
+  address: '127.0.0.1',
+  port: 0,
+  directory: dir,
+  silent: true,
+  configureBuckets: [{ name: 'bench', configs: [] }],
+});
 const { port } = await s3rver.run();
 const front = await startS3Front(port);
 try {
   const makeDriver = () =>
-    createS3Driver({ bucket: 'bench', endpoint: front.endpoint, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    createS3Driver({
+      bucket: 'bench',
+      endpoint: front.endpoint,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    });
   const rows = await runStoreBench(makeDriver, sizes);
   const table = storeTable(rows);
   console.log('\nList operations, this store against the reference request pattern (s3 driver, s3rver):\n');
   console.log(table);
   if (!smoke) {
     const amortized = rows.filter((r) => r.operation.startsWith('append 1, amortized'));
-    const svg = lineChart('Bytes uploaded per appended message', 'items in the list (N)', 'bytes per append', [
-      { name: 'this store', color: '#1f77b4', points: amortized.map((r) => [r.n, r.ours.bytesUp]) },
-      { name: 'reference', color: '#d62728', points: amortized.map((r) => [r.n, r.reference.bytesUp]) },
-    ]);
+    const svg = lineChart(
+      'Bytes uploaded per appended message',
+      'items in the list (N)',
+      'bytes per append',
+      [
+        { name: 'this store', color: '#1f77b4', points: amortized.map((r) => [r.n, r.ours.bytesUp]) },
+        { name: 'reference', color: '#d62728', points: amortized.map((r) => [r.n, r.reference.bytesUp]) },
+      ],
+    );
     await writeFile(path.join(here, 'append-bytes.svg'), svg);
     const report = [
       '# Benchmark report',

@@ -17,11 +17,17 @@ export interface StoreBenchRow {
 
 /** An item of about 1 KB, like an agent message. */
 export function message(i: number) {
-  return { role: i % 2 ? 'assistant' : 'user', content: `turn ${i}: ${'lorem ipsum dolor sit amet '.repeat(36)}`.slice(0, 1000) };
+  return {
+    role: i % 2 ? 'assistant' : 'user',
+    content: `turn ${i}: ${'lorem ipsum dolor sit amet '.repeat(36)}`.slice(0, 1000),
+  };
 }
 
 /** Runs the store benchmark for each size on drivers made by `makeDriver`. */
-export async function runStoreBench(makeDriver: () => ObjectStoreDriver, sizes: number[]): Promise<StoreBenchRow[]> {
+export async function runStoreBench(
+  makeDriver: () => ObjectStoreDriver,
+  sizes: number[],
+): Promise<StoreBenchRow[]> {
   const rows: StoreBenchRow[] = [];
   for (const n of sizes) {
     const driver = measuring(makeDriver());
@@ -32,12 +38,27 @@ export async function runStoreBench(makeDriver: () => ObjectStoreDriver, sizes: 
     await ours.saveList('s', 'memory', list);
     await reference.saveList('bench', 's', 'memory', list);
     const grown = [...list, message(n)];
-    const compacted = [{ role: 'system', content: `summary of ${n} turns` }, ...list.slice(-Math.ceil(n / 10))];
+    const compacted = [
+      { role: 'system', content: `summary of ${n} turns` },
+      ...list.slice(-Math.ceil(n / 10)),
+    ];
     const ops: Array<[string, () => Promise<unknown>, () => Promise<unknown>]> = [
-      ['save unchanged', () => ours.saveList('s', 'memory', list), () => reference.saveList('bench', 's', 'memory', list)],
-      ['append 1 (saveList)', () => ours.saveList('s', 'memory', grown), () => reference.saveList('bench', 's', 'memory', grown)],
+      [
+        'save unchanged',
+        () => ours.saveList('s', 'memory', list),
+        () => reference.saveList('bench', 's', 'memory', list),
+      ],
+      [
+        'append 1 (saveList)',
+        () => ours.saveList('s', 'memory', grown),
+        () => reference.saveList('bench', 's', 'memory', grown),
+      ],
       ['read whole list', () => ours.getList('s', 'memory'), () => reference.getList('bench', 's', 'memory')],
-      ['compaction', () => ours.saveList('s', 'memory', compacted), () => reference.saveList('bench', 's', 'memory', compacted)],
+      [
+        'compaction',
+        () => ours.saveList('s', 'memory', compacted),
+        () => reference.saveList('bench', 's', 'memory', compacted),
+      ],
     ];
     for (const [operation, a, b] of ops) {
       rows.push({ n, operation, ours: await driver.measure(a), reference: await driver.measure(b) });
@@ -48,7 +69,10 @@ export async function runStoreBench(makeDriver: () => ObjectStoreDriver, sizes: 
     let refList = compacted;
     const ourTotal = await driver.measure(async () => {
       for (let i = 0; i < appends; i++) {
-        state = await ours.appendList('s', 'memory', [message(n + i)], { expectedCount: state.count, expectedHash: state.hash });
+        state = await ours.appendList('s', 'memory', [message(n + i)], {
+          expectedCount: state.count,
+          expectedHash: state.hash,
+        });
       }
     });
     const refTotal = await driver.measure(async () => {
@@ -63,7 +87,12 @@ export async function runStoreBench(makeDriver: () => ObjectStoreDriver, sizes: 
       bytesDown: Math.round(m.bytesDown / appends),
       ms: m.ms / appends,
     });
-    rows.push({ n, operation: `append 1, amortized over ${appends} (folds included)`, ours: per(ourTotal), reference: per(refTotal) });
+    rows.push({
+      n,
+      operation: `append 1, amortized over ${appends} (folds included)`,
+      ours: per(ourTotal),
+      reference: per(refTotal),
+    });
     await driver.close();
   }
   return rows;
@@ -85,7 +114,12 @@ function measuring(inner: ObjectStoreDriver) {
       bytesDown = 0;
       const started = performance.now();
       await fn();
-      return { requests: driver.total(), bytesUp: driver.bytesPut, bytesDown, ms: performance.now() - started };
+      return {
+        requests: driver.total(),
+        bytesUp: driver.bytesPut,
+        bytesDown,
+        ms: performance.now() - started,
+      };
     },
   });
 }
