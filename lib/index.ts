@@ -10,6 +10,10 @@ export {
 } from './drivers/oss.js';
 export { createS3Client, createS3Driver, S3_STORAGE_CLASSES, type S3DriverOptions } from './drivers/s3.js';
 export type * from './drivers/types.js';
+export { createDynamoDbLock, createLockTable, type DynamoDbLockOptions } from './lock/dynamodb.js';
+export { createMemoryLock, type MemoryLockOptions } from './lock/memory.js';
+export * from './lock/types.js';
+export { type WithLockOptions, withLock } from './lock/with-lock.js';
 export * from './store/errors.js';
 export { chainHash, EMPTY_HASH } from './store/hash.js';
 export { LIMITS } from './store/ids.js';

@@ -1,0 +1,246 @@
+/**
+ * DynamoDB lease lock with fencing tokens, on conditional writes (one item per lock key):
+ * `lockKey` (partition key), `owner`, `expiresAt` (ms), `token` (the fencing counter), `version`
+ * (changes with every grant or renewal), `ttl` (seconds: last grant + session retention + 1 day, so
+ * DynamoDB's TTL removes abandoned items). Expired items are treated as free: TTL deletes lazily.
+ *
+ * An uncontended acquire is ONE UpdateItem. The token is set to the current time in ms when that is
+ * above the stored counter (almost always), otherwise counter + 1 (a second request, only for grants
+ * less than a millisecond apart). So tokens strictly increase, and a counter lost to TTL restarts
+ * from the clock, above every token issued before.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  CreateTableCommand,
+  DynamoDBClient,
+  type DynamoDBClientConfig,
+  GetItemCommand,
+  ResourceInUseException,
+  UpdateItemCommand,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import {
+  type AcquireOptions,
+  checkLeaseMs,
+  checkOwner,
+  checkToken,
+  checkWaitMs,
+  type Lease,
+  LockConflictError,
+  type LockKey,
+  LockLostError,
+  lockName,
+  type SessionLock,
+  waitFor,
+} from './types.js';
+
+/** Options of the DynamoDB lock. */
+export interface DynamoDbLockOptions {
+  readonly tableName: string;
+  /** A client to use (tests inject one); default one built from `endpoint` and `region`. */
+  readonly client?: DynamoDBClient;
+  readonly endpoint?: string;
+  readonly region?: string;
+  readonly credentials?: DynamoDBClientConfig['credentials'];
+  /** A lease counts as expired only this long after its expiry, for clocks that disagree; default 500 ms. */
+  readonly clockSkewMs?: number;
+  /** Days a session lives; sets the TTL of lock items (plus one day); default 30. */
+  readonly retentionDays?: number;
+  /** Clock; default `Date.now`. */
+  readonly now?: () => number;
+  /** Called with the number of DynamoDB requests each call made (for metrics and benchmarks). */
+  readonly onRequests?: (operation: 'acquire' | 'renew' | 'release', requests: number) => void;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Creates the lock table (on-demand, TTL on `ttl`); for local servers and tests, infra does it in the cloud. */
+export async function createLockTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        AttributeDefinitions: [{ AttributeName: 'lockKey', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'lockKey', KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+  } catch (error) {
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
+  // dynalite has no TTL; DynamoDB does. Expired items are treated as free either way.
+  await client
+    .send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+      }),
+    )
+    .catch(() => undefined);
+}
+
+/** Creates a DynamoDB lock on an existing table. */
+export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
+  const client =
+    options.client ??
+    new DynamoDBClient({
+      region: options.region ?? process.env.AWS_REGION ?? 'us-east-1',
+      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+      ...(options.credentials ? { credentials: options.credentials } : {}),
+    });
+  const TableName = options.tableName;
+  const now = options.now ?? Date.now;
+  const skew = options.clockSkewMs ?? 500;
+  const retentionMs = (options.retentionDays ?? 30) * DAY_MS;
+  const report = options.onRequests ?? (() => {});
+  const n = (v: number): AttributeValue => ({ N: String(v) });
+  const s = (v: string): AttributeValue => ({ S: v });
+
+  function toLease(item: Record<string, AttributeValue> | undefined, leaseMs: number): Lease {
+    return {
+      owner: item?.owner?.S ?? '',
+      token: Number(item?.token?.N),
+      expiresAt: new Date(Number(item?.expiresAt?.N)),
+      leaseMs,
+    };
+  }
+
+  /** One grant attempt; counts its requests into `used`. */
+  async function grant(name: string, owner: string, explicit: boolean, leaseMs: number, used: { n: number }) {
+    const t = now();
+    const common = {
+      ':owner': s(owner),
+      ':exp': n(t + leaseMs),
+      ':version': s(randomUUID()),
+      ':ttl': n(Math.ceil((t + retentionMs + DAY_MS) / 1000)),
+      ':expired': n(t - skew),
+    };
+    const free = '(attribute_not_exists(lockKey) OR attribute_not_exists(#owner) OR expiresAt < :expired)';
+    const attempts: Array<[string, string, Record<string, AttributeValue>]> = [
+      // Almost always: the clock is above the counter, and the token becomes the clock.
+      [', #token = :now', `${free} AND (attribute_not_exists(#token) OR #token < :now)`, { ':now': n(t) }],
+      // Grants less than a millisecond apart: the counter + 1.
+      [', #token = #token + :one', `${free} AND #token >= :now`, { ':now': n(t), ':one': n(1) }],
+    ];
+    if (explicit) {
+      // Reentrant: the same explicit owner keeps its token and extends its lease.
+      attempts.push(['', '#owner = :owner AND expiresAt >= :expired', {}]);
+    }
+    for (const [token, condition, values] of attempts) {
+      used.n++;
+      try {
+        const names: Record<string, string> =
+          token.includes('#token') || condition.includes('#token') ? { '#token': 'token' } : {};
+        const out = await client.send(
+          new UpdateItemCommand({
+            TableName,
+            Key: { lockKey: s(name) },
+            UpdateExpression: `SET #owner = :owner, expiresAt = :exp, version = :version, #ttl = :ttl, leaseMs = :lease${token}`,
+            ConditionExpression: condition,
+            ExpressionAttributeNames: { '#owner': 'owner', '#ttl': 'ttl', ...names },
+            ExpressionAttributeValues: { ...common, ':lease': n(leaseMs), ...values },
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return toLease(out.Attributes, leaseMs);
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      }
+    }
+    used.n++;
+    const current = await client.send(
+      new GetItemCommand({ TableName, Key: { lockKey: s(name) }, ConsistentRead: true }),
+    );
+    const item = current.Item;
+    if (item?.owner?.S !== undefined && Number(item.expiresAt?.N) >= t - skew) {
+      throw new LockConflictError(item.owner.S, new Date(Number(item.expiresAt?.N)));
+    }
+    // Released or expired between our attempts: let the caller retry at once.
+    throw new LockConflictError('', new Date(t));
+  }
+
+  return {
+    async acquire(key: LockKey, o: AcquireOptions = {}) {
+      const leaseMs = checkLeaseMs(o.leaseMs);
+      const waitMs = checkWaitMs(o.waitMs);
+      const owner = o.owner === undefined ? randomUUID() : checkOwner(o.owner);
+      const name = lockName(key);
+      const used = { n: 0 };
+      try {
+        return await waitFor(() => grant(name, owner, o.owner !== undefined, leaseMs, used), waitMs, now);
+      } finally {
+        report('acquire', used.n);
+      }
+    },
+
+    async renew(key, owner, token, o = {}) {
+      checkOwner(owner);
+      checkToken(token);
+      const leaseMs = checkLeaseMs(o.leaseMs);
+      const t = now();
+      report('renew', 1);
+      try {
+        const out = await client.send(
+          new UpdateItemCommand({
+            TableName,
+            Key: { lockKey: s(lockName(key)) },
+            UpdateExpression: 'SET expiresAt = :exp, version = :version, #ttl = :ttl, leaseMs = :lease',
+            ConditionExpression: '#owner = :owner AND #token = :token',
+            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#ttl': 'ttl' },
+            ExpressionAttributeValues: {
+              ':owner': s(owner),
+              ':token': n(token),
+              ':exp': n(t + leaseMs),
+              ':version': s(randomUUID()),
+              ':ttl': n(Math.ceil((t + retentionMs + DAY_MS) / 1000)),
+              ':lease': n(leaseMs),
+            },
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return toLease(out.Attributes, leaseMs);
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) throw new LockLostError();
+        throw error;
+      }
+    },
+
+    async release(key, owner, token) {
+      checkOwner(owner);
+      checkToken(token);
+      const name = lockName(key);
+      let requests = 1;
+      try {
+        // The counter stays: only the holder is removed.
+        await client.send(
+          new UpdateItemCommand({
+            TableName,
+            Key: { lockKey: s(name) },
+            UpdateExpression: 'REMOVE #owner SET expiresAt = :zero, version = :version',
+            ConditionExpression: '#owner = :owner AND #token = :token',
+            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+            ExpressionAttributeValues: {
+              ':owner': s(owner),
+              ':token': n(token),
+              ':zero': n(0),
+              ':version': s(randomUUID()),
+            },
+          }),
+        );
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        requests++;
+        const current = await client.send(
+          new GetItemCommand({ TableName, Key: { lockKey: s(name) }, ConsistentRead: true }),
+        );
+        const item = current.Item;
+        const held = item?.owner?.S !== undefined && Number(item.expiresAt?.N) >= now() - skew;
+        if (held) throw new LockLostError('another owner holds the lock');
+      } finally {
+        report('release', requests);
+      }
+    },
+  };
+}

@@ -1,0 +1,129 @@
+/** The execution guard: leases with fencing tokens, one lock per (user, session). */
+import { ValidationError } from '../store/errors.js';
+import { encodeId } from '../store/ids.js';
+
+/** A granted lease. */
+export interface Lease {
+  readonly owner: string;
+  /** Fencing token: an integer below 2^53 that only grows for a lock key. Pass it to store writes. */
+  readonly token: number;
+  readonly expiresAt: Date;
+  readonly leaseMs: number;
+}
+
+/** Options of `acquire`. */
+export interface AcquireOptions {
+  /** 1,000 to 900,000 ms; default 60,000. */
+  readonly leaseMs?: number;
+  /** How long to wait for a held lock, 0 to 10,000 ms; default 0. */
+  readonly waitMs?: number;
+  /** 1 to 128 characters of `[A-Za-z0-9._:-]`; default a new UUID. Only an explicit owner is reentrant. */
+  readonly owner?: string;
+}
+
+/** Which session a lock guards; user A's session `s` and user B's session `s` are different locks. */
+export interface LockKey {
+  readonly userId: string | null;
+  readonly sessionId: string;
+}
+
+/** A lock backend (DynamoDB, or in-process). */
+export interface SessionLock {
+  acquire(key: LockKey, options?: AcquireOptions): Promise<Lease>;
+  /** Extends the lease of the current holder; `LockLostError` for anyone else. */
+  renew(key: LockKey, owner: string, token: number, options?: { leaseMs?: number }): Promise<Lease>;
+  /** Releases; succeeds when already free or expired; `LockLostError` when another owner holds it now. */
+  release(key: LockKey, owner: string, token: number): Promise<void>;
+}
+
+/** The lock is held by someone else (never says their token). */
+export class LockConflictError extends Error {
+  override name = 'LockConflictError';
+  constructor(
+    readonly holder: string,
+    readonly expiresAt: Date,
+  ) {
+    super(`lock held by ${holder} until ${expiresAt.toISOString()}`);
+  }
+}
+
+/** The caller no longer holds the lease it names. */
+export class LockLostError extends Error {
+  override name = 'LockLostError';
+  constructor(message = 'the lease is no longer held') {
+    super(message);
+  }
+}
+
+export const LEASE_MS = { min: 1000, max: 900_000, default: 60_000 } as const;
+export const WAIT_MS = { min: 0, max: 10_000, default: 0 } as const;
+const OWNER = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The stored name of a lock key, encoded as the store encodes ids. */
+export function lockName(key: LockKey): string {
+  const user = key.userId == null || key.userId.trim() === '' ? 'anon' : encodeId('userId', key.userId);
+  return `${user}/${encodeId('sessionId', key.sessionId)}`;
+}
+
+/** Checks an owner name. */
+export function checkOwner(owner: unknown, field = 'owner'): string {
+  if (typeof owner !== 'string' || !OWNER.test(owner)) {
+    throw new ValidationError(field, 'must be 1 to 128 characters of [A-Za-z0-9._:-]');
+  }
+  return owner;
+}
+
+/** Checks a lease length. */
+export function checkLeaseMs(leaseMs: unknown): number {
+  const value = leaseMs ?? LEASE_MS.default;
+  if (!Number.isSafeInteger(value) || (value as number) < LEASE_MS.min || (value as number) > LEASE_MS.max) {
+    throw new ValidationError('leaseMs', `must be an integer from ${LEASE_MS.min} to ${LEASE_MS.max}`);
+  }
+  return value as number;
+}
+
+/** Checks a wait. */
+export function checkWaitMs(waitMs: unknown): number {
+  const value = waitMs ?? WAIT_MS.default;
+  if (!Number.isSafeInteger(value) || (value as number) < WAIT_MS.min || (value as number) > WAIT_MS.max) {
+    throw new ValidationError('waitMs', `must be an integer from ${WAIT_MS.min} to ${WAIT_MS.max}`);
+  }
+  return value as number;
+}
+
+/** Checks a token passed back by a caller. */
+export function checkToken(token: unknown): number {
+  if (!Number.isSafeInteger(token) || (token as number) < 0) {
+    throw new ValidationError('token', 'must be a non-negative integer below 2^53');
+  }
+  return token as number;
+}
+
+/** The next token: above the previous one, and never below the clock, so a lost counter cannot go back. */
+export function nextToken(previous: number | undefined, now: number): number {
+  return Math.max((previous ?? 0) + 1, now);
+}
+
+/**
+ * Waits for a held lock with backoff and jitter, up to `waitMs`, by retrying `attempt`, which throws
+ * `LockConflictError` while the lock is held.
+ */
+export async function waitFor<T>(attempt: () => Promise<T>, waitMs: number, now: () => number): Promise<T> {
+  const deadline = now() + waitMs;
+  for (let round = 0; ; round++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof LockConflictError)) throw error;
+      const left = deadline - now();
+      if (left <= 0) throw error;
+      const untilFree = error.expiresAt.getTime() - now();
+      const pause = Math.min(
+        left,
+        Math.max(5, Math.random() * Math.min(1000, 25 * 2 ** round)),
+        Math.max(5, untilFree),
+      );
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
