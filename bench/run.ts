@@ -5,10 +5,13 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import dynalite from 'dynalite';
 import S3rver from 's3rver';
 import { createS3Driver } from '../lib/drivers/s3.js';
+import { close, listen } from '../test/servers/http-util.js';
 import { startS3Front } from '../test/servers/s3-front.js';
 import { lineChart } from './chart.js';
+import { lockTable, runLockBench } from './lock-bench.js';
 import { runStoreBench, storeTable } from './store-bench.js';
 
 const smoke = process.argv.includes('--smoke');
@@ -25,6 +28,8 @@ const s3rver = new S3rver({
 });
 const { port } = await s3rver.run();
 const front = await startS3Front(port);
+const dynamo = dynalite({ createTableMs: 0 });
+const dynamoPort = await listen(dynamo);
 try {
   const makeDriver = () =>
     createS3Driver({
@@ -36,6 +41,9 @@ try {
   const table = storeTable(rows);
   console.log('\nList operations, this store against the reference request pattern (s3 driver, s3rver):\n');
   console.log(table);
+  const locks = lockTable(await runLockBench(`http://127.0.0.1:${dynamoPort}`, smoke ? 20 : 400));
+  console.log('\nLock throughput (dynalite on loopback):\n');
+  console.log(locks);
   if (!smoke) {
     const amortized = rows.filter((r) => r.operation.startsWith('append 1, amortized'));
     const svg = lineChart(
@@ -61,11 +69,16 @@ try {
       '',
       '![bytes per append](append-bytes.svg)',
       '',
+      '## Lock throughput (DynamoDB lock on dynalite)',
+      '',
+      locks,
+      '',
     ].join('\n');
     await writeFile(path.join(here, 'REPORT.md'), report);
     console.log('\nwrote bench/REPORT.md and bench/append-bytes.svg');
   }
 } finally {
+  await close(dynamo);
   await front.stop();
   await s3rver.close();
   await rm(dir, { recursive: true, force: true });
