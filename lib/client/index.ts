@@ -1,0 +1,287 @@
+/**
+ * Typed HTTP client: implements the store's `SessionStore` (plus the lock calls) over the API, so an
+ * agent moves from the local store to the remote one by changing one line. It encodes ids, sends only
+ * new items when it knows the list (count and hash, with `expectedCount`), retries idempotent calls
+ * with jittered backoff, and raises the same typed errors as the library.
+ */
+import { LockConflictError, type Lease, LockLostError } from '../lock/types.js';
+import {
+  AppendConflictError,
+  BackendError,
+  FencedError,
+  PreconditionFailedError,
+  PreconditionUnsupportedError,
+  StoreError,
+  ValidationError,
+} from '../store/errors.js';
+import { chainHash, EMPTY_HASH } from '../store/hash.js';
+import type {
+  AppendOptions,
+  ArchiveInfo,
+  ListPage,
+  ListWriteResult,
+  PageOptions,
+  SaveOptions,
+  SessionPage,
+  SessionStore,
+  Versioned,
+  WriteOptions,
+} from '../store/types.js';
+import { encodeUrlId } from '../http/url-ids.js';
+
+/** The request had no valid identity (401). */
+export class UnauthorizedError extends StoreError {
+  override name = 'UnauthorizedError';
+}
+
+/** The request or the answer was too large (413). */
+export class PayloadTooLargeError extends StoreError {
+  override name = 'PayloadTooLargeError';
+  constructor(
+    message: string,
+    readonly limit?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Options of the client. */
+export interface HttpClientOptions {
+  /** For example `http://127.0.0.1:8787` or the API Gateway URL. */
+  readonly baseUrl: string;
+  /** The bearer token, or a function returning a fresh one; omit for an anonymous local server. */
+  readonly token?: string | (() => string | Promise<string>);
+  /** Attempts of an idempotent call (GET, HEAD, PUT, DELETE); default 4. */
+  readonly attempts?: number;
+  /** The fetch to use; default the global one. */
+  readonly fetch?: typeof fetch;
+}
+
+/** The client: the user's `SessionStore` plus the lock. */
+export interface HttpSessionStore extends SessionStore {
+  acquireLock(sessionId: string, options?: { leaseMs?: number; waitMs?: number; owner?: string }): Promise<Lease>;
+  renewLock(sessionId: string, lease: { owner: string; token: number }, options?: { leaseMs?: number }): Promise<Lease>;
+  releaseLock(sessionId: string, lease: { owner: string; token: number }): Promise<void>;
+}
+
+interface Problem {
+  code?: string;
+  message?: string;
+  detail?: string;
+  field?: string;
+  count?: number;
+  hash?: string;
+  holder?: string;
+  expiresAt?: string;
+  currentEtag?: string | null;
+  limit?: number;
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+
+/** Creates the client. */
+export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const attempts = options.attempts ?? 4;
+  const doFetch = options.fetch ?? fetch;
+  /** What the client knows of each list: count and hash after its last write or read. */
+  const known = new Map<string, { count: number; hash: string }>();
+
+  async function call(
+    method: string,
+    path: string,
+    init: { body?: unknown; headers?: Record<string, string>; query?: Record<string, string | number | undefined> } = {},
+  ): Promise<Response> {
+    const query = Object.entries(init.query ?? {}).filter(([, v]) => v !== undefined);
+    const url = `${base}${path}${query.length > 0 ? `?${new URLSearchParams(query.map(([k, v]) => [k, String(v)]))}` : ''}`;
+    const token = typeof options.token === 'function' ? await options.token() : options.token;
+    const headers: Record<string, string> = { ...init.headers };
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+    const tries = IDEMPOTENT.has(method) ? attempts : 1;
+    for (let attempt = 1; ; attempt++) {
+      let response: Response | undefined;
+      let failure: unknown;
+      try {
+        response = await doFetch(url, { method, headers, body });
+      } catch (error) {
+        failure = error;
+      }
+      const transient = !response || [429, 500, 502, 503, 504].includes(response.status);
+      if (!transient || attempt >= tries) {
+        if (!response) throw new BackendError(`request failed: ${String(failure)}`, true, { cause: failure });
+        return response;
+      }
+      await new Promise((r) => setTimeout(r, Math.random() * Math.min(2000, 100 * 2 ** attempt)));
+    }
+  }
+
+  /** Raises the typed error of a problem answer (or of a gateway's own error). */
+  async function fail(response: Response): Promise<never> {
+    const p = ((await response.json().catch(() => ({}))) ?? {}) as Problem;
+    const detail = p.detail ?? p.message ?? `HTTP ${response.status}`;
+    switch (p.code ?? '') {
+      case 'invalid-request':
+        throw new ValidationError(p.field ?? 'request', detail);
+      case 'append-conflict':
+        throw new AppendConflictError(p.count ?? -1, p.hash ?? '');
+      case 'fenced':
+        throw new FencedError(-1, -1);
+      case 'lock-held':
+        throw new LockConflictError(p.holder ?? '', new Date(p.expiresAt ?? 0));
+      case 'lock-lost':
+        throw new LockLostError(detail);
+      case 'precondition-failed':
+        throw new PreconditionFailedError(p.currentEtag ?? null);
+      case 'precondition-unsupported':
+        throw new PreconditionUnsupportedError('the server backend');
+      case 'payload-too-large':
+        throw new PayloadTooLargeError(detail, p.limit);
+    }
+    // API Gateway's own answers carry only {"message": ...}.
+    if (response.status === 401 || response.status === 403) throw new UnauthorizedError(detail);
+    if (response.status === 413) throw new PayloadTooLargeError(detail);
+    throw new BackendError(detail, response.status >= 500 || response.status === 429);
+  }
+
+  const s = (sessionId: string) => `/v1/sessions/${encodeUrlId(sessionId)}`;
+  const listPath = (sessionId: string, key: string) => `${s(sessionId)}/lists/${encodeUrlId(key)}`;
+  const fence = (o: WriteOptions | undefined): Record<string, string> =>
+    o?.token === undefined ? {} : { 'fencing-token': String(o.token) };
+  const remember = (sessionId: string, key: string, r: { count: number; hash: string }) =>
+    known.set(`${sessionId}\u0000${key}`, { count: r.count, hash: r.hash });
+
+  async function getVersioned<T>(sessionId: string, key: string): Promise<Versioned<T> | undefined> {
+    const response = await call('GET', `${s(sessionId)}/state/${encodeUrlId(key)}`);
+    if (response.status === 404) return undefined;
+    if (!response.ok) return fail(response);
+    const version = (response.headers.get('etag') ?? '').replace(/^"(.*)"$/, '$1');
+    return { value: (await response.json()) as T, version };
+  }
+
+  async function appendList(sessionId: string, key: string, items: readonly unknown[], o: AppendOptions) {
+    const response = await call('POST', `${listPath(sessionId, key)}/items`, {
+      body: { items, expectedCount: o.expectedCount, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) },
+      headers: fence(o),
+    });
+    if (!response.ok) {
+      if (response.status === 409) known.delete(`${sessionId}\u0000${key}`);
+      return fail(response);
+    }
+    const result = (await response.json()) as ListWriteResult;
+    remember(sessionId, key, result);
+    return result;
+  }
+
+  return {
+    async get<T>(sessionId: string, key: string) {
+      return (await getVersioned<T>(sessionId, key))?.value;
+    },
+    getVersioned,
+    async save(sessionId, key, value, o: SaveOptions = {}) {
+      const headers = fence(o);
+      if (o.ifVersion !== undefined) headers['if-match'] = `"${o.ifVersion}"`;
+      if (o.ifAbsent) headers['if-none-match'] = '*';
+      const response = await call('PUT', `${s(sessionId)}/state/${encodeUrlId(key)}`, { body: value, headers });
+      if (!response.ok) return fail(response);
+      return { version: ((await response.json()) as { etag: string }).etag };
+    },
+    async deleteKey(sessionId, key, o) {
+      const response = await call('DELETE', `${s(sessionId)}/state/${encodeUrlId(key)}`, { headers: fence(o) });
+      if (!response.ok) await fail(response);
+    },
+    async saveList(sessionId, key, items, o) {
+      // When the client knows the list and the new one extends it, only the new items travel.
+      const last = known.get(`${sessionId}\u0000${key}`);
+      if (last && items.length > last.count && chainHash(EMPTY_HASH, items.slice(0, last.count)) === last.hash) {
+        try {
+          const extra = items.slice(last.count);
+          if (extra.length <= 1000) {
+            return await appendList(sessionId, key, extra, { expectedCount: last.count, expectedHash: last.hash, ...o });
+          }
+        } catch (error) {
+          if (!(error instanceof AppendConflictError)) throw error;
+        }
+      }
+      const response = await call('PUT', listPath(sessionId, key), { body: items, headers: fence(o) });
+      if (!response.ok) return fail(response);
+      const result = (await response.json()) as ListWriteResult;
+      remember(sessionId, key, result);
+      return result;
+    },
+    appendList,
+    async getList<T>(sessionId: string, key: string, page: PageOptions = {}) {
+      const response = await call('GET', listPath(sessionId, key), { query: { offset: page.offset, limit: page.limit } });
+      if (!response.ok) return fail(response);
+      const result = (await response.json()) as ListPage<T>;
+      remember(sessionId, key, result);
+      return result;
+    },
+    async deleteList(sessionId, key, o) {
+      const response = await call('DELETE', listPath(sessionId, key), { headers: fence(o) });
+      known.delete(`${sessionId}\u0000${key}`);
+      if (!response.ok) await fail(response);
+    },
+    async listArchives(sessionId, key) {
+      const response = await call('GET', `${listPath(sessionId, key)}/archives`);
+      if (!response.ok) return fail(response);
+      const { archives } = (await response.json()) as { archives: Array<Omit<ArchiveInfo, 'archivedAt'> & { archivedAt: string }> };
+      return archives.map((a) => ({ ...a, archivedAt: new Date(a.archivedAt) }));
+    },
+    async getArchive<T>(sessionId: string, key: string, archiveId: string, page: PageOptions = {}) {
+      const response = await call('GET', `${listPath(sessionId, key)}/archives/${encodeUrlId(archiveId)}`, {
+        query: { offset: page.offset, limit: page.limit },
+      });
+      if (response.status === 404) return undefined;
+      if (!response.ok) return fail(response);
+      return (await response.json()) as ListPage<T>;
+    },
+    async exists(sessionId) {
+      const response = await call('HEAD', s(sessionId));
+      if (response.status === 404) return false;
+      if (!response.ok) return fail(response);
+      return true;
+    },
+    async delete(sessionId, o) {
+      const response = await call('DELETE', s(sessionId), { headers: fence(o) });
+      for (const name of known.keys()) if (name.startsWith(`${sessionId}\u0000`)) known.delete(name);
+      if (!response.ok) await fail(response);
+    },
+    async deleteAllSessions() {
+      const response = await call('DELETE', '/v1/sessions', { query: { all: 'true' } });
+      known.clear();
+      if (!response.ok) await fail(response);
+    },
+    async listSessionIds(o = {}) {
+      const response = await call('GET', '/v1/sessions', { query: { limit: o.limit, cursor: o.cursor } });
+      if (!response.ok) return fail(response);
+      const page = (await response.json()) as { sessions: Array<{ sessionId: string; lastActivity: string }>; nextCursor: string | null };
+      return {
+        sessions: page.sessions.map((x) => ({ sessionId: x.sessionId, lastActivity: new Date(x.lastActivity) })),
+        nextCursor: page.nextCursor,
+      } satisfies SessionPage;
+    },
+    async acquireLock(sessionId, o = {}) {
+      const response = await call('POST', `${s(sessionId)}/lock`, { body: o });
+      if (!response.ok) return fail(response);
+      const lease = (await response.json()) as Omit<Lease, 'expiresAt'> & { expiresAt: string };
+      return { ...lease, expiresAt: new Date(lease.expiresAt) };
+    },
+    async renewLock(sessionId, lease, o = {}) {
+      const response = await call('PUT', `${s(sessionId)}/lock`, {
+        body: o,
+        headers: { 'lock-owner': lease.owner, 'fencing-token': String(lease.token) },
+      });
+      if (!response.ok) return fail(response);
+      const renewed = (await response.json()) as Omit<Lease, 'expiresAt'> & { expiresAt: string };
+      return { ...renewed, expiresAt: new Date(renewed.expiresAt) };
+    },
+    async releaseLock(sessionId, lease) {
+      const response = await call('DELETE', `${s(sessionId)}/lock`, {
+        headers: { 'lock-owner': lease.owner, 'fencing-token': String(lease.token) },
+      });
+      if (!response.ok) await fail(response);
+    },
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * Configuration, read from the environment and validated once at cold start. A bad deploy fails at
+ * start with the variable's name. Every variable is listed in the README.
+ */
+import * as z from 'zod';
+
+const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const schema = z
+  .object({
+    PORT: int(0, 65535).default(8787),
+    HOST: z.string().default('127.0.0.1'),
+    STORE_BACKEND: z.enum(['fs', 'memory', 's3', 'oss']).default('fs'),
+    DATA_DIR: z.string().min(1).default('./.data'),
+    STATE_PREFIX: z.string().default('agent-state/'),
+    RETENTION_DAYS: z.coerce.number().positive().default(30),
+    KEEPALIVE_MS: int(1000, 7 * 24 * 3600 * 1000).default(3600 * 1000),
+    S3_BUCKET: z.string().optional(),
+    S3_ENDPOINT: z.url().optional(),
+    S3_REGION: z.string().optional(),
+    S3_DIALECT: z.enum(['aws', 'ceph-rgw']).default('aws'),
+    OSS_BUCKET: z.string().optional(),
+    OSS_REGION: z.string().optional(),
+    OSS_ENDPOINT: z.url().optional(),
+    OSS_ACCESS_KEY_ID: z.string().optional(),
+    OSS_ACCESS_KEY_SECRET: z.string().optional(),
+    OSS_STS_TOKEN: z.string().optional(),
+    LOCK_BACKEND: z.enum(['memory', 'dynamodb']).default('memory'),
+    LOCK_TABLE: z.string().optional(),
+    DYNAMODB_ENDPOINT: z.url().optional(),
+    DYNAMODB_REGION: z.string().optional(),
+    LOCK_CLOCK_SKEW_MS: int(0, 60_000).default(500),
+    AUTH_JWT_SECRET: z.string().optional(),
+    AUTH_JWKS_URL: z.url().optional(),
+    AUTH_ISSUER: z.string().optional(),
+    AUTH_AUDIENCE: z.string().optional(),
+    AUTH_USER_CLAIM: z.string().min(1).default('sub'),
+    ALLOW_ANONYMOUS: bool.default(false),
+    BODY_LIMIT_BYTES: int(1024, 32 * 1024 * 1024).default(4 * 1024 * 1024),
+    LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+    // Set by the platforms themselves.
+    AWS_LAMBDA_FUNCTION_NAME: z.string().optional(),
+    FC_FUNCTION_NAME: z.string().optional(),
+    ALIBABA_CLOUD_ACCESS_KEY_ID: z.string().optional(),
+    ALIBABA_CLOUD_ACCESS_KEY_SECRET: z.string().optional(),
+    ALIBABA_CLOUD_SECURITY_TOKEN: z.string().optional(),
+  })
+  .superRefine((c, ctx) => {
+    const need = (name: keyof typeof c, why: string) => {
+      if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: `required ${why}` });
+    };
+    const cloud = Boolean(c.AWS_LAMBDA_FUNCTION_NAME || c.FC_FUNCTION_NAME);
+    if (cloud && (c.STORE_BACKEND === 'fs' || c.STORE_BACKEND === 'memory')) {
+      ctx.addIssue({ code: 'custom', path: ['STORE_BACKEND'], message: 'fs and memory are refused on Lambda and Function Compute' });
+    }
+    if (cloud && c.LOCK_BACKEND === 'memory') {
+      ctx.addIssue({ code: 'custom', path: ['LOCK_BACKEND'], message: 'the in-process lock is refused on Lambda and Function Compute' });
+    }
+    if (c.STORE_BACKEND === 's3') need('S3_BUCKET', 'when STORE_BACKEND=s3');
+    if (c.STORE_BACKEND === 'oss') {
+      need('OSS_BUCKET', 'when STORE_BACKEND=oss');
+      if (!c.OSS_REGION && !c.OSS_ENDPOINT) need('OSS_REGION', 'when STORE_BACKEND=oss (or OSS_ENDPOINT)');
+    }
+    if (c.LOCK_BACKEND === 'dynamodb') need('LOCK_TABLE', 'when LOCK_BACKEND=dynamodb');
+    if (c.FC_FUNCTION_NAME) need('AUTH_JWKS_URL', 'on Function Compute (the function verifies the JWT itself)');
+    if (!cloud && !c.ALLOW_ANONYMOUS) need('AUTH_JWT_SECRET', 'for the local server (or ALLOW_ANONYMOUS=true)');
+  });
+
+/** The validated configuration. */
+export type Config = Readonly<z.infer<typeof schema>>;
+
+/** Reads and validates the environment; throws an error naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const defined = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(defined);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  return Object.freeze(parsed.data);
+}
+
+/** Where the code runs. */
+export function platformOf(config: Config): 'aws' | 'fc' | 'local' {
+  if (config.AWS_LAMBDA_FUNCTION_NAME) return 'aws';
+  if (config.FC_FUNCTION_NAME) return 'fc';
+  return 'local';
+}

@@ -1,0 +1,39 @@
+/**
+ * API Gateway HTTP API (payload format 2.0) adapter, as a middy handler. The JWT authorizer's
+ * verified claims come from the request context; the router never reads a user from the request.
+ */
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { App } from '../app.js';
+import type { HttpRequest, HttpResponse } from '../types.js';
+
+/** The neutral request of an API Gateway v2 event. */
+export function fromApiGateway(event: APIGatewayProxyEventV2WithJWTAuthorizer): HttpRequest {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event.headers ?? {})) if (value !== undefined) headers[name.toLowerCase()] = value;
+  const body = event.body === undefined ? undefined : Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8');
+  return {
+    method: event.requestContext.http.method,
+    path: event.rawPath,
+    query: Object.fromEntries(new URLSearchParams(event.rawQueryString ?? '')),
+    headers,
+    body,
+    requestId: event.requestContext.requestId,
+    claims: event.requestContext.authorizer?.jwt?.claims,
+  };
+}
+
+/** The API Gateway result of a neutral response. */
+export function toApiGateway(response: HttpResponse): APIGatewayProxyStructuredResultV2 {
+  return { statusCode: response.status, headers: response.headers, body: response.body ?? '', isBase64Encoded: false };
+}
+
+/** The Lambda handler: middy chain (logger context, EMF metrics), then the router. */
+export function createApiGatewayHandler(app: App) {
+  const base = async (event: APIGatewayProxyEventV2WithJWTAuthorizer, _context: Context) =>
+    toApiGateway(await app.handle(fromApiGateway(event)));
+  const handler = middy(base).use(injectLambdaContext(app.logger));
+  return app.metrics ? handler.use(logMetrics(app.metrics)) : handler;
+}

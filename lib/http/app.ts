@@ -1,0 +1,81 @@
+/**
+ * Builds the application from the configuration: driver, store, lock, authenticator, logger and
+ * metrics, wired into the router. Clients are created once per container.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { type Config, platformOf } from '../config.js';
+import type { ObjectStoreDriver } from '../drivers/types.js';
+import type { SessionLock } from '../lock/types.js';
+import { createStateStore } from '../store/store.js';
+import type { MetricsSink } from '../store/types.js';
+import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
+import { openApiDocument } from './openapi.js';
+import { createRouter } from './router.js';
+import type { HttpHandler } from './types.js';
+
+/** The application: the router, and what the adapters need around it. */
+export interface App {
+  readonly handle: HttpHandler;
+  readonly logger: Logger;
+  readonly metrics: Metrics | undefined;
+  readonly driver: ObjectStoreDriver;
+}
+
+/**
+ * The backends, made by the entry point (each platform bundles only its own SDKs; see
+ * lib/http/backends.ts), and optionally the authenticator and logger (tests).
+ */
+export interface AppParts {
+  readonly driver: ObjectStoreDriver;
+  readonly lock: SessionLock;
+  readonly auth?: Authenticator;
+  readonly logger?: Logger;
+}
+
+function authFor(config: Config): Authenticator {
+  const options = { userClaim: config.AUTH_USER_CLAIM, issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE };
+  switch (platformOf(config)) {
+    case 'aws':
+      return platformClaimsAuth(options);
+    case 'fc':
+      return bearerJwtAuth({ jwksUrl: config.AUTH_JWKS_URL as string }, options);
+    case 'local':
+      return bearerJwtAuth({ secret: config.AUTH_JWT_SECRET ?? '' }, { ...options, allowAnonymous: config.ALLOW_ANONYMOUS });
+  }
+}
+
+/** Builds the application. */
+export function createApp(config: Config, parts: AppParts): App {
+  const logger =
+    parts.logger ??
+    new Logger({ serviceName: 'agent-state', logLevel: config.LOG_LEVEL === 'SILENT' ? 'SILENT' : config.LOG_LEVEL });
+  // EMF metrics only where CloudWatch reads them; locally they would only clutter the console.
+  const metrics = platformOf(config) === 'aws' ? new Metrics({ namespace: 'AgentState', serviceName: 'agent-state' }) : undefined;
+  const sink: MetricsSink = { count: (name, value = 1) => metrics?.addMetric(name, MetricUnit.Count, value) };
+  const { driver } = parts;
+  const store = createStateStore({
+    driver,
+    prefix: config.STATE_PREFIX,
+    retentionDays: config.RETENTION_DAYS,
+    keepAliveMs: config.KEEPALIVE_MS,
+    metrics: sink,
+  });
+  const handle = createRouter({
+    store,
+    lock: parts.lock,
+    auth: parts.auth ?? authFor(config),
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    openapi: openApiDocument,
+    onResponse: ({ request, route, response, error, ms }) => {
+      const code = response.status >= 400 ? (JSON.parse(response.body ?? '{}') as { code?: string }).code : undefined;
+      // No bodies, no tokens, no ids: the route pattern, the outcome, the time.
+      const entry = { requestId: request.requestId, route, status: response.status, code, ms: Math.round(ms) };
+      if (error) logger.error('request failed', { ...entry, error: error as Error });
+      else logger.info('request', entry);
+      metrics?.addMetric(code ? `Outcome_${code}` : `Outcome_${response.status}`, MetricUnit.Count, 1);
+      if (code === 'lock-held') metrics?.addMetric('LockContention', MetricUnit.Count, 1);
+    },
+  });
+  return { handle, logger, metrics, driver };
+}

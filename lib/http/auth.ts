@@ -1,0 +1,78 @@
+/**
+ * Who is calling. The user id is a claim of a verified identity, never the path or the body:
+ * - AWS: API Gateway's JWT authorizer verified the token; its claims arrive with the request;
+ * - Function Compute and local: the function verifies the bearer JWT itself (jose), against the
+ *   trigger's JWKS (FC) or an HS256 secret (local). `alg: none` and unexpected algorithms are refused.
+ * A missing, invalid, expired, blank-claim or over-long-claim identity is 401. Only the local server,
+ * with ALLOW_ANONYMOUS=true, lets a request without a token act as the anonymous user.
+ */
+import { createRemoteJWKSet, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import { LIMITS } from '../store/ids.js';
+import { HttpProblem } from './problems.js';
+import type { HttpRequest } from './types.js';
+
+/** Resolves a request to its user id (null: the anonymous user). */
+export type Authenticator = (request: HttpRequest) => Promise<string | null>;
+
+/** Options of the authenticators. */
+export interface AuthOptions {
+  /** The claim that names the user; default `sub`. */
+  readonly userClaim?: string;
+  readonly issuer?: string;
+  readonly audience?: string;
+}
+
+const unauthorized = (detail: string) => new HttpProblem(401, 'unauthorized', detail, {}, { 'www-authenticate': 'Bearer' });
+
+function userFrom(claims: Readonly<Record<string, unknown>>, claim: string): string {
+  const value = claims[claim];
+  if (typeof value !== 'string' || value.trim() === '') throw unauthorized(`the token has no ${claim} claim`);
+  if (Buffer.byteLength(value) > LIMITS.userId) throw unauthorized(`the ${claim} claim is over ${LIMITS.userId} bytes`);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a user id with control characters is refused
+  if (/[\u0000-\u001f\u007f]/.test(value)) throw unauthorized(`the ${claim} claim has control characters`);
+  return value;
+}
+
+/** Trusts the claims API Gateway's JWT authorizer verified. */
+export function platformClaimsAuth(options: AuthOptions = {}): Authenticator {
+  const claim = options.userClaim ?? 'sub';
+  return async (request) => {
+    if (!request.claims) throw unauthorized('no verified identity');
+    return userFrom(request.claims, claim);
+  };
+}
+
+/** Verifies the bearer JWT: HS256 with `secret`, or RS256/ES256 against a JWKS URL. */
+export function bearerJwtAuth(
+  key: { secret: string } | { jwksUrl: string } | { getKey: JWTVerifyGetKey },
+  options: AuthOptions & { allowAnonymous?: boolean } = {},
+): Authenticator {
+  const claim = options.userClaim ?? 'sub';
+  const verifyKey =
+    'secret' in key
+      ? new TextEncoder().encode(key.secret)
+      : 'jwksUrl' in key
+        ? createRemoteJWKSet(new URL(key.jwksUrl))
+        : key.getKey;
+  const algorithms = 'secret' in key ? ['HS256'] : ['RS256', 'ES256', 'PS256'];
+  return async (request) => {
+    const header = request.headers.authorization;
+    if (!header) {
+      if (options.allowAnonymous) return null;
+      throw unauthorized('a bearer token is required');
+    }
+    const match = /^Bearer ([A-Za-z0-9_.-]+)$/.exec(header);
+    if (!match) throw unauthorized('the Authorization header is not a bearer token');
+    try {
+      const { payload } = await jwtVerify(match[1] as string, verifyKey as Uint8Array, {
+        algorithms,
+        ...(options.issuer ? { issuer: options.issuer } : {}),
+        ...(options.audience ? { audience: options.audience } : {}),
+      });
+      return userFrom(payload as Record<string, unknown>, claim);
+    } catch (error) {
+      if (error instanceof HttpProblem) throw error;
+      throw unauthorized('the token is invalid or expired');
+    }
+  };
+}

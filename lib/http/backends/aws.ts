@@ -1,0 +1,27 @@
+/** Backends of the AWS entry point: S3 and the DynamoDB lock (only their SDKs are bundled). */
+import type { Config } from '../../config.js';
+import { createS3Driver } from '../../drivers/s3.js';
+import type { ObjectStoreDriver } from '../../drivers/types.js';
+import { createDynamoDbLock } from '../../lock/dynamodb.js';
+import type { SessionLock } from '../../lock/types.js';
+
+/** The S3 driver the configuration names. */
+export function s3DriverFrom(config: Config): ObjectStoreDriver {
+  return createS3Driver({
+    bucket: config.S3_BUCKET as string,
+    endpoint: config.S3_ENDPOINT,
+    region: config.S3_REGION,
+    dialect: config.S3_DIALECT,
+  });
+}
+
+/** The DynamoDB lock the configuration names (on AWS, and across clouds from Function Compute). */
+export function dynamoDbLockFrom(config: Config): SessionLock {
+  return createDynamoDbLock({
+    tableName: config.LOCK_TABLE as string,
+    endpoint: config.DYNAMODB_ENDPOINT,
+    region: config.DYNAMODB_REGION,
+    clockSkewMs: config.LOCK_CLOCK_SKEW_MS,
+    retentionDays: config.RETENTION_DAYS,
+  });
+}

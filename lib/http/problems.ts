@@ -1,0 +1,93 @@
+/**
+ * Every error the functions produce is an RFC 9457 `application/problem+json` body with a stable
+ * `code`. One map turns typed errors into problems; anything unknown is a 500 that hides internals.
+ */
+import { LockConflictError, LockLostError } from '../lock/types.js';
+import {
+  AppendConflictError,
+  BackendError,
+  FencedError,
+  PreconditionFailedError,
+  PreconditionUnsupportedError,
+  ValidationError,
+} from '../store/errors.js';
+import type { HttpResponse } from './types.js';
+
+/** A problem the router raises itself. */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    detail: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+  }
+}
+
+export const TITLES: Record<string, string> = {
+  'invalid-request': 'Invalid request',
+  unauthorized: 'Unauthorized',
+  'not-found': 'Not found',
+  'method-not-allowed': 'Method not allowed',
+  'append-conflict': 'Append conflict',
+  fenced: 'Fenced',
+  'lock-held': 'Lock held',
+  'lock-lost': 'Lock lost',
+  'precondition-failed': 'Precondition failed',
+  'payload-too-large': 'Payload too large',
+  'precondition-unsupported': 'Precondition unsupported',
+  'backend-unavailable': 'Backend unavailable',
+  internal: 'Internal error',
+};
+
+/** The problem response for a status, code and detail. */
+export function problem(
+  status: number,
+  code: string,
+  detail: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): HttpResponse {
+  const body = { type: `urn:agent-state:problem:${code}`, title: TITLES[code] ?? code, status, detail, code, ...extra };
+  return {
+    status,
+    headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store', ...headers },
+    body: JSON.stringify(body),
+  };
+}
+
+/** Maps any error to its problem response; `internal` says whether it was unexpected (to log it). */
+export function toProblem(error: unknown, requestId: string): { response: HttpResponse; internal: boolean } {
+  const r = (response: HttpResponse) => ({ response, internal: false });
+  if (error instanceof HttpProblem) return r(problem(error.status, error.code, error.message, error.extra, error.headers));
+  if (error instanceof ValidationError) return r(problem(400, 'invalid-request', error.message, { field: error.field }));
+  if (error instanceof AppendConflictError) {
+    return r(problem(409, 'append-conflict', error.message, { count: error.count, hash: error.hash }));
+  }
+  if (error instanceof FencedError) return r(problem(409, 'fenced', 'a newer fencing token has been seen; nothing was written'));
+  if (error instanceof LockConflictError) {
+    const seconds = Math.max(1, Math.ceil((error.expiresAt.getTime() - Date.now()) / 1000));
+    return r(
+      problem(
+        409,
+        'lock-held',
+        'the session is locked by another owner',
+        { holder: error.holder, expiresAt: error.expiresAt.toISOString() },
+        { 'retry-after': String(seconds) },
+      ),
+    );
+  }
+  if (error instanceof LockLostError) return r(problem(409, 'lock-lost', error.message));
+  if (error instanceof PreconditionFailedError) {
+    return r(problem(412, 'precondition-failed', 'the value has another version', { currentEtag: error.currentVersion }));
+  }
+  if (error instanceof PreconditionUnsupportedError) {
+    return r(problem(501, 'precondition-unsupported', `${error.backend} cannot evaluate this condition; nothing was written`));
+  }
+  if (error instanceof BackendError && error.retryable) {
+    return r(problem(503, 'backend-unavailable', 'the storage backend is unavailable; retry', {}, { 'retry-after': '1' }));
+  }
+  return { response: problem(500, 'internal', 'internal error', { requestId }), internal: true };
+}

@@ -1,0 +1,23 @@
+/** The platform-neutral request and response every adapter translates to and from. */
+
+export interface HttpRequest {
+  readonly method: string;
+  /** The raw path, ids still encoded. */
+  readonly path: string;
+  readonly query: Readonly<Record<string, string | undefined>>;
+  /** Lower-case names. */
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  readonly body?: Buffer;
+  readonly requestId: string;
+  /** Claims the platform already verified (API Gateway's JWT authorizer); absent elsewhere. */
+  readonly claims?: Readonly<Record<string, unknown>>;
+}
+
+export interface HttpResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body?: string;
+}
+
+/** A request handler: what the router is and what adapters call. */
+export type HttpHandler = (request: HttpRequest) => Promise<HttpResponse>;
