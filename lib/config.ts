@@ -52,10 +52,18 @@ const schema = z
     };
     const cloud = Boolean(c.AWS_LAMBDA_FUNCTION_NAME || c.FC_FUNCTION_NAME);
     if (cloud && (c.STORE_BACKEND === 'fs' || c.STORE_BACKEND === 'memory')) {
-      ctx.addIssue({ code: 'custom', path: ['STORE_BACKEND'], message: 'fs and memory are refused on Lambda and Function Compute' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['STORE_BACKEND'],
+        message: 'fs and memory are refused on Lambda and Function Compute',
+      });
     }
     if (cloud && c.LOCK_BACKEND === 'memory') {
-      ctx.addIssue({ code: 'custom', path: ['LOCK_BACKEND'], message: 'the in-process lock is refused on Lambda and Function Compute' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['LOCK_BACKEND'],
+        message: 'the in-process lock is refused on Lambda and Function Compute',
+      });
     }
     if (c.STORE_BACKEND === 's3') need('S3_BUCKET', 'when STORE_BACKEND=s3');
     if (c.STORE_BACKEND === 'oss') {
@@ -63,8 +71,10 @@ const schema = z
       if (!c.OSS_REGION && !c.OSS_ENDPOINT) need('OSS_REGION', 'when STORE_BACKEND=oss (or OSS_ENDPOINT)');
     }
     if (c.LOCK_BACKEND === 'dynamodb') need('LOCK_TABLE', 'when LOCK_BACKEND=dynamodb');
-    if (c.FC_FUNCTION_NAME) need('AUTH_JWKS_URL', 'on Function Compute (the function verifies the JWT itself)');
-    if (!cloud && !c.ALLOW_ANONYMOUS) need('AUTH_JWT_SECRET', 'for the local server (or ALLOW_ANONYMOUS=true)');
+    if (c.FC_FUNCTION_NAME)
+      need('AUTH_JWKS_URL', 'on Function Compute (the function verifies the JWT itself)');
+    if (!cloud && !c.ALLOW_ANONYMOUS)
+      need('AUTH_JWT_SECRET', 'for the local server (or ALLOW_ANONYMOUS=true)');
   });
 
 /** The validated configuration. */

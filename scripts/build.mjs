@@ -9,6 +9,7 @@ const ENTRIES = {
   token: 'scripts/token.ts',
   id: 'scripts/id.ts',
   demo: 'scripts/demo.ts',
+  openapi: 'scripts/openapi.ts',
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
@@ -27,7 +28,9 @@ await Promise.all(
       // ali-oss pulls proxy-agent lazily; it is never used here.
       external: ['proxy-agent'],
       // ESM bundles of CommonJS packages need require.
-      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+      banner: {
+        js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+      },
       logLevel: 'warning',
     }),
   ),

@@ -6,4 +6,6 @@ import { ossDriverFrom } from '../../lib/http/backends/aliyun.js';
 import { dynamoDbLockFrom } from '../../lib/http/backends/aws.js';
 
 const config = loadConfig();
-export const handler = createFunctionComputeHandler(createApp(config, { driver: ossDriverFrom(config), lock: dynamoDbLockFrom(config) }));
+export const handler = createFunctionComputeHandler(
+  createApp(config, { driver: ossDriverFrom(config), lock: dynamoDbLockFrom(config) }),
+);

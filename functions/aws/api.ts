@@ -5,4 +5,6 @@ import { createApp } from '../../lib/http/app.js';
 import { dynamoDbLockFrom, s3DriverFrom } from '../../lib/http/backends/aws.js';
 
 const config = loadConfig();
-export const handler = createApiGatewayHandler(createApp(config, { driver: s3DriverFrom(config), lock: dynamoDbLockFrom(config) }));
+export const handler = createApiGatewayHandler(
+  createApp(config, { driver: s3DriverFrom(config), lock: dynamoDbLockFrom(config) }),
+);

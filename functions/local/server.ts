@@ -6,15 +6,20 @@ import { backendsFrom } from '../../lib/http/backends/local.js';
 import { localSecret } from '../../scripts/local-secret.js';
 
 const env = { ...process.env };
-if (!env.AUTH_JWT_SECRET && env.ALLOW_ANONYMOUS !== 'true') env.AUTH_JWT_SECRET = await localSecret(env.DATA_DIR ?? './.data');
+if (!env.AUTH_JWT_SECRET && env.ALLOW_ANONYMOUS !== 'true')
+  env.AUTH_JWT_SECRET = await localSecret(env.DATA_DIR ?? './.data');
 const config = loadConfig(env);
 const app = createApp(config, backendsFrom(config));
 const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES);
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
-  console.log(`agent-state API on http://${config.HOST}:${port}  (storage: ${config.STORE_BACKEND} ${config.STORE_BACKEND === 'fs' ? config.DATA_DIR : ''}, lock: ${config.LOCK_BACKEND})`);
-  console.log(`get a token:  npm run token -- <user>     then: curl -H "Authorization: Bearer <token>" http://${config.HOST}:${port}/v1/sessions`);
+  console.log(
+    `agent-state API on http://${config.HOST}:${port}  (storage: ${config.STORE_BACKEND} ${config.STORE_BACKEND === 'fs' ? config.DATA_DIR : ''}, lock: ${config.LOCK_BACKEND})`,
+  );
+  console.log(
+    `get a token:  npm run token -- <user>     then: curl -H "Authorization: Bearer <token>" http://${config.HOST}:${port}/v1/sessions`,
+  );
 });
 const stop = () => server.close(() => process.exit(0));
 process.on('SIGINT', stop);

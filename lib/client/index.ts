@@ -4,10 +4,13 @@
  * new items when it knows the list (count and hash, with `expectedCount`), retries idempotent calls
  * with jittered backoff, and raises the same typed errors as the library.
  */
-import { LockConflictError, type Lease, LockLostError } from '../lock/types.js';
+
+import { encodeUrlId } from '../http/url-ids.js';
+import { type Lease, LockConflictError, LockLostError } from '../lock/types.js';
 import {
   AppendConflictError,
   BackendError,
+  CorruptValueError,
   FencedError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
@@ -15,6 +18,7 @@ import {
   ValidationError,
 } from '../store/errors.js';
 import { chainHash, EMPTY_HASH } from '../store/hash.js';
+import { checkId } from '../store/ids.js';
 import type {
   AppendOptions,
   ArchiveInfo,
@@ -27,7 +31,6 @@ import type {
   Versioned,
   WriteOptions,
 } from '../store/types.js';
-import { encodeUrlId } from '../http/url-ids.js';
 
 /** The request had no valid identity (401). */
 export class UnauthorizedError extends StoreError {
@@ -59,8 +62,15 @@ export interface HttpClientOptions {
 
 /** The client: the user's `SessionStore` plus the lock. */
 export interface HttpSessionStore extends SessionStore {
-  acquireLock(sessionId: string, options?: { leaseMs?: number; waitMs?: number; owner?: string }): Promise<Lease>;
-  renewLock(sessionId: string, lease: { owner: string; token: number }, options?: { leaseMs?: number }): Promise<Lease>;
+  acquireLock(
+    sessionId: string,
+    options?: { leaseMs?: number; waitMs?: number; owner?: string },
+  ): Promise<Lease>;
+  renewLock(
+    sessionId: string,
+    lease: { owner: string; token: number },
+    options?: { leaseMs?: number },
+  ): Promise<Lease>;
   releaseLock(sessionId: string, lease: { owner: string; token: number }): Promise<void>;
 }
 
@@ -75,6 +85,7 @@ interface Problem {
   expiresAt?: string;
   currentEtag?: string | null;
   limit?: number;
+  corruptKey?: string;
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
@@ -90,10 +101,14 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   async function call(
     method: string,
     path: string,
-    init: { body?: unknown; headers?: Record<string, string>; query?: Record<string, string | number | undefined> } = {},
+    init: {
+      body?: unknown;
+      headers?: Record<string, string>;
+      query?: Record<string, string | number | undefined>;
+    } = {},
   ): Promise<Response> {
     const query = Object.entries(init.query ?? {}).filter(([, v]) => v !== undefined);
-    const url = `${base}${path}${query.length > 0 ? `?${new URLSearchParams(query.map(([k, v]) => [k, String(v)]))}` : ''}`;
+    const url = `${base}${path}${query.length > 0 ? `?${new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)]))}` : ''}`;
     const token = typeof options.token === 'function' ? await options.token() : options.token;
     const headers: Record<string, string> = { ...init.headers };
     if (token) headers.authorization = `Bearer ${token}`;
@@ -138,6 +153,8 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         throw new PreconditionUnsupportedError('the server backend');
       case 'payload-too-large':
         throw new PayloadTooLargeError(detail, p.limit);
+      case 'internal':
+        if (p.corruptKey) throw new CorruptValueError(p.corruptKey);
     }
     // API Gateway's own answers carry only {"message": ...}.
     if (response.status === 401 || response.status === 403) throw new UnauthorizedError(detail);
@@ -145,15 +162,17 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     throw new BackendError(detail, response.status >= 500 || response.status === 429);
   }
 
-  const s = (sessionId: string) => `/v1/sessions/${encodeUrlId(sessionId)}`;
-  const listPath = (sessionId: string, key: string) => `${s(sessionId)}/lists/${encodeUrlId(key)}`;
+  // Ids are checked here as the library checks them (an id with a lone surrogate cannot even be encoded).
+  const s = (sessionId: string) => `/v1/sessions/${encodeUrlId(checkId('sessionId', sessionId))}`;
+  const k = (key: string) => encodeUrlId(checkId('key', key));
+  const listPath = (sessionId: string, key: string) => `${s(sessionId)}/lists/${k(key)}`;
   const fence = (o: WriteOptions | undefined): Record<string, string> =>
     o?.token === undefined ? {} : { 'fencing-token': String(o.token) };
   const remember = (sessionId: string, key: string, r: { count: number; hash: string }) =>
     known.set(`${sessionId}\u0000${key}`, { count: r.count, hash: r.hash });
 
   async function getVersioned<T>(sessionId: string, key: string): Promise<Versioned<T> | undefined> {
-    const response = await call('GET', `${s(sessionId)}/state/${encodeUrlId(key)}`);
+    const response = await call('GET', `${s(sessionId)}/state/${k(key)}`);
     if (response.status === 404) return undefined;
     if (!response.ok) return fail(response);
     const version = (response.headers.get('etag') ?? '').replace(/^"(.*)"$/, '$1');
@@ -162,7 +181,11 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
 
   async function appendList(sessionId: string, key: string, items: readonly unknown[], o: AppendOptions) {
     const response = await call('POST', `${listPath(sessionId, key)}/items`, {
-      body: { items, expectedCount: o.expectedCount, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) },
+      body: {
+        items,
+        expectedCount: o.expectedCount,
+        ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}),
+      },
       headers: fence(o),
     });
     if (!response.ok) {
@@ -183,22 +206,30 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       const headers = fence(o);
       if (o.ifVersion !== undefined) headers['if-match'] = `"${o.ifVersion}"`;
       if (o.ifAbsent) headers['if-none-match'] = '*';
-      const response = await call('PUT', `${s(sessionId)}/state/${encodeUrlId(key)}`, { body: value, headers });
+      const response = await call('PUT', `${s(sessionId)}/state/${k(key)}`, { body: value, headers });
       if (!response.ok) return fail(response);
       return { version: ((await response.json()) as { etag: string }).etag };
     },
     async deleteKey(sessionId, key, o) {
-      const response = await call('DELETE', `${s(sessionId)}/state/${encodeUrlId(key)}`, { headers: fence(o) });
+      const response = await call('DELETE', `${s(sessionId)}/state/${k(key)}`, { headers: fence(o) });
       if (!response.ok) await fail(response);
     },
     async saveList(sessionId, key, items, o) {
       // When the client knows the list and the new one extends it, only the new items travel.
       const last = known.get(`${sessionId}\u0000${key}`);
-      if (last && items.length > last.count && chainHash(EMPTY_HASH, items.slice(0, last.count)) === last.hash) {
+      if (
+        last &&
+        items.length > last.count &&
+        chainHash(EMPTY_HASH, items.slice(0, last.count)) === last.hash
+      ) {
         try {
           const extra = items.slice(last.count);
           if (extra.length <= 1000) {
-            return await appendList(sessionId, key, extra, { expectedCount: last.count, expectedHash: last.hash, ...o });
+            return await appendList(sessionId, key, extra, {
+              expectedCount: last.count,
+              expectedHash: last.hash,
+              ...o,
+            });
           }
         } catch (error) {
           if (!(error instanceof AppendConflictError)) throw error;
@@ -212,7 +243,9 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     },
     appendList,
     async getList<T>(sessionId: string, key: string, page: PageOptions = {}) {
-      const response = await call('GET', listPath(sessionId, key), { query: { offset: page.offset, limit: page.limit } });
+      const response = await call('GET', listPath(sessionId, key), {
+        query: { offset: page.offset, limit: page.limit },
+      });
       if (!response.ok) return fail(response);
       const result = (await response.json()) as ListPage<T>;
       remember(sessionId, key, result);
@@ -226,7 +259,9 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     async listArchives(sessionId, key) {
       const response = await call('GET', `${listPath(sessionId, key)}/archives`);
       if (!response.ok) return fail(response);
-      const { archives } = (await response.json()) as { archives: Array<Omit<ArchiveInfo, 'archivedAt'> & { archivedAt: string }> };
+      const { archives } = (await response.json()) as {
+        archives: Array<Omit<ArchiveInfo, 'archivedAt'> & { archivedAt: string }>;
+      };
       return archives.map((a) => ({ ...a, archivedAt: new Date(a.archivedAt) }));
     },
     async getArchive<T>(sessionId: string, key: string, archiveId: string, page: PageOptions = {}) {
@@ -256,9 +291,15 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     async listSessionIds(o = {}) {
       const response = await call('GET', '/v1/sessions', { query: { limit: o.limit, cursor: o.cursor } });
       if (!response.ok) return fail(response);
-      const page = (await response.json()) as { sessions: Array<{ sessionId: string; lastActivity: string }>; nextCursor: string | null };
+      const page = (await response.json()) as {
+        sessions: Array<{ sessionId: string; lastActivity: string }>;
+        nextCursor: string | null;
+      };
       return {
-        sessions: page.sessions.map((x) => ({ sessionId: x.sessionId, lastActivity: new Date(x.lastActivity) })),
+        sessions: page.sessions.map((x) => ({
+          sessionId: x.sessionId,
+          lastActivity: new Date(x.lastActivity),
+        })),
         nextCursor: page.nextCursor,
       } satisfies SessionPage;
     },

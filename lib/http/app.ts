@@ -34,14 +34,21 @@ export interface AppParts {
 }
 
 function authFor(config: Config): Authenticator {
-  const options = { userClaim: config.AUTH_USER_CLAIM, issuer: config.AUTH_ISSUER, audience: config.AUTH_AUDIENCE };
+  const options = {
+    userClaim: config.AUTH_USER_CLAIM,
+    issuer: config.AUTH_ISSUER,
+    audience: config.AUTH_AUDIENCE,
+  };
   switch (platformOf(config)) {
     case 'aws':
       return platformClaimsAuth(options);
     case 'fc':
       return bearerJwtAuth({ jwksUrl: config.AUTH_JWKS_URL as string }, options);
     case 'local':
-      return bearerJwtAuth({ secret: config.AUTH_JWT_SECRET ?? '' }, { ...options, allowAnonymous: config.ALLOW_ANONYMOUS });
+      return bearerJwtAuth(
+        { secret: config.AUTH_JWT_SECRET ?? '' },
+        { ...options, allowAnonymous: config.ALLOW_ANONYMOUS },
+      );
   }
 }
 
@@ -49,9 +56,15 @@ function authFor(config: Config): Authenticator {
 export function createApp(config: Config, parts: AppParts): App {
   const logger =
     parts.logger ??
-    new Logger({ serviceName: 'agent-state', logLevel: config.LOG_LEVEL === 'SILENT' ? 'SILENT' : config.LOG_LEVEL });
+    new Logger({
+      serviceName: 'agent-state',
+      logLevel: config.LOG_LEVEL === 'SILENT' ? 'SILENT' : config.LOG_LEVEL,
+    });
   // EMF metrics only where CloudWatch reads them; locally they would only clutter the console.
-  const metrics = platformOf(config) === 'aws' ? new Metrics({ namespace: 'AgentState', serviceName: 'agent-state' }) : undefined;
+  const metrics =
+    platformOf(config) === 'aws'
+      ? new Metrics({ namespace: 'AgentState', serviceName: 'agent-state' })
+      : undefined;
   const sink: MetricsSink = { count: (name, value = 1) => metrics?.addMetric(name, MetricUnit.Count, value) };
   const { driver } = parts;
   const store = createStateStore({
@@ -68,9 +81,16 @@ export function createApp(config: Config, parts: AppParts): App {
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     openapi: openApiDocument,
     onResponse: ({ request, route, response, error, ms }) => {
-      const code = response.status >= 400 ? (JSON.parse(response.body ?? '{}') as { code?: string }).code : undefined;
+      const code =
+        response.status >= 400 ? (JSON.parse(response.body ?? '{}') as { code?: string }).code : undefined;
       // No bodies, no tokens, no ids: the route pattern, the outcome, the time.
-      const entry = { requestId: request.requestId, route, status: response.status, code, ms: Math.round(ms) };
+      const entry = {
+        requestId: request.requestId,
+        route,
+        status: response.status,
+        code,
+        ms: Math.round(ms),
+      };
       if (error) logger.error('request failed', { ...entry, error: error as Error });
       else logger.info('request', entry);
       metrics?.addMetric(code ? `Outcome_${code}` : `Outcome_${response.status}`, MetricUnit.Count, 1);

@@ -22,12 +22,14 @@ export interface AuthOptions {
   readonly audience?: string;
 }
 
-const unauthorized = (detail: string) => new HttpProblem(401, 'unauthorized', detail, {}, { 'www-authenticate': 'Bearer' });
+const unauthorized = (detail: string) =>
+  new HttpProblem(401, 'unauthorized', detail, {}, { 'www-authenticate': 'Bearer' });
 
 function userFrom(claims: Readonly<Record<string, unknown>>, claim: string): string {
   const value = claims[claim];
   if (typeof value !== 'string' || value.trim() === '') throw unauthorized(`the token has no ${claim} claim`);
-  if (Buffer.byteLength(value) > LIMITS.userId) throw unauthorized(`the ${claim} claim is over ${LIMITS.userId} bytes`);
+  if (Buffer.byteLength(value) > LIMITS.userId)
+    throw unauthorized(`the ${claim} claim is over ${LIMITS.userId} bytes`);
   // biome-ignore lint/suspicious/noControlCharactersInRegex: a user id with control characters is refused
   if (/[\u0000-\u001f\u007f]/.test(value)) throw unauthorized(`the ${claim} claim has control characters`);
   return value;

@@ -16,16 +16,31 @@ const PARAMS: Record<string, { in: 'query' | 'header'; schema: unknown; descript
   offset: { in: 'query', schema: { type: 'integer', minimum: 0 }, description: 'first item' },
   cursor: { in: 'query', schema: { type: 'string' }, description: 'nextCursor of the previous page' },
   all: { in: 'query', schema: { type: 'string', enum: ['true'] }, description: 'must be true' },
-  'If-Match': { in: 'header', schema: { type: 'string' }, description: 'a quoted entity tag: "<etag>" or "<hash>"' },
+  'If-Match': {
+    in: 'header',
+    schema: { type: 'string' },
+    description: 'a quoted entity tag: "<etag>" or "<hash>"',
+  },
   'If-None-Match': { in: 'header', schema: { type: 'string', enum: ['*'] }, description: 'create only' },
-  'Fencing-Token': { in: 'header', schema: { type: 'string', pattern: '^[0-9]{1,16}$' }, description: 'the lease token' },
-  'Lock-Owner': { in: 'header', schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }, description: 'lease owner' },
+  'Fencing-Token': {
+    in: 'header',
+    schema: { type: 'string', pattern: '^[0-9]{1,16}$' },
+    description: 'the lease token',
+  },
+  'Lock-Owner': {
+    in: 'header',
+    schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+    description: 'lease owner',
+  },
 };
 
 /** Builds the document. */
 export function openApiDocument(): Record<string, unknown> {
   const components = Object.fromEntries(
-    Object.entries(schemas).map(([name, schema]) => [name, z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any' })]),
+    Object.entries(schemas).map(([name, schema]) => [
+      name,
+      z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any' }),
+    ]),
   );
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of ROUTES) {
@@ -39,7 +54,10 @@ export function openApiDocument(): Record<string, unknown> {
           ? 'decimal archive id'
           : 'the id itself when made of [A-Za-z0-9._-] (not . or ..), else ~ + unpadded base64url of its UTF-8',
     }));
-    const others = [...(route.query ?? []), ...(route.headers ?? [])].map((name) => ({ name, ...PARAMS[name] }));
+    const others = [...(route.query ?? []), ...(route.headers ?? [])].map((name) => ({
+      name,
+      ...PARAMS[name],
+    }));
     const responses: Record<string, unknown> = {};
     for (const [status, schema] of Object.entries(route.answers)) {
       responses[status] = {
@@ -47,7 +65,9 @@ export function openApiDocument(): Record<string, unknown> {
         ...(schema
           ? {
               content: {
-                [schema === 'Problem' ? 'application/problem+json' : 'application/json']: { schema: { $ref: `#/components/schemas/${schema}` } },
+                [schema === 'Problem' ? 'application/problem+json' : 'application/json']: {
+                  schema: { $ref: `#/components/schemas/${schema}` },
+                },
               },
             }
           : {}),
@@ -57,7 +77,9 @@ export function openApiDocument(): Record<string, unknown> {
       description: 'RFC 9457 problem; `code` is one of the stable codes',
       content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
     };
-    if (route.auth) for (const [status, description] of Object.entries(GATEWAY_ERRORS)) responses[status] ??= { description };
+    if (route.auth)
+      for (const [status, description] of Object.entries(GATEWAY_ERRORS))
+        responses[status] ??= { description };
     paths[route.pattern] ??= {};
     (paths[route.pattern] as Record<string, unknown>)[route.method.toLowerCase()] = {
       summary: route.summary,
@@ -65,7 +87,12 @@ export function openApiDocument(): Record<string, unknown> {
       ...(route.auth ? {} : { security: [] }),
       parameters: [...pathParams, ...others],
       ...(route.body
-        ? { requestBody: { required: route.body !== 'LockRequest' && route.body !== 'RenewRequest', content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.body}` } } } } }
+        ? {
+            requestBody: {
+              required: route.body !== 'LockRequest' && route.body !== 'RenewRequest',
+              content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.body}` } } },
+            },
+          }
         : {}),
       responses,
     };
@@ -81,6 +108,9 @@ export function openApiDocument(): Record<string, unknown> {
     servers: [{ url: 'http://127.0.0.1:8787' }],
     security: [{ bearer: [] }],
     paths,
-    components: { schemas: components, securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+    components: {
+      schemas: components,
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+    },
   };
 }

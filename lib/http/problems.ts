@@ -6,6 +6,7 @@ import { LockConflictError, LockLostError } from '../lock/types.js';
 import {
   AppendConflictError,
   BackendError,
+  CorruptValueError,
   FencedError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
@@ -50,7 +51,14 @@ export function problem(
   extra: Record<string, unknown> = {},
   headers: Record<string, string> = {},
 ): HttpResponse {
-  const body = { type: `urn:agent-state:problem:${code}`, title: TITLES[code] ?? code, status, detail, code, ...extra };
+  const body = {
+    type: `urn:agent-state:problem:${code}`,
+    title: TITLES[code] ?? code,
+    status,
+    detail,
+    code,
+    ...extra,
+  };
   return {
     status,
     headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store', ...headers },
@@ -61,12 +69,15 @@ export function problem(
 /** Maps any error to its problem response; `internal` says whether it was unexpected (to log it). */
 export function toProblem(error: unknown, requestId: string): { response: HttpResponse; internal: boolean } {
   const r = (response: HttpResponse) => ({ response, internal: false });
-  if (error instanceof HttpProblem) return r(problem(error.status, error.code, error.message, error.extra, error.headers));
-  if (error instanceof ValidationError) return r(problem(400, 'invalid-request', error.message, { field: error.field }));
+  if (error instanceof HttpProblem)
+    return r(problem(error.status, error.code, error.message, error.extra, error.headers));
+  if (error instanceof ValidationError)
+    return r(problem(400, 'invalid-request', error.message, { field: error.field }));
   if (error instanceof AppendConflictError) {
     return r(problem(409, 'append-conflict', error.message, { count: error.count, hash: error.hash }));
   }
-  if (error instanceof FencedError) return r(problem(409, 'fenced', 'a newer fencing token has been seen; nothing was written'));
+  if (error instanceof FencedError)
+    return r(problem(409, 'fenced', 'a newer fencing token has been seen; nothing was written'));
   if (error instanceof LockConflictError) {
     const seconds = Math.max(1, Math.ceil((error.expiresAt.getTime() - Date.now()) / 1000));
     return r(
@@ -81,13 +92,38 @@ export function toProblem(error: unknown, requestId: string): { response: HttpRe
   }
   if (error instanceof LockLostError) return r(problem(409, 'lock-lost', error.message));
   if (error instanceof PreconditionFailedError) {
-    return r(problem(412, 'precondition-failed', 'the value has another version', { currentEtag: error.currentVersion }));
+    return r(
+      problem(412, 'precondition-failed', 'the value has another version', {
+        currentEtag: error.currentVersion,
+      }),
+    );
   }
   if (error instanceof PreconditionUnsupportedError) {
-    return r(problem(501, 'precondition-unsupported', `${error.backend} cannot evaluate this condition; nothing was written`));
+    return r(
+      problem(
+        501,
+        'precondition-unsupported',
+        `${error.backend} cannot evaluate this condition; nothing was written`,
+      ),
+    );
+  }
+  if (error instanceof CorruptValueError) {
+    // Only that key is affected; the answer says which (a key the caller named), nothing else.
+    return {
+      response: problem(500, 'internal', 'the stored value is corrupt', { requestId, corruptKey: error.key }),
+      internal: true,
+    };
   }
   if (error instanceof BackendError && error.retryable) {
-    return r(problem(503, 'backend-unavailable', 'the storage backend is unavailable; retry', {}, { 'retry-after': '1' }));
+    return r(
+      problem(
+        503,
+        'backend-unavailable',
+        'the storage backend is unavailable; retry',
+        {},
+        { 'retry-after': '1' },
+      ),
+    );
   }
   return { response: problem(500, 'internal', 'internal error', { requestId }), internal: true };
 }

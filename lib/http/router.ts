@@ -23,7 +23,13 @@ export interface RouterDeps {
   /** The OpenAPI document served at /v1/openapi.json. */
   readonly openapi?: () => unknown;
   /** Called once per request, after the answer is made (logs, metrics). */
-  readonly onResponse?: (info: { request: HttpRequest; route: string; response: HttpResponse; error?: unknown; ms: number }) => void;
+  readonly onResponse?: (info: {
+    request: HttpRequest;
+    route: string;
+    response: HttpResponse;
+    error?: unknown;
+    ms: number;
+  }) => void;
 }
 
 /** A route: its method and path pattern, and (for the OpenAPI document) what it takes and answers. */
@@ -51,7 +57,11 @@ interface RouteContext {
 const DEFAULT_LIMIT = 4 * 1024 * 1024;
 
 function json(status: number, value: unknown, headers: Record<string, string> = {}): HttpResponse {
-  return { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers }, body: JSON.stringify(value) };
+  return {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+    body: JSON.stringify(value),
+  };
 }
 
 const noContent = (): HttpResponse => ({ status: 204, headers: { 'cache-control': 'no-store' } });
@@ -118,7 +128,11 @@ function entityTag(request: HttpRequest, header: 'if-match' | 'if-none-match'): 
   if (raw === undefined) return undefined;
   if (raw === '*') return '*';
   const match = /^"([^"]*)"$/.exec(raw.trim());
-  if (!match) throw new ValidationError(header === 'if-match' ? 'If-Match' : 'If-None-Match', 'must be a quoted entity tag');
+  if (!match)
+    throw new ValidationError(
+      header === 'if-match' ? 'If-Match' : 'If-None-Match',
+      'must be a quoted entity tag',
+    );
   return match[1];
 }
 
@@ -163,9 +177,15 @@ export const ROUTES: readonly Route[] = [
     handle: async (c) => {
       const limit = intParam(c.request, 'limit', 1, 1000);
       const cursor = c.request.query.cursor;
-      const page = await c.user.listSessionIds({ ...(limit ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) });
+      const page = await c.user.listSessionIds({
+        ...(limit ? { limit } : {}),
+        ...(cursor !== undefined ? { cursor } : {}),
+      });
       return json(200, {
-        sessions: page.sessions.map((s) => ({ sessionId: s.sessionId, lastActivity: s.lastActivity.toISOString() })),
+        sessions: page.sessions.map((s) => ({
+          sessionId: s.sessionId,
+          lastActivity: s.lastActivity.toISOString(),
+        })),
         nextCursor: page.nextCursor,
       });
     },
@@ -173,12 +193,13 @@ export const ROUTES: readonly Route[] = [
   {
     method: 'DELETE',
     pattern: '/v1/sessions',
-    summary: "Delete every session of the caller (requires all=true)",
+    summary: 'Delete every session of the caller (requires all=true)',
     auth: true,
     query: ['all'],
     answers: { 204: null },
     handle: async (c) => {
-      if (c.request.query.all !== 'true') throw new ValidationError('all', 'must be true to delete every session');
+      if (c.request.query.all !== 'true')
+        throw new ValidationError('all', 'must be true to delete every session');
       await c.user.deleteAllSessions();
       return noContent();
     },
@@ -189,7 +210,10 @@ export const ROUTES: readonly Route[] = [
     summary: 'Whether the session exists',
     auth: true,
     answers: { 200: null, 404: null },
-    handle: async (c) => ({ status: (await c.user.exists(session(c))) ? 200 : 404, headers: { 'cache-control': 'no-store' } }),
+    handle: async (c) => ({
+      status: (await c.user.exists(session(c))) ? 200 : 404,
+      headers: { 'cache-control': 'no-store' },
+    }),
   },
   {
     method: 'DELETE',
@@ -215,7 +239,8 @@ export const ROUTES: readonly Route[] = [
       const value = parseBody(c.request, 'Value');
       const ifMatch = entityTag(c.request, 'if-match');
       const ifNoneMatch = entityTag(c.request, 'if-none-match');
-      if (ifNoneMatch !== undefined && ifNoneMatch !== '*') throw new ValidationError('If-None-Match', 'only * is supported');
+      if (ifNoneMatch !== undefined && ifNoneMatch !== '*')
+        throw new ValidationError('If-None-Match', 'only * is supported');
       if (ifMatch === '*') throw new ValidationError('If-Match', 'must be an entity tag');
       const { version } = await c.user.save(session(c), keyOf(c), value, {
         token: fencingToken(c.request),
@@ -236,9 +261,19 @@ export const ROUTES: readonly Route[] = [
       if (!found) throw new HttpProblem(404, 'not-found', 'no such value');
       const body = JSON.stringify(found.value);
       if (Buffer.byteLength(body) > c.limit) {
-        throw new HttpProblem(413, 'payload-too-large', 'the value is larger than an answer may be', { limit: c.limit });
+        throw new HttpProblem(413, 'payload-too-large', 'the value is larger than an answer may be', {
+          limit: c.limit,
+        });
       }
-      return { status: 200, headers: { 'content-type': 'application/json', etag: `"${found.version}"`, 'cache-control': 'no-store' }, body };
+      return {
+        status: 200,
+        headers: {
+          'content-type': 'application/json',
+          etag: `"${found.version}"`,
+          'cache-control': 'no-store',
+        },
+        body,
+      };
     },
   },
   {
@@ -263,7 +298,10 @@ export const ROUTES: readonly Route[] = [
     answers: { 200: 'ListWrite' },
     handle: async (c) => {
       const items = parseBody(c.request, 'WholeList');
-      return json(200, await c.user.saveList(session(c), keyOf(c), items, { token: fencingToken(c.request) }));
+      return json(
+        200,
+        await c.user.saveList(session(c), keyOf(c), items, { token: fencingToken(c.request) }),
+      );
     },
   },
   {
@@ -295,12 +333,21 @@ export const ROUTES: readonly Route[] = [
     handle: async (c) => {
       const offset = intParam(c.request, 'offset', 0, Number.MAX_SAFE_INTEGER);
       const limit = intParam(c.request, 'limit', 0, Number.MAX_SAFE_INTEGER);
-      const page = await c.user.getList(session(c), keyOf(c), { ...(offset ? { offset } : {}), ...(limit !== undefined ? { limit } : {}) });
+      const page = await c.user.getList(session(c), keyOf(c), {
+        ...(offset ? { offset } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+      });
       const expected = entityTag(c.request, 'if-match');
       if (expected !== undefined && expected !== '*' && expected !== page.hash) {
-        throw new HttpProblem(412, 'precondition-failed', 'the list has another hash', { currentHash: page.hash });
+        throw new HttpProblem(412, 'precondition-failed', 'the list has another hash', {
+          currentHash: page.hash,
+        });
       }
-      return json(200, { items: fitPage(page.items, c.limit), count: page.count, hash: page.hash }, { etag: `"${page.hash}"` });
+      return json(
+        200,
+        { items: fitPage(page.items, c.limit), count: page.count, hash: page.hash },
+        { etag: `"${page.hash}"` },
+      );
     },
   },
   {
@@ -337,7 +384,8 @@ export const ROUTES: readonly Route[] = [
       const offset = intParam(c.request, 'offset', 0, Number.MAX_SAFE_INTEGER);
       const limit = intParam(c.request, 'limit', 0, Number.MAX_SAFE_INTEGER);
       const archiveId = c.params.archiveId as string;
-      if (!/^\d{1,16}$/.test(archiveId)) throw new ValidationError('archiveId', 'must be a decimal archive id');
+      if (!/^\d{1,16}$/.test(archiveId))
+        throw new ValidationError('archiveId', 'must be a decimal archive id');
       const page = await c.user.getArchive(session(c), keyOf(c), archiveId, {
         ...(offset ? { offset } : {}),
         ...(limit !== undefined ? { limit } : {}),
@@ -369,7 +417,12 @@ export const ROUTES: readonly Route[] = [
     answers: { 200: 'Lease', 409: 'Problem' },
     handle: async (c) => {
       const body = parseBody(c.request, 'RenewRequest');
-      const lease = await c.deps.lock.renew({ userId: c.userId, sessionId: session(c) }, lockOwner(c.request), lockToken(c.request), body);
+      const lease = await c.deps.lock.renew(
+        { userId: c.userId, sessionId: session(c) },
+        lockOwner(c.request),
+        lockToken(c.request),
+        body,
+      );
       return json(200, { ...lease, expiresAt: lease.expiresAt.toISOString() });
     },
   },
@@ -381,7 +434,11 @@ export const ROUTES: readonly Route[] = [
     headers: ['Lock-Owner', 'Fencing-Token'],
     answers: { 204: null, 409: 'Problem' },
     handle: async (c) => {
-      await c.deps.lock.release({ userId: c.userId, sessionId: session(c) }, lockOwner(c.request), lockToken(c.request));
+      await c.deps.lock.release(
+        { userId: c.userId, sessionId: session(c) },
+        lockOwner(c.request),
+        lockToken(c.request),
+      );
       return noContent();
     },
   },

@@ -18,7 +18,9 @@ export const schemas = {
       owner: owner.optional(),
     })
     .strict(),
-  RenewRequest: z.object({ leaseMs: z.number().int().min(LEASE_MS.min).max(LEASE_MS.max).optional() }).strict(),
+  RenewRequest: z
+    .object({ leaseMs: z.number().int().min(LEASE_MS.min).max(LEASE_MS.max).optional() })
+    .strict(),
   AppendRequest: z
     .object({
       items: z.array(json).min(1).max(1000),
@@ -29,10 +31,16 @@ export const schemas = {
   WholeList: z.array(json),
   Value: json,
   Etag: z.object({ etag: z.string() }),
-  ListWrite: z.object({ action: z.enum(['created', 'appended', 'rewritten', 'unchanged']), count: z.number().int(), hash }),
+  ListWrite: z.object({
+    action: z.enum(['created', 'appended', 'rewritten', 'unchanged']),
+    count: z.number().int(),
+    hash,
+  }),
   ListPage: z.object({ items: z.array(json), count: z.number().int(), hash }),
   Archives: z.object({
-    archives: z.array(z.object({ archiveId: z.string(), count: z.number().int(), hash, archivedAt: timestamp })),
+    archives: z.array(
+      z.object({ archiveId: z.string(), count: z.number().int(), hash, archivedAt: timestamp }),
+    ),
   }),
   SessionPage: z.object({
     sessions: z.array(z.object({ sessionId: z.string(), lastActivity: timestamp })),
@@ -69,6 +77,7 @@ export const schemas = {
     currentHash: z.string().optional(),
     limit: z.number().int().optional(),
     requestId: z.string().optional(),
+    corruptKey: z.string().optional(),
   }),
 } as const;
 

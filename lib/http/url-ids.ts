@@ -9,7 +9,9 @@ const PLAIN = /^[A-Za-z0-9._-]+$/;
 
 /** The URL form of an id. */
 export function encodeUrlId(id: string): string {
-  return PLAIN.test(id) && id !== '.' && id !== '..' ? id : `~${Buffer.from(id, 'utf8').toString('base64url')}`;
+  return PLAIN.test(id) && id !== '.' && id !== '..'
+    ? id
+    : `~${Buffer.from(id, 'utf8').toString('base64url')}`;
 }
 
 /** The id a URL segment names; `ValidationError` (naming `field`) when it is not a valid form. */

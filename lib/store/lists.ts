@@ -123,12 +123,12 @@ export class Lists {
     return slots;
   }
 
-  private async readSlot(name: string, inc: string): Promise<SlotBody> {
+  private async readSlot(k: string, name: string, inc: string): Promise<SlotBody> {
     const object = await getOrUndefined(this.ctx.driver, name);
     const body = object ? (parseJsonObject(object.body) as SlotBody | undefined) : undefined;
     if (!body || body.inc !== inc || !Array.isArray(body.items) || !isHash(body.hash)) {
       this.ctx.metrics.count('corruptObjects');
-      throw new CorruptValueError(name);
+      throw new CorruptValueError(k);
     }
     return body;
   }
@@ -138,7 +138,7 @@ export class Lists {
     const mine = (await this.listSlots(s, k)).filter((slot) => slot.inc === inc);
     const latest = mine.at(-1);
     if (!latest) return EMPTY_STATE;
-    const body = await this.readSlot(latest.name, inc);
+    const body = await this.readSlot(k, latest.name, inc);
     return {
       exists: true,
       gen: body.gen,
@@ -170,8 +170,8 @@ export class Lists {
     const base = this.checkMaterialized(materialized, inc, latest.gen, latest.seq);
     const usable = base !== undefined && isRun(present, base.seq + 1, latest.seq);
     const needed = generation.filter((slot) => !usable || slot.seq > base.seq);
-    if (!usable && !present.has(0)) throw new CorruptValueError(this.layout.slots(s, k));
-    const bodies = await Promise.all(needed.map((slot) => this.readSlot(slot.name, inc)));
+    if (!usable && !present.has(0)) throw new CorruptValueError(k);
+    const bodies = await Promise.all(needed.map((slot) => this.readSlot(k, slot.name, inc)));
     let items = usable ? base.items : [];
     let hash = usable ? base.hash : EMPTY_HASH;
     let count = items.length;
@@ -181,8 +181,7 @@ export class Lists {
         items = [...body.items];
         hash = chainHash(EMPTY_HASH, items);
       } else if (body.type === 'append') {
-        if (body.base !== items.length)
-          throw new CorruptValueError(this.layout.slot(s, k, inc, body.gen, body.seq));
+        if (body.base !== items.length) throw new CorruptValueError(k);
         hash = chainHash(hash, body.items);
         items = items.concat(body.items);
       }
@@ -190,7 +189,7 @@ export class Lists {
       type = body.type;
       if (body.count !== count || body.hash !== hash) {
         this.ctx.metrics.count('corruptObjects');
-        throw new CorruptValueError(this.layout.slot(s, k, inc, body.gen, body.seq));
+        throw new CorruptValueError(k);
       }
     }
     const content: Content = {
@@ -512,9 +511,9 @@ export class Lists {
     try {
       items = JSON.parse(Buffer.from(object.body).toString('utf8'));
     } catch (error) {
-      throw new CorruptValueError(found?.key ?? prefix, { cause: error });
+      throw new CorruptValueError(k, { cause: error });
     }
-    if (!Array.isArray(items)) throw new CorruptValueError(found?.key ?? prefix);
+    if (!Array.isArray(items)) throw new CorruptValueError(k);
     return { items: slicePage(items, page), count: items.length, hash: chainHash(EMPTY_HASH, items) };
   }
 }

@@ -13,17 +13,18 @@ import {
   ValidationError,
 } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
-import { createStateStore, type StateStore } from '../../lib/store/store.js';
+import { createStateStore, type StateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import type { SessionStore, StoreCounter } from '../../lib/store/types.js';
 import type { Backend } from '../backends.js';
+import { httpStateStore } from './http-store.js';
 import { type CountingDriver, counting } from './wrappers.js';
 
 const msg = (i: number) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}`, n: i });
 const msgs = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => msg(from + i));
 
 /** Runs the store suite on one backend. */
-export function describeStoreSuite(backend: Backend): void {
-  describe(`state store on ${backend.name}`, () => {
+export function describeStoreSuite(backend: Backend, via: 'library' | 'http' = 'library'): void {
+  describe(`state store on ${backend.name}${via === 'http' ? ', through the HTTP client' : ''}`, () => {
     let driver: CountingDriver;
     let close: () => Promise<void>;
     let store: StateStore;
@@ -38,17 +39,26 @@ export function describeStoreSuite(backend: Backend): void {
       driver = counting(made.driver);
       close = made.close;
       prefix = `store-${randomUUID()}/`;
-      store = createStateStore({
+      const options: StateStoreOptions = {
         driver,
         prefix,
         foldEvery: 4,
         rolloverAt: 12,
         metrics: { count: (name, value = 1) => counters.set(name, (counters.get(name) ?? 0) + value) },
-      });
+      };
+      if (via === 'http') {
+        const served = await httpStateStore(options);
+        store = served.store;
+        closeServer = served.close;
+      } else store = createStateStore(options);
       alice = store.forUser('alice');
       bob = store.forUser('bob');
     });
-    afterAll(() => close());
+    let closeServer = async () => {};
+    afterAll(async () => {
+      await closeServer();
+      await close();
+    });
 
     const sid = () => `s-${randomUUID()}`;
 

@@ -5,15 +5,21 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import type { APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type {
+  APIGatewayProxyEventV2WithJWTAuthorizer,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from 'aws-lambda';
 import type { App } from '../app.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
 
 /** The neutral request of an API Gateway v2 event. */
 export function fromApiGateway(event: APIGatewayProxyEventV2WithJWTAuthorizer): HttpRequest {
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(event.headers ?? {})) if (value !== undefined) headers[name.toLowerCase()] = value;
-  const body = event.body === undefined ? undefined : Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8');
+  for (const [name, value] of Object.entries(event.headers ?? {}))
+    if (value !== undefined) headers[name.toLowerCase()] = value;
+  const body =
+    event.body === undefined ? undefined : Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8');
   return {
     method: event.requestContext.http.method,
     path: event.rawPath,
@@ -27,7 +33,12 @@ export function fromApiGateway(event: APIGatewayProxyEventV2WithJWTAuthorizer): 
 
 /** The API Gateway result of a neutral response. */
 export function toApiGateway(response: HttpResponse): APIGatewayProxyStructuredResultV2 {
-  return { statusCode: response.status, headers: response.headers, body: response.body ?? '', isBase64Encoded: false };
+  return {
+    statusCode: response.status,
+    headers: response.headers,
+    body: response.body ?? '',
+    isBase64Encoded: false,
+  };
 }
 
 /** The Lambda handler: middy chain (logger context, EMF metrics), then the router. */

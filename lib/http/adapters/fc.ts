@@ -27,7 +27,8 @@ export interface FcHttpResult {
 
 /** The neutral request of an FC event (the buffer FC passes, or its parsed form). */
 export function fromFunctionCompute(raw: Buffer | string | FcHttpEvent): HttpRequest {
-  const event: FcHttpEvent = Buffer.isBuffer(raw) || typeof raw === 'string' ? JSON.parse(raw.toString()) : raw;
+  const event: FcHttpEvent =
+    Buffer.isBuffer(raw) || typeof raw === 'string' ? JSON.parse(raw.toString()) : raw;
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(event.headers ?? {})) headers[name.toLowerCase()] = value;
   const body = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : undefined;
@@ -42,7 +43,12 @@ export function fromFunctionCompute(raw: Buffer | string | FcHttpEvent): HttpReq
 }
 
 export function toFunctionCompute(response: HttpResponse): FcHttpResult {
-  return { statusCode: response.status, headers: response.headers, body: response.body ?? '', isBase64Encoded: false };
+  return {
+    statusCode: response.status,
+    headers: response.headers,
+    body: response.body ?? '',
+    isBase64Encoded: false,
+  };
 }
 
 /** The FC handler: `handler(event, context)`. */

@@ -1,0 +1,209 @@
+/**
+ * One way to call the API per adapter (node:http, API Gateway v2 events, FC 3 events), each with the
+ * identity mechanism of its platform, so one contract suite runs the routes through all three.
+ */
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
+import { createLocalJWKSet, exportJWK, SignJWT } from 'jose';
+import { loadConfig } from '../../lib/config.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
+import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
+import { createNodeServer } from '../../lib/http/adapters/node.js';
+import { type App, createApp } from '../../lib/http/app.js';
+import { bearerJwtAuth, platformClaimsAuth } from '../../lib/http/auth.js';
+import type { SessionLock } from '../../lib/lock/types.js';
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  json: () => any; // biome-ignore lint/suspicious/noExplicitAny: test answers are inspected loosely
+}
+
+export interface CallOptions {
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** A raw Authorization header (node and FC) instead of a token for the user. */
+  authorization?: string | null;
+}
+
+/** An API under test. `user` null calls without an identity. */
+export interface ApiHarness {
+  readonly name: string;
+  readonly app: App;
+  call(user: string | null, method: string, path: string, options?: CallOptions): Promise<Answer>;
+  close(): Promise<void>;
+}
+
+export const SECRET = 'test-secret-for-hs256-tokens-0123456789';
+const BODY_LIMIT = 64 * 1024;
+
+function config() {
+  return loadConfig({
+    STORE_BACKEND: 'memory',
+    AUTH_JWT_SECRET: SECRET,
+    LOG_LEVEL: 'SILENT',
+    BODY_LIMIT_BYTES: String(BODY_LIMIT),
+  });
+}
+
+/** An HS256 token for the local server. */
+export function hsToken(claims: Record<string, unknown>, expiresIn = '1h', secret = SECRET): Promise<string> {
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuedAt()
+    .setExpirationTime(expiresIn)
+    .sign(new TextEncoder().encode(secret));
+}
+
+const answer = (status: number, headers: Record<string, string>, body: string): Answer => ({
+  status,
+  headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])),
+  body,
+  json: () => JSON.parse(body),
+});
+
+export async function nodeHarness(driver: ObjectStoreDriver, lock: SessionLock): Promise<ApiHarness> {
+  const c = config();
+  const app = createApp(c, { driver, lock });
+  const server = createNodeServer(app.handle, c.BODY_LIMIT_BYTES);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    name: 'node:http (local, HS256)',
+    app,
+    async call(user, method, path, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      const authorization =
+        o.authorization !== undefined
+          ? o.authorization
+          : user === null
+            ? null
+            : `Bearer ${await hsToken({ sub: user })}`;
+      if (authorization) headers.authorization = authorization;
+      const res = await fetch(`${base}${path}`, { method, headers, body: o.body });
+      return answer(res.status, Object.fromEntries(res.headers), await res.text());
+    },
+    close: () => new Promise((r) => server.close(() => r())),
+  };
+}
+
+export async function apiGatewayHarness(driver: ObjectStoreDriver, lock: SessionLock): Promise<ApiHarness> {
+  const app = createApp(config(), { driver, lock, auth: platformClaimsAuth() });
+  const handler = createApiGatewayHandler(app);
+  const context = {
+    functionName: 'agent-state-api',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:agent-state-api',
+    memoryLimitInMB: '512',
+    awsRequestId: randomUUID(),
+    getRemainingTimeInMillis: () => 30_000,
+  } as unknown as Context;
+  return {
+    name: 'API Gateway v2 event (JWT authorizer claims)',
+    app,
+    async call(user, method, path, o = {}) {
+      const [rawPath, rawQueryString = ''] = path.split('?') as [string, string?];
+      const body = o.body === undefined ? undefined : Buffer.from(o.body);
+      const event = {
+        version: '2.0',
+        routeKey: '$default',
+        rawPath,
+        rawQueryString,
+        headers: { host: 'api.example.com', ...o.headers },
+        requestContext: {
+          accountId: '123456789012',
+          apiId: 'api',
+          domainName: 'api.example.com',
+          domainPrefix: 'api',
+          http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
+          requestId: randomUUID(),
+          routeKey: '$default',
+          stage: '$default',
+          time: new Date().toUTCString(),
+          timeEpoch: Date.now(),
+          ...(user === null
+            ? {}
+            : {
+                authorizer: {
+                  principalId: '',
+                  integrationLatency: 0,
+                  jwt: { claims: { sub: user }, scopes: [] },
+                },
+              }),
+        },
+        body: body?.toString('base64'),
+        isBase64Encoded: body !== undefined,
+      } as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
+      const result = (await handler(event, context)) as {
+        statusCode: number;
+        headers: Record<string, string>;
+        body: string;
+      };
+      return answer(result.statusCode, result.headers ?? {}, result.body ?? '');
+    },
+    close: async () => {},
+  };
+}
+
+export async function functionComputeHarness(
+  driver: ObjectStoreDriver,
+  lock: SessionLock,
+): Promise<ApiHarness> {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
+  const auth = bearerJwtAuth(
+    { getKey: createLocalJWKSet({ keys: [jwk] }) },
+    { issuer: 'https://idp.example.com', audience: 'agent-state' },
+  );
+  const app = createApp(config(), { driver, lock, auth });
+  const handler = createFunctionComputeHandler(app);
+  const token = (sub: string) =>
+    new SignJWT({ sub })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer('https://idp.example.com')
+      .setAudience('agent-state')
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(privateKey);
+  return {
+    name: 'Function Compute 3 event (JWKS-verified bearer)',
+    app,
+    async call(user, method, path, o = {}) {
+      const [rawPath, rawQuery = ''] = path.split('?') as [string, string?];
+      const headers: Record<string, string> = { ...o.headers };
+      const authorization =
+        o.authorization !== undefined
+          ? o.authorization
+          : user === null
+            ? null
+            : `Bearer ${await token(user)}`;
+      if (authorization) headers.Authorization = authorization;
+      const body = o.body === undefined ? undefined : Buffer.from(o.body);
+      const event = {
+        version: 'v1',
+        rawPath,
+        headers,
+        queryParameters: Object.fromEntries(new URLSearchParams(rawQuery)),
+        body: body?.toString('base64') ?? '',
+        isBase64Encoded: true,
+        requestContext: {
+          accountId: '1',
+          domainName: 'fc',
+          domainPrefix: 'fc',
+          requestId: randomUUID(),
+          time: '',
+          timeEpoch: '',
+          http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
+        },
+      };
+      const result = await handler(Buffer.from(JSON.stringify(event)));
+      return answer(result.statusCode, result.headers, result.body);
+    },
+    close: async () => {},
+  };
+}
+
+export { BODY_LIMIT };

@@ -1,0 +1,36 @@
+/**
+ * A `StateStore` whose user stores are the typed HTTP client, talking to a local node:http server
+ * that serves the same store: the store suite runs through client -> server -> driver with it.
+ */
+import type { AddressInfo } from 'node:net';
+import { createHttpClient } from '../../lib/client/index.js';
+import { createNodeServer } from '../../lib/http/adapters/node.js';
+import { bearerJwtAuth } from '../../lib/http/auth.js';
+import { createRouter } from '../../lib/http/router.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
+import { checkId } from '../../lib/store/ids.js';
+import { createStateStore, type StateStore, type StateStoreOptions } from '../../lib/store/store.js';
+import { hsToken, SECRET } from '../http/harness.js';
+
+export async function httpStateStore(
+  options: StateStoreOptions,
+): Promise<{ store: StateStore; close(): Promise<void> }> {
+  const inner = createStateStore(options);
+  const handle = createRouter({
+    store: inner,
+    lock: createMemoryLock(),
+    auth: bearerJwtAuth({ secret: SECRET }, { allowAnonymous: true }),
+    bodyLimitBytes: 32 * 1024 * 1024,
+  });
+  const server = createNodeServer(handle, 32 * 1024 * 1024);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const store: StateStore = {
+    forUser(userId) {
+      if (userId == null || userId.trim() === '') return createHttpClient({ baseUrl });
+      checkId('userId', userId);
+      return createHttpClient({ baseUrl, token: () => hsToken({ sub: userId }) });
+    },
+  };
+  return { store, close: () => new Promise((r) => server.close(() => r())) };
+}
