@@ -19,3 +19,4 @@ export { chainHash, EMPTY_HASH } from './store/hash.js';
 export { LIMITS } from './store/ids.js';
 export { createStateStore, type StateStore, type StateStoreOptions } from './store/store.js';
 export type * from './store/types.js';
+export { createHttpClient, type HttpClientOptions, type HttpSessionStore, PayloadTooLargeError, UnauthorizedError } from './client/index.js';

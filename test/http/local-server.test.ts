@@ -1,0 +1,47 @@
+/** `npm start` as a new user runs it: the built local server, a token from `npm run token`, curl-like calls. */
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+
+describe('npm start (built local server on the embedded default)', () => {
+  let dir: string;
+  let server: ReturnType<typeof spawn>;
+  let base: string;
+  const env = () => ({ ...process.env, DATA_DIR: dir, PORT: '0', NODE_OPTIONS: '' });
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'local-server-'));
+    await run('node', ['scripts/build.mjs', 'local/server', 'token', 'id']);
+    server = spawn('node', ['dist/local/server.mjs'], { env: env(), stdio: ['ignore', 'pipe', 'inherit'] });
+    base = await new Promise<string>((resolve, reject) => {
+      server.stdout?.on('data', (chunk: Buffer) => {
+        const match = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(chunk.toString());
+        if (match) resolve(match[1] as string);
+      });
+      server.on('exit', (code) => reject(new Error(`server exited ${code}`)));
+    });
+  }, 60_000);
+  afterAll(async () => {
+    server.kill();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('serves health, refuses no token, stores and reads state with a token from npm run token', async () => {
+    expect((await fetch(`${base}/v1/health`)).status).toBe(200);
+    expect((await fetch(`${base}/v1/sessions`)).status).toBe(401);
+    const token = (await run('node', ['dist/token.mjs', 'alice'], { env: env() })).stdout.trim();
+    const auth = { authorization: `Bearer ${token}` };
+    const id = (await run('node', ['dist/id.mjs', 'sandbox/session/1'])).stdout.trim();
+    expect(id).toBe('~c2FuZGJveC9zZXNzaW9uLzE');
+    const put = await fetch(`${base}/v1/sessions/${id}/state/plan`, { method: 'PUT', headers: auth, body: '{"step":1}' });
+    expect(put.status).toBe(200);
+    expect(await (await fetch(`${base}/v1/sessions/${id}/state/plan`, { headers: auth })).json()).toEqual({ step: 1 });
+    const listed = await (await fetch(`${base}/v1/sessions`, { headers: auth })).json();
+    expect(listed.sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual(['sandbox/session/1']);
+  });
+});
