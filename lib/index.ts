@@ -1,4 +1,12 @@
 /** Package entry point: the object-storage drivers and their typed errors. */
+
+export {
+  createHttpClient,
+  type HttpClientOptions,
+  type HttpSessionStore,
+  PayloadTooLargeError,
+  UnauthorizedError,
+} from './client/index.js';
 export * from './drivers/errors.js';
 export { createFsDriver, type FsDriverOptions } from './drivers/fs.js';
 export { createMemoryDriver, type MemoryDriverOptions } from './drivers/memory.js';
@@ -19,4 +27,3 @@ export { chainHash, EMPTY_HASH } from './store/hash.js';
 export { LIMITS } from './store/ids.js';
 export { createStateStore, type StateStore, type StateStoreOptions } from './store/store.js';
 export type * from './store/types.js';
-export { createHttpClient, type HttpClientOptions, type HttpSessionStore, PayloadTooLargeError, UnauthorizedError } from './client/index.js';

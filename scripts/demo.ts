@@ -26,7 +26,10 @@ if (!baseUrl) {
   const server = createNodeServer(createApp(config, backendsFrom(config)).handle, config.BODY_LIMIT_BYTES);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  token = await new SignJWT({ sub: 'demo-user' }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('1h').sign(new TextEncoder().encode(secret));
+  token = await new SignJWT({ sub: 'demo-user' })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setExpirationTime('1h')
+    .sign(new TextEncoder().encode(secret));
   stop = async () => {
     await new Promise<void>((r) => server.close(() => r()));
     await rm(dir, { recursive: true, force: true });
@@ -43,7 +46,10 @@ const lease = await agent.acquireLock(session, { owner: 'demo-runner', leaseMs: 
 console.log(`  lease token ${lease.token}, until ${lease.expiresAt.toISOString()}`);
 const history: Array<{ role: string; content: string }> = [];
 for (let turn = 1; turn <= 4; turn++) {
-  history.push({ role: 'user', content: `question ${turn}` }, { role: 'assistant', content: `answer ${turn}` });
+  history.push(
+    { role: 'user', content: `question ${turn}` },
+    { role: 'assistant', content: `answer ${turn}` },
+  );
   const r = await agent.saveList(session, 'memory', history, { token: lease.token });
   await agent.save(session, 'plan', { step: turn, next: `step ${turn + 1}` }, { token: lease.token });
   console.log(`  turn ${turn}: ${r.action}, ${r.count} messages, ${r.hash.slice(0, 19)}…`);
@@ -57,23 +63,34 @@ console.log(`  ${rewritten.action}: now ${rewritten.count} messages`);
 const archives = await agent.listArchives(session, 'memory');
 for (const a of archives) {
   const page = await agent.getArchive(session, 'memory', a.archiveId, { limit: 2 });
-  console.log(`  archive ${a.archiveId}: ${a.count} messages from ${a.archivedAt.toISOString()}, first: ${JSON.stringify(page?.items[0])}`);
+  console.log(
+    `  archive ${a.archiveId}: ${a.count} messages from ${a.archivedAt.toISOString()}, first: ${JSON.stringify(page?.items[0])}`,
+  );
 }
 
 say('the next turn appends only the new messages');
-const next = await agent.saveList(session, 'memory', [...compacted, { role: 'user', content: 'question 5' }], { token: lease.token });
+const next = await agent.saveList(
+  session,
+  'memory',
+  [...compacted, { role: 'user', content: 'question 5' }],
+  { token: lease.token },
+);
 console.log(`  ${next.action}: ${next.count} messages`);
 
 say('a stale runner (old token) is fenced');
 await agent.releaseLock(session, lease);
 const newer = await agent.acquireLock(session, { owner: 'another-runner' });
 await agent.save(session, 'plan', { step: 5 }, { token: newer.token });
-await agent.save(session, 'plan', { step: 'stale' }, { token: lease.token }).catch((e: Error) => console.log(`  refused: ${e.name}`));
+await agent
+  .save(session, 'plan', { step: 'stale' }, { token: lease.token })
+  .catch((e: Error) => console.log(`  refused: ${e.name}`));
 await agent.releaseLock(session, newer);
 
 say('the session is listed, read back whole, then deleted');
 const { sessions } = await agent.listSessionIds();
-console.log(`  sessions: ${sessions.map((s) => `${s.sessionId} (last activity ${s.lastActivity.toISOString()})`).join(', ')}`);
+console.log(
+  `  sessions: ${sessions.map((s) => `${s.sessionId} (last activity ${s.lastActivity.toISOString()})`).join(', ')}`,
+);
 console.log(`  plan: ${JSON.stringify(await agent.get(session, 'plan'))}`);
 console.log(`  memory: ${(await agent.getList(session, 'memory')).count} messages`);
 await agent.delete(session);

@@ -38,10 +38,18 @@ describe('npm start (built local server on the embedded default)', () => {
     const auth = { authorization: `Bearer ${token}` };
     const id = (await run('node', ['dist/id.mjs', 'sandbox/session/1'])).stdout.trim();
     expect(id).toBe('~c2FuZGJveC9zZXNzaW9uLzE');
-    const put = await fetch(`${base}/v1/sessions/${id}/state/plan`, { method: 'PUT', headers: auth, body: '{"step":1}' });
+    const put = await fetch(`${base}/v1/sessions/${id}/state/plan`, {
+      method: 'PUT',
+      headers: auth,
+      body: '{"step":1}',
+    });
     expect(put.status).toBe(200);
-    expect(await (await fetch(`${base}/v1/sessions/${id}/state/plan`, { headers: auth })).json()).toEqual({ step: 1 });
-    const listed = await (await fetch(`${base}/v1/sessions`, { headers: auth })).json();
-    expect(listed.sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual(['sandbox/session/1']);
+    expect(await (await fetch(`${base}/v1/sessions/${id}/state/plan`, { headers: auth })).json()).toEqual({
+      step: 1,
+    });
+    const listed = (await (await fetch(`${base}/v1/sessions`, { headers: auth })).json()) as {
+      sessions: Array<{ sessionId: string }>;
+    };
+    expect(listed.sessions.map((s) => s.sessionId)).toEqual(['sandbox/session/1']);
   });
 });
