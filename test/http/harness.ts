@@ -19,7 +19,8 @@ export interface Answer {
   status: number;
   headers: Record<string, string>;
   body: string;
-  json: () => any; // biome-ignore lint/suspicious/noExplicitAny: test answers are inspected loosely
+  // biome-ignore lint/suspicious/noExplicitAny: test answers are inspected loosely
+  json: () => any;
 }
 
 export interface CallOptions {
