@@ -11,6 +11,7 @@ import { createS3Driver } from '../lib/drivers/s3.js';
 import { close, listen } from '../test/servers/http-util.js';
 import { startS3Front } from '../test/servers/s3-front.js';
 import { lineChart } from './chart.js';
+import { bundleTable, runHttpBench } from './http-bench.js';
 import { lockTable, runLockBench } from './lock-bench.js';
 import { runStoreBench, storeTable } from './store-bench.js';
 
@@ -44,6 +45,11 @@ try {
   const locks = lockTable(await runLockBench(`http://127.0.0.1:${dynamoPort}`, smoke ? 20 : 400));
   console.log('\nLock throughput (dynalite on loopback):\n');
   console.log(locks);
+  const http = await runHttpBench(smoke ? 20 : 500);
+  console.log('\nHTTP through the local server (memory driver):\n');
+  console.log(http);
+  const bundles = smoke ? '' : bundleTable();
+  if (bundles) console.log(`\nFunction bundles (esbuild, target node20):\n\n${bundles}`);
   if (!smoke) {
     const amortized = rows.filter((r) => r.operation.startsWith('append 1, amortized'));
     const svg = lineChart(
@@ -72,6 +78,16 @@ try {
       '## Lock throughput (DynamoDB lock on dynalite)',
       '',
       locks,
+      '',
+      '## HTTP through the local server',
+      '',
+      http,
+      '',
+      '## Function bundles',
+      '',
+      'Minified esbuild bundles; import time in a fresh node process, median of 5, against importing the tsc output unbundled.',
+      '',
+      bundles,
       '',
     ].join('\n');
     await writeFile(path.join(here, 'REPORT.md'), report);
