@@ -10,6 +10,8 @@ const ENTRIES = {
   id: 'scripts/id.ts',
   demo: 'scripts/demo.ts',
   openapi: 'scripts/openapi.ts',
+  infra: 'scripts/infra.ts',
+  lifecycle: 'scripts/lifecycle.ts',
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

