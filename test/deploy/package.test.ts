@@ -12,8 +12,8 @@ import { ROUTES } from '../../lib/http/router.js';
 import { lifecycleRules, renderCloudFormation } from '../../lib/lifecycle/index.js';
 
 const run = promisify(execFile);
-// biome-ignore lint/suspicious/noExplicitAny: CloudFormation is inspected loosely
 type Template = {
+  // biome-ignore lint/suspicious/noExplicitAny: CloudFormation is inspected loosely
   Resources: Record<string, { Type: string; Properties: any }>;
   Outputs: Record<string, unknown>;
 };
