@@ -16,6 +16,7 @@ const schema = z
     STATE_PREFIX: z.string().default('agent-state/'),
     RETENTION_DAYS: z.coerce.number().positive().default(30),
     KEEPALIVE_MS: int(1000, 7 * 24 * 3600 * 1000).default(3600 * 1000),
+    STATE_GRACE_DAYS: int(1, 30).default(2),
     S3_BUCKET: z.string().optional(),
     S3_ENDPOINT: z.url().optional(),
     S3_REGION: z.string().optional(),

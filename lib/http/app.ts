@@ -72,6 +72,7 @@ export function createApp(config: Config, parts: AppParts): App {
     prefix: config.STATE_PREFIX,
     retentionDays: config.RETENTION_DAYS,
     keepAliveMs: config.KEEPALIVE_MS,
+    stateGraceDays: config.STATE_GRACE_DAYS,
     metrics: sink,
   });
   const handle = createRouter({

@@ -10,8 +10,10 @@ export interface StoreContext {
   readonly prefix: string;
   /** A session whose marker is older than this is gone (lifecycle deletes lazily). */
   readonly retentionMs: number;
-  /** The marker (and, later, old state) is refreshed at most once per this interval. */
+  /** The marker, and old state objects, are refreshed at most once per this interval (R). */
   readonly keepAliveMs: number;
+  /** How much longer than its marker a state object lives under the lifecycle rules. */
+  readonly stateGraceMs: number;
   /** A list is re-materialized (`.list.json`) once this many slots are unfolded. */
   readonly foldEvery: number;
   /** A generation is rolled over (its content restated in a new one) at this many slots. */

@@ -87,11 +87,33 @@ export class Sessions {
       const stale = this.ctx.now() - marker.lastModified.getTime() > this.ctx.keepAliveMs;
       if (!raise && !stale) return marker;
       const written = await this.rewrite(sessionId, marker, raise ? (token as number) : marker.token);
+      if (written && stale) await this.refreshState(sessionId);
       if (written) return written;
       if (!raise) return marker; // a keep-alive that lost a race: someone else refreshed it
       current = await this.read(sessionId);
     }
     throw new ObjectConditionFailedError(this.layout.marker(sessionId), this.ctx.driver.name);
+  }
+
+  /**
+   * Keep-alive of the state (at most once per R, with the marker): copies onto themselves the
+   * `kind=state` objects older than the state grace minus R, so no state object is ever more than
+   * the grace older than its marker. Lifecycle deletes state only after retention + grace, when the
+   * marker (retention) is already past: a session is never seen half expired. Archives are never
+   * refreshed; they follow their own rules. Cost: each state object is copied at most once per
+   * (grace − R) of activity.
+   */
+  private async refreshState(sessionId: string): Promise<void> {
+    const cutoff = this.ctx.now() - (this.ctx.stateGraceMs - this.ctx.keepAliveMs);
+    const old = (await listAll(this.ctx.driver, this.layout.session(sessionId))).filter(
+      (o) => !o.key.includes('.list~a~') && o.lastModified.getTime() < cutoff,
+    );
+    for (const object of old) {
+      await this.ctx.driver.copy(object.key, object.key, { tags: { kind: 'state' } }).catch(() => {
+        // Deleted meanwhile (a retired slot) or a transient failure: the next keep-alive tries again.
+        this.ctx.metrics.count('persistenceFailures');
+      });
+    }
   }
 
   /** Writes the marker body again (new nonce), conditional on its etag where the backend can. */

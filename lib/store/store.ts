@@ -52,6 +52,8 @@ export interface StateStoreOptions {
   readonly retentionDays?: number;
   /** Keep-alive interval R in ms: the marker is refreshed at most once per R; default 1 hour. */
   readonly keepAliveMs?: number;
+  /** Days state objects outlive their marker under the lifecycle rules (lib/lifecycle); default 2. */
+  readonly stateGraceDays?: number;
   /** Counters sink; default none. */
   readonly metrics?: MetricsSink;
   /** Clock; default `Date.now`. */
@@ -81,11 +83,15 @@ export function createStateStore(options: StateStoreOptions): StateStore {
   const prefix = checkPrefix(options.prefix ?? 'agent-state/');
   const retentionDays = options.retentionDays ?? 30;
   if (!(retentionDays > 0)) throw new ValidationError('retentionDays', 'must be positive');
+  if ((options.stateGraceDays ?? 2) * DAY_MS <= 2 * (options.keepAliveMs ?? 3_600_000)) {
+    throw new ValidationError('stateGraceDays', 'must be well over the keep-alive interval');
+  }
   const ctx: StoreContext = {
     driver: options.driver,
     prefix,
     retentionMs: retentionDays * DAY_MS,
     keepAliveMs: options.keepAliveMs ?? 60 * 60 * 1000,
+    stateGraceMs: (options.stateGraceDays ?? 2) * DAY_MS,
     foldEvery: options.foldEvery ?? 32,
     rolloverAt: options.rolloverAt ?? 512,
     retireAfterMs: options.retireAfterMs ?? 10 * 60 * 1000,

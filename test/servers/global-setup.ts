@@ -37,7 +37,7 @@ declare module 'vitest' {
       dynamodb: string;
       bucket: string;
       /** Ceph RGW, or null when the tier is skipped (see `rgwSkipped`). */
-      rgw: { endpoint: string; accessKeyId: string; secretAccessKey: string } | null;
+      rgw: { endpoint: string; accessKeyId: string; secretAccessKey: string; conf: string } | null;
       rgwSkipped: string | null;
     };
   }
@@ -111,6 +111,7 @@ async function startRgw() {
     endpoint: env.RGW_ENDPOINT ?? '',
     accessKeyId: env.RGW_ACCESS_KEY ?? '',
     secretAccessKey: env.RGW_SECRET_KEY ?? '',
+    conf: env.RGW_CONF ?? '',
   };
   const client = createS3Client({ endpoint: server.endpoint, credentials: server });
   await client.send(new CreateBucketCommand({ Bucket: TEST_BUCKET }));
