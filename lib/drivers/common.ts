@@ -2,11 +2,14 @@
 import { createHash } from 'node:crypto';
 import { InvalidArgumentError } from './errors.js';
 import {
+  type CopyOptions,
   DELETE_BATCH_LIMIT,
   type ListedObject,
   type ListOptions,
   MAX_LIST_LIMIT,
   type ObjectListPage,
+  type PutOptions,
+  type StoredObject,
 } from './types.js';
 
 /** Longest object name accepted: OSS allows 1,023 bytes, S3 1,024. */
@@ -189,4 +192,14 @@ export class KeyedMutex {
     });
     return result;
   }
+}
+
+/** The options of the object a copy writes: what `options` gives, else the source's (fs and memory). */
+export function copiedOptions(from: StoredObject, options: CopyOptions): PutOptions {
+  return {
+    contentType: options.contentType ?? from.contentType,
+    metadata: options.metadata ?? from.metadata,
+    tags: options.tags ?? from.tags,
+    storageClass: options.storageClass ?? from.storageClass,
+  };
 }

@@ -24,6 +24,7 @@ import {
   checkTags,
   compareKeys,
   contentEtag,
+  copiedOptions,
   deleteBatches,
   KeyedMutex,
   type ListEntry,
@@ -331,14 +332,7 @@ export function createFsDriver(options: FsDriverOptions): ObjectStoreDriver {
     },
     async copy(source, target, o = {}) {
       const from = await readHeader(locate(source).file, source, true);
-      return mutex.run(target, () =>
-        write(target, from.body, {
-          contentType: o.contentType ?? from.contentType,
-          metadata: o.metadata ?? from.metadata,
-          tags: o.tags ?? from.tags,
-          storageClass: o.storageClass ?? from.storageClass,
-        }),
-      );
+      return mutex.run(target, () => write(target, from.body, copiedOptions(from, o)));
     },
     async presignGet() {
       throw new UnsupportedError('presign', NAME);

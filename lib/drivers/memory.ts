@@ -6,6 +6,7 @@ import {
   checkTags,
   compareKeys,
   contentEtag,
+  copiedOptions,
   deleteBatches,
   pageOf,
   toBytes,
@@ -138,12 +139,7 @@ export function createMemoryDriver(options: MemoryDriverOptions = {}): ObjectSto
     async copy(source, target, o = {}) {
       const from = found(source);
       checkKey(target, NAME);
-      return store(target, from.body, {
-        contentType: o.contentType ?? from.contentType,
-        metadata: o.metadata ?? from.metadata,
-        tags: o.tags ?? from.tags,
-        storageClass: o.storageClass ?? from.storageClass,
-      });
+      return store(target, from.body, copiedOptions(from, o));
     },
     async presignGet() {
       throw new UnsupportedError('presign', NAME);

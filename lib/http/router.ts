@@ -8,7 +8,7 @@ import { ValidationError } from '../store/errors.js';
 import type { StateStore } from '../store/store.js';
 import type { SessionStore } from '../store/types.js';
 import type { Authenticator } from './auth.js';
-import { HttpProblem, problem, toProblem } from './problems.js';
+import { HttpProblem, toProblem } from './problems.js';
 import { type SchemaName, schemas } from './schemas.js';
 import type { HttpHandler, HttpRequest, HttpResponse } from './types.js';
 import { decodeUrlId } from './url-ids.js';
@@ -502,5 +502,3 @@ export function createRouter(deps: RouterDeps): HttpHandler {
     return response;
   };
 }
-
-export { problem };

@@ -63,7 +63,8 @@ interface Content extends ListState {
   readonly items: unknown[];
 }
 
-const EMPTY_STATE: ListState = {
+/** A list that has no slot yet. */
+export const EMPTY_STATE: ListState = {
   exists: false,
   gen: 0,
   seq: -1,

@@ -27,7 +27,7 @@ import {
 } from './errors.js';
 import { chainHash, EMPTY_HASH } from './hash.js';
 import { checkId, checkPrefix, decodeId, layoutFor, type UserLayout } from './ids.js';
-import { type ListState, Lists, MAX_APPEND_ITEMS, slicePage } from './lists.js';
+import { EMPTY_STATE, type ListState, Lists, MAX_APPEND_ITEMS, slicePage } from './lists.js';
 import { type Marker, Sessions } from './sessions.js';
 import type {
   AppendOptions,
@@ -272,13 +272,9 @@ class UserStore implements SessionStore {
       // Without a listing the manifest is trusted; a stale one makes the slot write fail and re-read.
       if (!slots || (latest && latest.gen === manifest.gen && latest.seq === manifest.seq)) return manifest;
     }
-    if (slots && !slots.some((slot) => slot.inc === marker.inc)) return this.emptyState();
+    if (slots && !slots.some((slot) => slot.inc === marker.inc)) return EMPTY_STATE;
     this.ctx.metrics.count('manifestRepairs');
     return this.lists.stateFromSlots(sessionId, key, marker.inc);
-  }
-
-  private emptyState(): ListState {
-    return { exists: false, gen: 0, seq: -1, type: 'none', count: 0, hash: EMPTY_HASH, folded: -1 };
   }
 
   async appendList(sessionId: string, key: string, items: readonly unknown[], options: AppendOptions) {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_KEY_BYTES } from '../../lib/drivers/common.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
-import { AppendConflictError, FencedError } from '../../lib/store/errors.js';
+import { AppendConflictError, FencedError, PartialDeleteError } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { decodeId, encodeId, LIMITS, layoutFor } from '../../lib/store/ids.js';
 import { createStateStore } from '../../lib/store/store.js';
@@ -314,5 +314,25 @@ describe('expiry on a fake clock', () => {
     await expect(user.appendList('s', 'l', [1], { expectedCount: 0, token: 2 })).rejects.toBeInstanceOf(
       FencedError,
     );
+  });
+});
+
+describe('failures are reported, never swallowed (reference fault 8)', () => {
+  it('deleting a session whose objects cannot all be deleted lists every one left behind, and the session is gone', async () => {
+    const failing = new Set<string>();
+    const driver = createMemoryDriver({
+      deleteFault: (key) => (failing.has(key) ? 'AccessDenied' : undefined),
+    });
+    const user = createStateStore({ driver, prefix: 'p/' }).forUser('u');
+    await user.save('s', 'a', 1);
+    await user.save('s', 'b', 2);
+    failing.add('p/u/s/b.json');
+    const error = await user.delete('s').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PartialDeleteError);
+    expect((error as PartialDeleteError).failures).toEqual([
+      { key: 'p/u/s/b.json', code: 'AccessDenied', message: 'injected fault' },
+    ]);
+    expect(await user.exists('s')).toBe(false);
+    expect(await user.get('s', 'b')).toBeUndefined();
   });
 });
