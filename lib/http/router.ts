@@ -79,6 +79,8 @@ function parseBody<S extends SchemaName>(request: HttpRequest, name: S): z.infer
     }
   }
   if (value === undefined) throw new ValidationError('body', 'a JSON body is required');
+  if (depthOver(value, MAX_DEPTH))
+    throw new ValidationError('body', `is nested deeper than ${MAX_DEPTH} levels`);
   const parsed = schemas[name].safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -86,6 +88,21 @@ function parseBody<S extends SchemaName>(request: HttpRequest, name: S): z.infer
     throw new ValidationError(field, issue?.message ?? 'invalid');
   }
   return parsed.data as z.infer<(typeof schemas)[S]>;
+}
+
+/** Deepest JSON a body may be (canonical hashing and storage recurse into it). */
+const MAX_DEPTH = 128;
+
+/** True when a JSON value nests deeper than `max` (checked without recursion). */
+function depthOver(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /** An optional non-negative integer query parameter. */
