@@ -120,7 +120,7 @@ export async function waitFor<T>(attempt: () => Promise<T>, waitMs: number, now:
       const untilFree = error.expiresAt.getTime() - now();
       const pause = Math.min(
         left,
-        Math.max(5, Math.random() * Math.min(1000, 25 * 2 ** round)),
+        Math.max(5, Math.random() * Math.min(250, 25 * 2 ** round)),
         Math.max(5, untilFree),
       );
       await new Promise((resolve) => setTimeout(resolve, pause));

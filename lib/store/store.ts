@@ -358,6 +358,17 @@ class UserStore implements SessionStore {
   async getList<T>(sessionId: string, key: string, page: PageOptions = {}): Promise<ListPage<T>> {
     this.ids(sessionId, key);
     slicePage([], page);
+    if (page.limit === 0) {
+      // Only the count and hash: the manifest, checked against the slot listing (3 requests, no slot read).
+      const [read, manifest, slots] = await Promise.all([
+        this.sessions.read(sessionId),
+        this.lists.readManifest(sessionId, key),
+        this.lists.listSlots(sessionId, key),
+      ]);
+      if (!read.live) return { items: [], count: 0, hash: EMPTY_HASH };
+      const state = await this.stateOf(sessionId, key, read.live, manifest, slots);
+      return { items: [], count: state.count, hash: state.hash };
+    }
     const inc = this.sessions.read(sessionId).then((read) => read.live?.inc);
     const content = await this.lists.readAll(sessionId, key, inc);
     return { items: slicePage(content.items, page) as T[], count: content.count, hash: content.hash };
