@@ -24,7 +24,7 @@ import {
   parseJsonObject,
   type StoreContext,
 } from './context.js';
-import { BackendError, CorruptValueError, ValidationError } from './errors.js';
+import { AppendConflictError, BackendError, CorruptValueError, ValidationError } from './errors.js';
 import { chainHash, EMPTY_HASH, isHash } from './hash.js';
 import { padNumber, parseSlotName, type UserLayout } from './ids.js';
 import type { Marker } from './sessions.js';
@@ -299,8 +299,10 @@ export class Lists {
     items: readonly unknown[],
     decide: (state: ListState) => 'append' | 'moved' | ListWriteResult,
     token: number | undefined,
+    firstVerified = true,
   ): Promise<ListWriteResult | undefined> {
     let state = first;
+    let verified = firstVerified;
     for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
       if (attempt > 0) await backoff(attempt);
       const startedAt = performance.now();
@@ -308,7 +310,18 @@ export class Lists {
         state = await this.recoverSealed(s, k, marker.inc, startedAt);
         continue;
       }
-      const verdict = decide(state);
+      let verdict: ReturnType<typeof decide>;
+      try {
+        verdict = decide(state);
+      } catch (error) {
+        // A manifest can lag behind the slots (its write after a commit may have failed): before
+        // refusing, look at the slots themselves, once.
+        if (!(error instanceof AppendConflictError) || verified) throw error;
+        this.ctx.metrics.count('manifestRepairs');
+        state = await this.stateFromSlots(s, k, marker.inc);
+        verified = true;
+        continue;
+      }
       if (verdict === 'moved') return undefined;
       if (verdict !== 'append') return verdict;
       const count = state.count + items.length;
@@ -346,6 +359,7 @@ export class Lists {
         return { action: state.exists ? 'appended' : 'created', count, hash };
       }
       state = await this.stateFromSlots(s, k, marker.inc);
+      verified = true;
     }
     throw new BackendError('list is too contended; retry', true);
   }

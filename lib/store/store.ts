@@ -297,6 +297,8 @@ class UserStore implements SessionStore {
       throw new AppendConflictError(s.count, s.hash);
     };
     try {
+      // The state came from the manifest alone: a lagging manifest is checked against the slots before a refusal.
+      const unverified = false;
       return (await this.lists.append(
         sessionId,
         key,
@@ -305,6 +307,7 @@ class UserStore implements SessionStore {
         items,
         decide,
         options.token,
+        unverified,
       )) as ListWriteResult;
     } catch (error) {
       if (!(error instanceof AppendConflictError)) throw error;

@@ -46,6 +46,8 @@ export interface FaultRule {
   ms?: number;
   /** Inject after the upstream handled the request (the write happened, the answer is lost). */
   after?: boolean;
+  /** Hit each matching request with this probability until reset (then `times` is ignored). */
+  probability?: number;
 }
 
 interface ObjectExtras {
@@ -69,6 +71,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
   let faults: FaultRule[] = [];
   let deleteFailures: string[] = [];
   let received: Array<{ method: string; path: string; bytes: number }> = [];
+  let injected = 0;
 
   function takeFault(req: http.IncomingMessage, after: boolean): FaultRule | undefined {
     const rule = faults.find(
@@ -78,8 +81,15 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
         (!f.match || (req.url ?? '').includes(f.match)),
     );
     if (!rule) return undefined;
+    if (rule.probability !== undefined) {
+      // A standing rule: each matching request is hit with this probability, until reset.
+      if (Math.random() >= rule.probability) return undefined;
+      injected++;
+      return rule;
+    }
     rule.times = (rule.times ?? 1) - 1;
     if (rule.times <= 0) faults = faults.filter((f) => f !== rule);
+    injected++;
     return rule;
   }
 
@@ -152,6 +162,9 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
       received = [];
     } else if (path === 'requests') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(received));
+      return;
+    } else if (path === 'injected') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ injected }));
       return;
     } else {
       res.writeHead(404).end();

@@ -336,3 +336,20 @@ describe('failures are reported, never swallowed (reference fault 8)', () => {
     expect(await user.get('s', 'b')).toBeUndefined();
   });
 });
+
+describe('regression: a manifest lagging behind the slots (its write after a commit failed)', () => {
+  it('does not turn a correct append into a conflict (found by fault injection)', async () => {
+    const driver = createMemoryDriver();
+    const user = createStateStore({ driver, prefix: 'p/' }).forUser('u');
+    await user.appendList('s', 'l', [0], { expectedCount: 0 });
+    const lagging = await driver.get('p/u/s/l.list.hash');
+    await user.appendList('s', 'l', [1], { expectedCount: 1 });
+    await driver.put('p/u/s/l.list.hash', lagging.body, { tags: { kind: 'state' } }); // as if the last manifest write was lost
+    const result = await user.appendList('s', 'l', [2], {
+      expectedCount: 2,
+      expectedHash: chainHash(EMPTY_HASH, [0, 1]),
+    });
+    expect(result).toEqual({ action: 'appended', count: 3, hash: chainHash(EMPTY_HASH, [0, 1, 2]) });
+    expect((await user.getList('s', 'l')).items).toEqual([0, 1, 2]);
+  });
+});
