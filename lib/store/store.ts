@@ -250,14 +250,14 @@ class UserStore implements SessionStore {
 
   // ---- lists ---------------------------------------------------------------------------------
 
-  /** Marker and manifest in one round trip; the slots only when the manifest is missing or stale. */
-  private async listForWrite(sessionId: string, key: string, token: number | undefined, withSlots: boolean) {
+  /** Marker, manifest and (when asked) the slot listing, in one round trip. */
+  private async listMeta(sessionId: string, key: string, withSlots: boolean) {
     const [read, manifest, slots] = await Promise.all([
       this.sessions.read(sessionId),
       this.lists.readManifest(sessionId, key),
       withSlots ? this.lists.listSlots(sessionId, key) : undefined,
     ]);
-    return { read, manifest, slots, token };
+    return { read, manifest, slots };
   }
 
   private async stateOf(
@@ -285,7 +285,7 @@ class UserStore implements SessionStore {
     if (!Number.isSafeInteger(expectedCount) || expectedCount < 0) {
       throw new ValidationError('expectedCount', 'must be a non-negative integer');
     }
-    const { read, manifest } = await this.listForWrite(sessionId, key, options.token, false);
+    const { read, manifest } = await this.listMeta(sessionId, key, false);
     const marker = await this.sessions.forWrite(sessionId, read, options.token);
     const state = await this.stateOf(sessionId, key, marker, manifest);
     const decide = (s: ListState): 'append' | ListWriteResult => {
@@ -328,7 +328,7 @@ class UserStore implements SessionStore {
     this.ids(sessionId, key);
     checkToken(options.token);
     checkItems(items, 0, Number.MAX_SAFE_INTEGER);
-    const { read, manifest, slots } = await this.listForWrite(sessionId, key, options.token, true);
+    const { read, manifest, slots } = await this.listMeta(sessionId, key, true);
     // Saving [] over an absent list changes nothing: no session is created for it.
     if (items.length === 0 && (!read.live || !slots?.some((slot) => slot.inc === read.live?.inc))) {
       return { action: 'unchanged', count: 0, hash: EMPTY_HASH } satisfies ListWriteResult;
@@ -363,11 +363,7 @@ class UserStore implements SessionStore {
     slicePage([], page);
     if (page.limit === 0) {
       // Only the count and hash: the manifest, checked against the slot listing (3 requests, no slot read).
-      const [read, manifest, slots] = await Promise.all([
-        this.sessions.read(sessionId),
-        this.lists.readManifest(sessionId, key),
-        this.lists.listSlots(sessionId, key),
-      ]);
+      const { read, manifest, slots } = await this.listMeta(sessionId, key, true);
       if (!read.live) return { items: [], count: 0, hash: EMPTY_HASH };
       const state = await this.stateOf(sessionId, key, read.live, manifest, slots);
       return { items: [], count: state.count, hash: state.hash };
