@@ -2,14 +2,10 @@
  * `npm run bench`: starts s3rver behind the S3 front on 127.0.0.1, runs every benchmark, prints the
  * tables and writes bench/REPORT.md and its charts. `npm run bench -- --smoke` runs the smallest size.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import dynalite from 'dynalite';
-import S3rver from 's3rver';
 import { createS3Driver } from '../lib/drivers/s3.js';
-import { close, listen } from '../test/servers/http-util.js';
-import { startS3Front } from '../test/servers/s3-front.js';
+import { startLocalBackends } from '../test/servers/local-backends.js';
 import { lineChart } from './chart.js';
 import { bundleTable, runHttpBench } from './http-bench.js';
 import { lockTable, runLockBench } from './lock-bench.js';
@@ -19,18 +15,9 @@ const smoke = process.argv.includes('--smoke');
 const sizes = smoke ? [10] : [10, 100, 1000, 10_000];
 const here = path.dirname(new URL(import.meta.url).pathname).replace(/\/\.bench-build\/bench$/, '/bench');
 
-const dir = await mkdtemp(path.join(tmpdir(), 'bench-s3rver-'));
-const s3rver = new S3rver({
-  address: '127.0.0.1',
-  port: 0,
-  directory: dir,
-  silent: true,
-  configureBuckets: [{ name: 'bench', configs: [] }],
-});
-const { port } = await s3rver.run();
-const front = await startS3Front(port);
-const dynamo = dynalite({ createTableMs: 0 });
-const dynamoPort = await listen(dynamo);
+const local = await startLocalBackends('bench');
+const front = local.s3Front;
+const dynamoPort = local.dynamoPort;
 try {
   const makeDriver = () =>
     createS3Driver({
@@ -94,8 +81,5 @@ try {
     console.log('\nwrote bench/REPORT.md and bench/append-bytes.svg');
   }
 } finally {
-  await close(dynamo);
-  await front.stop();
-  await s3rver.close();
-  await rm(dir, { recursive: true, force: true });
+  await local.stop();
 }

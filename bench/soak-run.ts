@@ -3,30 +3,17 @@
  * and without the lock) against s3rver behind the S3 front and dynalite; prints the figures and
  * writes them into bench/SOAK.md.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import dynalite from 'dynalite';
-import S3rver from 's3rver';
-import { close, listen } from '../test/servers/http-util.js';
-import { startS3Front } from '../test/servers/s3-front.js';
+import { startLocalBackends } from '../test/servers/local-backends.js';
 import { runSoak } from '../test/soak/soak.js';
 
 const agents = Number(process.env.SOAK_AGENTS ?? 16);
 const turns = Number(process.env.SOAK_TURNS ?? 500);
 const here = path.dirname(new URL(import.meta.url).pathname).replace(/\/\.bench-build\/bench$/, '/bench');
-const dir = await mkdtemp(path.join(tmpdir(), 'soak-s3rver-'));
-const s3rver = new S3rver({
-  address: '127.0.0.1',
-  port: 0,
-  directory: dir,
-  silent: true,
-  configureBuckets: [{ name: 'soak', configs: [] }],
-});
-const { port } = await s3rver.run();
-const front = await startS3Front(port);
-const dynamo = dynalite({ createTableMs: 0 });
-const dynamoPort = await listen(dynamo);
+const local = await startLocalBackends('soak');
+const front = local.s3Front;
+const dynamoPort = local.dynamoPort;
 try {
   const options = {
     agents,
@@ -53,8 +40,5 @@ try {
   );
   if (results.some((r) => r.problems.length > 0)) process.exitCode = 1;
 } finally {
-  await close(dynamo);
-  await front.stop();
-  await s3rver.close();
-  await rm(dir, { recursive: true, force: true });
+  await local.stop();
 }

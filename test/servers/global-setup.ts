@@ -9,19 +9,16 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import dynalite from 'dynalite';
-import S3rver from 's3rver';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
 import { createS3Client } from '../../lib/drivers/s3.js';
-import { close, listen } from './http-util.js';
+import { startLocalBackends } from './local-backends.js';
 import { startOssFront } from './oss-front.js';
-import { startS3Front } from './s3-front.js';
 
 /** The bucket every suite shares; suites isolate themselves with random key prefixes. */
 export const TEST_BUCKET = 'test-bucket';
@@ -44,19 +41,11 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
-  const dir = await mkdtemp(path.join(tmpdir(), 's3rver-'));
-  const s3rver = new S3rver({
-    address: '127.0.0.1',
-    port: 0,
-    directory: dir,
-    silent: true,
-    configureBuckets: [{ name: TEST_BUCKET, configs: [] }],
-  });
-  const { port: s3rverPort } = await s3rver.run();
-  const s3Front = await startS3Front(s3rverPort);
+  const local = await startLocalBackends(TEST_BUCKET);
+  const s3rverPort = local.s3rverPort;
+  const s3Front = local.s3Front;
   const ossFront = await startOssFront(s3Front.port, OSS_CREDENTIALS);
-  const dynamo = dynalite({ createTableMs: 0 });
-  const dynamoPort = await listen(dynamo);
+  const dynamoPort = local.dynamoPort;
 
   const rgw = await startRgw();
 
@@ -73,10 +62,7 @@ export default async function setup(project: TestProject) {
   return async () => {
     await rgw.stop();
     await ossFront.stop();
-    await s3Front.stop();
-    await close(dynamo);
-    await s3rver.close();
-    await rm(dir, { recursive: true, force: true });
+    await local.stop();
   };
 }
 
