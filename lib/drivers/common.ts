@@ -1,6 +1,6 @@
 /** Checks and helpers shared by the drivers, so each backend file holds only its own protocol. */
 import { createHash } from 'node:crypto';
-import { InvalidArgumentError } from './errors.js';
+import { InvalidArgumentError, UnsupportedError } from './errors.js';
 import {
   type CopyOptions,
   DELETE_BATCH_LIMIT,
@@ -8,6 +8,7 @@ import {
   type ListOptions,
   MAX_LIST_LIMIT,
   type ObjectListPage,
+  type ObjectStoreDriver,
   type PutOptions,
   type StoredObject,
 } from './types.js';
@@ -201,5 +202,40 @@ export function copiedOptions(from: StoredObject, options: CopyOptions): PutOpti
     metadata: options.metadata ?? from.metadata,
     tags: options.tags ?? from.tags,
     storageClass: options.storageClass ?? from.storageClass,
+    contentEncoding: from.contentEncoding,
+  };
+}
+
+/**
+ * The direct-transfer methods of a driver without presigned URLs (fs, memory): each refuses with
+ * `UnsupportedError`; `restore` answers `done`, since every class reads directly.
+ */
+export function withoutDirectTransfer(
+  backend: string,
+): Pick<
+  ObjectStoreDriver,
+  | 'presignGet'
+  | 'presignPut'
+  | 'presignUpload'
+  | 'createMultipart'
+  | 'presignPart'
+  | 'listParts'
+  | 'completeMultipart'
+  | 'abortMultipart'
+  | 'restore'
+> {
+  const refuse = async (): Promise<never> => {
+    throw new UnsupportedError('presigned transfers', backend);
+  };
+  return {
+    presignGet: refuse,
+    presignPut: refuse,
+    presignUpload: refuse,
+    createMultipart: refuse,
+    presignPart: refuse,
+    listParts: refuse,
+    completeMultipart: refuse,
+    abortMultipart: refuse,
+    restore: async () => 'done',
   };
 }

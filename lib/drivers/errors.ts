@@ -54,3 +54,15 @@ export class UnsupportedError extends ObjectStoreError {
 export class InvalidArgumentError extends ObjectStoreError {
   override name = 'InvalidArgumentError';
 }
+
+/** The object is in an archive class and must be restored before it can be read (`restore`). */
+export class ObjectArchivedError extends ObjectStoreError {
+  override name = 'ObjectArchivedError';
+  constructor(
+    readonly key: string,
+    backend: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`object is archived and not restored: ${key}`, backend, options);
+  }
+}

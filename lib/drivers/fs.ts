@@ -30,13 +30,9 @@ import {
   type ListEntry,
   pageOf,
   toBytes,
+  withoutDirectTransfer,
 } from './common.js';
-import {
-  ObjectConditionFailedError,
-  ObjectNotFoundError,
-  ObjectStoreError,
-  UnsupportedError,
-} from './errors.js';
+import { ObjectConditionFailedError, ObjectNotFoundError, ObjectStoreError } from './errors.js';
 import type {
   DeleteFailure,
   DriverCapabilities,
@@ -65,6 +61,7 @@ interface Header {
   metadata: Record<string, string>;
   tags: Record<string, string>;
   storageClass: string;
+  contentEncoding?: string;
 }
 
 /** One path component for a key segment (see the layout above). */
@@ -105,6 +102,9 @@ export function createFsDriver(options: FsDriverOptions): ObjectStoreDriver {
     presign: false,
     tags: true,
     storageClasses: STORAGE_CLASSES,
+    multipart: false,
+    checksumSha256: false,
+    restoreClasses: [],
   };
 
   function locate(key: string): { dir: string; file: string; dirs: Array<{ dir: string; segment: string }> } {
@@ -169,6 +169,7 @@ export function createFsDriver(options: FsDriverOptions): ObjectStoreDriver {
       metadata,
       tags: { ...o.tags },
       storageClass: o.storageClass ?? 'STANDARD',
+      ...(o.contentEncoding ? { contentEncoding: o.contentEncoding } : {}),
     };
     const json = Buffer.from(JSON.stringify(header), 'utf8');
     const length = Buffer.alloc(4);
@@ -334,12 +335,7 @@ export function createFsDriver(options: FsDriverOptions): ObjectStoreDriver {
       const from = await readHeader(locate(source).file, source, true);
       return mutex.run(target, () => write(target, from.body, copiedOptions(from, o)));
     },
-    async presignGet() {
-      throw new UnsupportedError('presign', NAME);
-    },
-    async presignPut() {
-      throw new UnsupportedError('presign', NAME);
-    },
+    ...withoutDirectTransfer(NAME),
     async close() {},
   };
 }

@@ -10,8 +10,9 @@ import {
   deleteBatches,
   pageOf,
   toBytes,
+  withoutDirectTransfer,
 } from './common.js';
-import { ObjectConditionFailedError, ObjectNotFoundError, UnsupportedError } from './errors.js';
+import { ObjectConditionFailedError, ObjectNotFoundError } from './errors.js';
 import type {
   DeleteFailure,
   DriverCapabilities,
@@ -47,6 +48,9 @@ export function createMemoryDriver(options: MemoryDriverOptions = {}): ObjectSto
     presign: false,
     tags: true,
     storageClasses: STORAGE_CLASSES,
+    multipart: false,
+    checksumSha256: false,
+    restoreClasses: [],
   };
 
   function found(key: string): StoredObject {
@@ -84,6 +88,7 @@ export function createMemoryDriver(options: MemoryDriverOptions = {}): ObjectSto
       metadata,
       tags: { ...o.tags },
       storageClass: o.storageClass ?? 'STANDARD',
+      ...(o.contentEncoding ? { contentEncoding: o.contentEncoding } : {}),
     };
     objects.set(key, object);
     return { etag: object.etag };
@@ -141,12 +146,7 @@ export function createMemoryDriver(options: MemoryDriverOptions = {}): ObjectSto
       checkKey(target, NAME);
       return store(target, from.body, copiedOptions(from, o));
     },
-    async presignGet() {
-      throw new UnsupportedError('presign', NAME);
-    },
-    async presignPut() {
-      throw new UnsupportedError('presign', NAME);
-    },
+    ...withoutDirectTransfer(NAME),
     async close() {
       objects.clear();
     },

@@ -7,18 +7,25 @@
  * reported as a failed precondition.
  */
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  ListPartsCommand,
   PutObjectCommand,
   PutObjectTaggingCommand,
+  RestoreObjectCommand,
   S3Client,
   type S3ClientConfig,
   S3ServiceException,
+  type StorageClass,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -34,6 +41,7 @@ import {
   toBytes,
 } from './common.js';
 import {
+  ObjectArchivedError,
   ObjectConditionFailedError,
   ObjectNotFoundError,
   ObjectStoreError,
@@ -44,7 +52,9 @@ import type {
   DriverCapabilities,
   ObjectInfo,
   ObjectStoreDriver,
+  PresignedRequest,
   PutOptions,
+  UploadedPart,
 } from './types.js';
 
 const NAME = 's3';
@@ -76,8 +86,10 @@ export interface S3DriverOptions {
    * Which S3 implementation is behind the endpoint; default `aws`. `ceph-rgw` (Ceph RGW 16, checked
    * in CI) works around its deviations: it matches `If-Match` only without quotes (with quotes it
    * always answers 412), ignores `If-Match` on DeleteObject (so conditional delete is declared
-   * unsupported), and drops tags on CopyObject (so the driver restates them with PutObjectTagging,
-   * one more request, not atomic with the copy).
+   * unsupported), drops tags on CopyObject and on multipart uploads (so the driver restates them
+   * with PutObjectTagging, one more request, not atomic with the copy or the completion), accepts
+   * `x-amz-checksum-sha256` without checking it, and has no RestoreObject (501; every class reads
+   * directly).
    */
   readonly dialect?: 'aws' | 'ceph-rgw';
   /**
@@ -90,15 +102,21 @@ export interface S3DriverOptions {
 }
 
 const MIB = 1024 * 1024;
+/** Metadata carrying a multipart upload's tags on RGW, which drops them. */
+const RGW_TAGS = 'rgw-tagging';
 
 /** Builds the S3 client the driver uses, with the settings local and compatible servers need. */
-export function createS3Client(options: Omit<S3DriverOptions, 'bucket' | 'client'>): S3Client {
-  const local = options.endpoint !== undefined;
+export function createS3Client(
+  options: Omit<S3DriverOptions, 'bucket' | 'client'>,
+  /** For presigning: the SDK's default checksums would sign a CRC32 of an empty body into the URL. */
+  forPresigning = false,
+): S3Client {
+  const local = options.endpoint !== undefined || forPresigning;
   return new S3Client({
     region: options.region ?? process.env.AWS_REGION ?? 'us-east-1',
     ...(options.endpoint ? { endpoint: options.endpoint } : {}),
     ...(options.credentials ? { credentials: options.credentials } : {}),
-    forcePathStyle: local,
+    forcePathStyle: options.endpoint !== undefined,
     maxAttempts: options.maxAttempts ?? 3,
     // The SDK's default checksums stream the body with chunk framing, which s3rver stores verbatim and
     // RGW refuses (411); send checksums only where S3 requires them.
@@ -111,6 +129,7 @@ export function createS3Client(options: Omit<S3DriverOptions, 'bucket' | 'client
 /** Creates an S3 driver for one bucket. */
 export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
   const client = options.client ?? createS3Client(options);
+  const signer = options.client ?? createS3Client(options, true);
   const Bucket = options.bucket;
   const rgw = options.dialect === 'ceph-rgw';
   const ifMatchHeader = (etag: string) => (rgw ? etag : `"${etag}"`);
@@ -122,6 +141,10 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
     presign: true,
     tags: true,
     storageClasses: S3_STORAGE_CLASSES,
+    multipart: true,
+    // RGW 16 accepts x-amz-checksum-sha256 without checking it, and has no archive tier to restore from.
+    checksumSha256: !rgw,
+    restoreClasses: rgw ? [] : ['GLACIER', 'DEEP_ARCHIVE'],
   };
 
   async function head(key: string, withTags = false): Promise<ObjectInfo> {
@@ -139,6 +162,8 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
         contentType: out.ContentType,
         metadata: out.Metadata ?? {},
         storageClass: out.StorageClass ?? 'STANDARD',
+        ...(out.ContentEncoding ? { contentEncoding: out.ContentEncoding } : {}),
+        ...(out.Restore ? { restore: parseRestore(out.Restore) } : {}),
         ...(tags
           ? { tags: Object.fromEntries((tags.TagSet ?? []).map((t) => [t.Key ?? '', t.Value ?? ''])) }
           : {}),
@@ -164,8 +189,9 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
           Key: key,
           Body: body,
           ContentType: o.contentType ?? 'application/octet-stream',
+          ContentEncoding: o.contentEncoding,
           Metadata: o.metadata ? { ...o.metadata } : undefined,
-          StorageClass: o.storageClass as PutObjectCommand['input']['StorageClass'],
+          StorageClass: o.storageClass as StorageClass,
         },
         tags: Object.entries(o.tags ?? {}).map(([Key, Value]) => ({ Key, Value })),
       });
@@ -193,9 +219,10 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
           Body: body,
           ContentLength: body.byteLength,
           ContentType: o.contentType ?? 'application/octet-stream',
+          ContentEncoding: o.contentEncoding,
           Metadata: o.metadata ? { ...o.metadata } : undefined,
           Tagging: o.tags && Object.keys(o.tags).length > 0 ? encodeTags(o.tags) : undefined,
-          StorageClass: o.storageClass as PutObjectCommand['input']['StorageClass'],
+          StorageClass: o.storageClass as StorageClass,
           IfMatch: o.ifMatch === undefined ? undefined : ifMatchHeader(o.ifMatch),
           IfNoneMatch: o.ifNoneMatch,
         }),
@@ -237,6 +264,7 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
           contentType: out.ContentType,
           metadata: out.Metadata ?? {},
           storageClass: out.StorageClass ?? 'STANDARD',
+          ...(out.ContentEncoding ? { contentEncoding: out.ContentEncoding } : {}),
         };
       } catch (error) {
         throw mapError(error, key);
@@ -315,6 +343,7 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
             etag: bareEtag(c.ETag),
             size: c.Size ?? 0,
             lastModified: c.LastModified ?? new Date(0),
+            storageClass: c.StorageClass ?? 'STANDARD',
           })),
           prefixes: (out.CommonPrefixes ?? []).map((p) => p.Prefix ?? ''),
           ...(out.IsTruncated && out.NextContinuationToken ? { nextCursor: out.NextContinuationToken } : {}),
@@ -342,8 +371,7 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
             ContentType: o.contentType ?? from?.contentType,
             TaggingDirective: 'REPLACE',
             Tagging: encodeTags(tags),
-            StorageClass: (o.storageClass ??
-              from?.storageClass) as CopyObjectCommand['input']['StorageClass'],
+            StorageClass: (o.storageClass ?? from?.storageClass) as StorageClass,
           }),
         );
         if (rgw && Object.keys(tags).length > 0) {
@@ -372,10 +400,182 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
         expiresIn: o.expiresIn ?? 900,
       });
     },
+    async presignUpload(key, o) {
+      checkKey(key, NAME);
+      checkMetadata(o.metadata, NAME);
+      checkTags(o.tags, NAME);
+      checkStorageClass(o.storageClass, S3_STORAGE_CLASSES, NAME);
+      const sha256 = capabilities.checksumSha256 ? o.checksumSha256 : undefined;
+      const command = new PutObjectCommand({
+        Bucket,
+        Key: key,
+        ContentLength: o.contentLength,
+        ContentMD5: o.contentMd5,
+        ContentType: o.contentType ?? 'application/octet-stream',
+        ContentEncoding: o.contentEncoding,
+        StorageClass: o.storageClass as StorageClass,
+        Tagging: o.tags && Object.keys(o.tags).length > 0 ? encodeTags(o.tags) : undefined,
+        Metadata: o.metadata ? { ...o.metadata } : undefined,
+        ChecksumSHA256: sha256,
+      });
+      return presigned((opts) => getSignedUrl(signer, command, opts), o.expiresIn, {
+        'content-length': String(o.contentLength),
+        'content-md5': o.contentMd5,
+        'content-type': o.contentType ?? 'application/octet-stream',
+        ...(o.contentEncoding ? { 'content-encoding': o.contentEncoding } : {}),
+        ...(o.storageClass ? { 'x-amz-storage-class': o.storageClass } : {}),
+        ...(o.tags && Object.keys(o.tags).length > 0 ? { 'x-amz-tagging': encodeTags(o.tags) } : {}),
+        ...Object.fromEntries(Object.entries(o.metadata ?? {}).map(([k, v]) => [`x-amz-meta-${k}`, v])),
+        ...(sha256 ? { 'x-amz-checksum-sha256': sha256 } : {}),
+      });
+    },
+    async createMultipart(key, o = {}) {
+      checkKey(key, NAME);
+      checkMetadata(o.metadata, NAME);
+      checkTags(o.tags, NAME);
+      checkStorageClass(o.storageClass, S3_STORAGE_CLASSES, NAME);
+      try {
+        const out = await client.send(
+          new CreateMultipartUploadCommand({
+            Bucket,
+            Key: key,
+            ContentType: o.contentType ?? 'application/octet-stream',
+            ContentEncoding: o.contentEncoding,
+            StorageClass: o.storageClass as StorageClass,
+            Tagging: o.tags && Object.keys(o.tags).length > 0 ? encodeTags(o.tags) : undefined,
+            // RGW drops the tags of a multipart upload: they ride in metadata and are restated at completion.
+            Metadata:
+              rgw && o.tags && Object.keys(o.tags).length > 0
+                ? { ...o.metadata, [RGW_TAGS]: encodeTags(o.tags) }
+                : o.metadata && { ...o.metadata },
+          }),
+        );
+        return out.UploadId ?? '';
+      } catch (error) {
+        throw mapError(error, key);
+      }
+    },
+    async presignPart(key, uploadId, partNumber, o) {
+      checkKey(key, NAME);
+      const command = new UploadPartCommand({
+        Bucket,
+        Key: key,
+        UploadId: uploadId,
+        PartNumber: partNumber,
+        ContentLength: o.contentLength,
+        ContentMD5: o.contentMd5,
+      });
+      return presigned((opts) => getSignedUrl(signer, command, opts), o.expiresIn, {
+        'content-length': String(o.contentLength),
+        'content-md5': o.contentMd5,
+      });
+    },
+    async listParts(key, uploadId) {
+      checkKey(key, NAME);
+      const parts: UploadedPart[] = [];
+      let marker: string | undefined;
+      try {
+        do {
+          const out = await client.send(
+            new ListPartsCommand({ Bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }),
+          );
+          for (const p of out.Parts ?? [])
+            parts.push({ partNumber: p.PartNumber ?? 0, etag: bareEtag(p.ETag), size: p.Size ?? 0 });
+          marker = out.IsTruncated ? out.NextPartNumberMarker : undefined;
+        } while (marker);
+        return parts;
+      } catch (error) {
+        throw mapError(error, key);
+      }
+    },
+    async completeMultipart(key, uploadId, parts) {
+      checkKey(key, NAME);
+      try {
+        const out = await client.send(
+          new CompleteMultipartUploadCommand({
+            Bucket,
+            Key: key,
+            UploadId: uploadId,
+            MultipartUpload: {
+              Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: `"${p.etag}"` })),
+            },
+          }),
+        );
+        if (!rgw) return { etag: bareEtag(out.ETag) };
+        // RGW answers with an empty ETag, and has dropped the tags (see createMultipart).
+        const info = await head(key);
+        const tags = info.metadata[RGW_TAGS];
+        if (tags) {
+          await client.send(
+            new PutObjectTaggingCommand({
+              Bucket,
+              Key: key,
+              Tagging: { TagSet: [...new URLSearchParams(tags)].map(([Key, Value]) => ({ Key, Value })) },
+            }),
+          );
+        }
+        return { etag: info.etag };
+      } catch (error) {
+        throw mapError(error, key);
+      }
+    },
+    async abortMultipart(key, uploadId) {
+      checkKey(key, NAME);
+      try {
+        await client.send(new AbortMultipartUploadCommand({ Bucket, Key: key, UploadId: uploadId }));
+      } catch (error) {
+        const mapped = mapError(error, key);
+        if (!(mapped instanceof ObjectNotFoundError)) throw mapped;
+      }
+    },
+    async restore(key, o = {}) {
+      checkKey(key, NAME);
+      if (capabilities.restoreClasses.length === 0) return 'done';
+      try {
+        const out = await client.send(
+          new RestoreObjectCommand({
+            Bucket,
+            Key: key,
+            RestoreRequest: { Days: o.days ?? 1, GlacierJobParameters: { Tier: 'Standard' } },
+          }),
+        );
+        // 202: a restore started; 200: the restored copy is already there.
+        return out.$metadata.httpStatusCode === 202 ? 'started' : 'done';
+      } catch (error) {
+        const code = errorCode(error);
+        if (code === 'RestoreAlreadyInProgress') return 'ongoing';
+        // Not in an archive class: readable as it is.
+        if (code === 'InvalidObjectState') return 'done';
+        throw mapError(error, key);
+      }
+    },
     async close() {
-      if (!options.client) client.destroy();
+      if (!options.client) {
+        client.destroy();
+        signer.destroy();
+      }
     },
   };
+
+  /** A presigned request whose headers stay headers (RGW ignores x-amz-* moved into the query). */
+  async function presigned(
+    sign: (options: Parameters<typeof getSignedUrl>[2]) => Promise<string>,
+    expiresIn = 900,
+    headers: Record<string, string>,
+  ): Promise<PresignedRequest> {
+    const url = await sign({
+      expiresIn,
+      unhoistableHeaders: new Set(Object.keys(headers).filter((h) => h.startsWith('x-amz-'))),
+    });
+    return { method: 'PUT', url, headers, expiresAt: new Date(Date.now() + expiresIn * 1000) };
+  }
+}
+
+/** Parses `x-amz-restore`: `ongoing-request="false", expiry-date="Fri, 21 Dec 2012 00:00:00 GMT"`. */
+export function parseRestore(header: string): { ongoing: boolean; expiresAt?: Date } {
+  const ongoing = /ongoing-request="true"/i.test(header);
+  const expiry = /expiry-date="([^"]+)"/i.exec(header)?.[1];
+  return { ongoing, ...(expiry ? { expiresAt: new Date(expiry) } : {}) };
 }
 
 function statusOf(error: unknown): number | undefined {
@@ -396,6 +596,7 @@ function mapError(error: unknown, key: string): ObjectStoreError {
   }
   if (status === 412 || code === 'PreconditionFailed')
     return new ObjectConditionFailedError(key, NAME, { cause: error });
+  if (code === 'InvalidObjectState') return new ObjectArchivedError(key, NAME, { cause: error });
   const retryable = status === undefined || status >= 500 || status === 429 || code === 'SlowDown';
   return new ObjectStoreError(`s3 ${code ?? 'error'} on ${key}: ${(error as Error).message}`, NAME, {
     cause: error,

@@ -19,6 +19,23 @@ export interface DriverCapabilities {
   readonly tags: boolean;
   /** Storage classes accepted by `put({ storageClass })` (empty: the option is ignored). */
   readonly storageClasses: readonly string[];
+  /** `createMultipart`, `presignPart`, `listParts`, `completeMultipart`, `abortMultipart` work. */
+  readonly multipart: boolean;
+  /** Presigned uploads can be bound to a SHA-256 checksum the backend verifies (AWS S3). */
+  readonly checksumSha256: boolean;
+  /**
+   * Storage classes whose objects must be restored (`restore`) before they can be read; empty where
+   * every class reads directly (Ceph RGW, fs, memory).
+   */
+  readonly restoreClasses: readonly string[];
+}
+
+/** The restore state of an object in an archive class (`x-amz-restore` / `x-oss-restore`). */
+export interface RestoreStatus {
+  /** True while the restore runs; false once the restored copy can be read. */
+  readonly ongoing: boolean;
+  /** When the restored copy goes away again. */
+  readonly expiresAt?: Date;
 }
 
 /** An object's attributes, as returned by `head` and `get`. */
@@ -34,6 +51,10 @@ export interface ObjectInfo {
   /** Present when the driver read them (`head(key, { tags: true })`, or cheaply with the object). */
   readonly tags?: Readonly<Record<string, string>>;
   readonly storageClass?: string;
+  /** The `Content-Encoding` the object was stored with (`gzip`, `br`). */
+  readonly contentEncoding?: string;
+  /** Present when a restore was asked for (objects in `capabilities.restoreClasses`). */
+  readonly restore?: RestoreStatus;
 }
 
 /** An object with its body. */
@@ -51,6 +72,8 @@ export interface PutOptions {
   readonly tags?: Readonly<Record<string, string>>;
   /** One of `capabilities.storageClasses`; default the backend's standard class. */
   readonly storageClass?: string;
+  /** Stored as the object's `Content-Encoding` (the body is already encoded). */
+  readonly contentEncoding?: string;
   /**
    * Write only if the current etag equals this one; a missing object fails the condition too
    * (`ObjectConditionFailedError`). Needs `capabilities.conditionalOverwrite`.
@@ -80,6 +103,8 @@ export interface ListedObject {
   readonly etag: string;
   readonly size: number;
   readonly lastModified: Date;
+  /** The storage class, where the listing reports it (S3, OSS). */
+  readonly storageClass?: string;
 }
 
 /** One page of a listing, in UTF-8 byte order of keys. */
@@ -120,6 +145,48 @@ export interface PresignOptions {
   readonly contentType?: string;
 }
 
+/** What a presigned upload binds: the backend refuses a body that does not match. */
+export interface PresignUploadOptions {
+  /** Seconds the URL stays valid; default 900. */
+  readonly expiresIn?: number;
+  /** Exact body length in bytes (a signed header where the backend signs it). */
+  readonly contentLength: number;
+  /** Base64 MD5 of the body: S3, RGW and OSS refuse another body (400 BadDigest / InvalidDigest). */
+  readonly contentMd5: string;
+  /** Base64 SHA-256 of the body, where `capabilities.checksumSha256`. */
+  readonly checksumSha256?: string;
+  readonly contentType?: string;
+  readonly contentEncoding?: string;
+  readonly storageClass?: string;
+  readonly tags?: Readonly<Record<string, string>>;
+  readonly metadata?: Readonly<Record<string, string>>;
+}
+
+/** A request a plain HTTP client makes: the URL and the headers it must send as they are. */
+export interface PresignedRequest {
+  readonly method: 'GET' | 'PUT';
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly expiresAt: Date;
+}
+
+/** Options of `createMultipart`: what the assembled object is stored with. */
+export interface MultipartOptions {
+  readonly contentType?: string;
+  readonly contentEncoding?: string;
+  readonly storageClass?: string;
+  readonly tags?: Readonly<Record<string, string>>;
+  readonly metadata?: Readonly<Record<string, string>>;
+}
+
+/** An uploaded part, as `listParts` reports it. */
+export interface UploadedPart {
+  readonly partNumber: number;
+  /** The part's etag: the hex MD5 of its bytes on S3, RGW and OSS (case may differ). */
+  readonly etag: string;
+  readonly size: number;
+}
+
 /** The object-storage driver interface. */
 export interface ObjectStoreDriver {
   /** Short backend name: `s3`, `oss`, `fs`, `memory`. */
@@ -143,9 +210,40 @@ export interface ObjectStoreDriver {
   presignGet(key: string, options?: PresignOptions): Promise<string>;
   /** A URL that PUTs the object; `UnsupportedError` unless `capabilities.presign`. */
   presignPut(key: string, options?: PresignOptions): Promise<string>;
+  /** A PUT bound to the body's length and digest (and what it is stored with); needs `presign`. */
+  presignUpload(key: string, options: PresignUploadOptions): Promise<PresignedRequest>;
+  /** Starts a multipart upload and returns its id; needs `capabilities.multipart`. */
+  createMultipart(key: string, options?: MultipartOptions): Promise<string>;
+  /** A PUT of one part (1 to 10,000), bound to its length and MD5. */
+  presignPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    options: Pick<PresignUploadOptions, 'expiresIn' | 'contentLength' | 'contentMd5'>,
+  ): Promise<PresignedRequest>;
+  /** Every uploaded part, in part order; `ObjectNotFoundError` for an unknown upload. */
+  listParts(key: string, uploadId: string): Promise<UploadedPart[]>;
+  /** Assembles the parts into the object; returns its etag. */
+  completeMultipart(
+    key: string,
+    uploadId: string,
+    parts: readonly Pick<UploadedPart, 'partNumber' | 'etag'>[],
+  ): Promise<{ etag: string }>;
+  /** Drops an unfinished upload and its parts (absent is success). */
+  abortMultipart(key: string, uploadId: string): Promise<void>;
+  /**
+   * Asks for a readable copy of an object in an archive class for `days`; `started` when this call
+   * started it, `ongoing` while one runs, `done` when the copy is readable.
+   */
+  restore(key: string, options?: { readonly days?: number }): Promise<'started' | 'ongoing' | 'done'>;
   /** Releases sockets or handles; the driver is unusable afterwards. */
   close(): Promise<void>;
 }
+
+/** Most parts of one multipart upload (S3 and OSS). */
+export const MAX_PARTS = 10_000;
+/** Smallest part but the last (S3: 5 MiB; OSS: 100 KiB). */
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
 
 /** Most keys one `deleteMany` request may carry on S3 and OSS. */
 export const DELETE_BATCH_LIMIT = 1000;

@@ -12,6 +12,8 @@ export function frontControl(endpoint: string) {
     failDeletes: (keys: string[]) => post('delete-failures', { match: keys }),
     /** Adds a fault rule. */
     fault: (rule: FaultRule) => post('faults', rule),
+    /** How long a restore of an archived object takes. */
+    restoreDelay: (ms: number) => post('restore-delay', { ms }),
     /** Clears faults, delete failures and the request log. */
     reset: () => post('reset', {}),
     /** What the front received since the last reset. */

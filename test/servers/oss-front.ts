@@ -8,6 +8,7 @@
  *   `x-oss-request-id`);
  * - implements `x-oss-forbid-overwrite: true` (409 FileAlreadyExists when the object exists, atomic
  *   through the S3 front's create-only write);
+ * - restores (`POST ?restore`) and multipart uploads pass through to the S3 front, which emulates them;
  * - has no compare-and-swap overwrite, like OSS: an `If-Match` on a PUT is ignored, as OSS ignores it.
  */
 import { createHmac, randomUUID } from 'node:crypto';
@@ -108,6 +109,15 @@ export async function startOssFront(
     }
     const body = method === 'GET' || method === 'HEAD' ? undefined : req;
     const up = await request(upstream, method, path, headers, body);
+    if (method === 'POST' && query.has('restore') && up.status === 403) {
+      // OSS refuses to restore an object that is not archived with 400, not S3's 403.
+      return sendError(
+        res,
+        400,
+        'OperationNotSupported',
+        'The operation is not supported for this resource.',
+      );
+    }
     return answer(res, up, method, headers['if-none-match'] === '*' && method === 'PUT');
   }
 

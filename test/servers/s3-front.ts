@@ -8,13 +8,21 @@
  * - object tags (`x-amz-tagging`, `?tagging`, `x-amz-tagging-count`) and storage classes, which
  *   s3rver drops;
  * - bucket lifecycle configurations stored and returned (s3rver answers 501);
+ * - `Content-MD5` and `x-amz-checksum-sha256` checked on PutObject and UploadPart (400 BadDigest);
+ *   ListParts and AbortMultipartUpload (s3rver has neither); tags and storage class of multipart
+ *   uploads; the storage class in listings;
+ * - archive classes (GLACIER, DEEP_ARCHIVE, and OSS's Archive ones through the OSS front): a GET
+ *   answers 403 InvalidObjectState until RestoreObject (`POST ?restore`: 202, then 409
+ *   RestoreAlreadyInProgress, then 200) has finished, after `restore-delay` ms (default 300);
+ *   HEAD reports `x-amz-restore`;
  * - on demand: per-key errors in DeleteObjects, and faults (HTTP 500, 503 SlowDown, latency,
  *   connection resets) for the reliability tests.
  *
  * Control API (JSON, under `/__front/`): `POST faults` adds a rule, `POST delete-failures` makes
  * DeleteObjects fail keys containing a text, `POST reset` clears both, `GET requests` lists what
- * was received (method, path, bytes).
+ * was received (method, path, bytes), `POST restore-delay` (`{ ms }`) sets how long a restore takes.
  */
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { KeyedMutex } from '../../lib/drivers/common.js';
 import {
@@ -53,6 +61,17 @@ export interface FaultRule {
 interface ObjectExtras {
   tags: string;
   storageClass: string;
+  /** When a restore was asked for, the time its copy is readable. */
+  restoredAt?: number;
+}
+
+/** Classes whose objects must be restored before a GET (S3's and OSS's). */
+const ARCHIVE_CLASSES = new Set(['GLACIER', 'DEEP_ARCHIVE', 'Archive', 'ColdArchive', 'DeepColdArchive']);
+
+interface Upload {
+  id: string;
+  extras: ObjectExtras;
+  parts: Map<number, { etag: string; size: number }>;
 }
 
 /** A running front. */
@@ -72,6 +91,8 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
   let deleteFailures: string[] = [];
   let received: Array<{ method: string; path: string; bytes: number }> = [];
   let injected = 0;
+  let restoreDelayMs = 300;
+  const uploads = new Map<string, Upload>();
 
   function takeFault(req: http.IncomingMessage, after: boolean): FaultRule | undefined {
     const rule = faults.find(
@@ -139,10 +160,12 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     if (!key) {
       if (q.has('lifecycle')) return lifecycle(bucket, method, req, res);
       if (method === 'POST' && q.has('delete')) return deleteObjects(bucket, req, res);
+      if (method === 'GET' && q.get('list-type') === '2') return listObjects(bucket, req, res);
       return proxy(req, res);
     }
     if (q.has('tagging')) return tagging(id, method, req, res);
-    if (q.has('uploads') || q.has('uploadId') || q.has('partNumber')) return proxy(req, res);
+    if (q.has('restore') && method === 'POST') return mutex.run(id, () => restore(id, req, res));
+    if (q.has('uploads') || q.has('uploadId')) return multipart(id, method, q, req, res);
     if (method === 'PUT' && req.headers['x-amz-copy-source'])
       return mutex.run(id, () => copyObject(id, req, res));
     if (method === 'PUT') return mutex.run(id, () => putObject(id, req, res));
@@ -156,6 +179,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     const body = req.method === 'POST' ? JSON.parse((await readBody(req)).toString() || '{}') : undefined;
     if (path === 'faults') faults.push(body as FaultRule);
     else if (path === 'delete-failures') deleteFailures.push(...(body as { match: string[] }).match);
+    else if (path === 'restore-delay') restoreDelayMs = (body as { ms: number }).ms;
     else if (path === 'reset') {
       faults = [];
       deleteFailures = [];
@@ -217,23 +241,139 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
       req.resume();
       return;
     }
-    const up = await request(
-      upstream,
-      'PUT',
-      req.url ?? '',
-      forwardHeaders(
-        req.headers,
-        (h) => h.startsWith('if-') || h === 'x-amz-tagging' || h === 'x-amz-storage-class',
-      ),
-      req,
+    const body = await checkedBody(req, res);
+    if (!body) return;
+    const up = await request(upstream, 'PUT', req.url ?? '', forwardHeaders(req.headers, dropped), body);
+    if (up.status === 200) extras.set(id, extrasOf(req.headers));
+    await answer(req, res, up);
+  }
+
+  /** The body, when its Content-MD5 and x-amz-checksum-sha256 (if sent) match; else answers 400. */
+  async function checkedBody(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<Buffer | undefined> {
+    const body = await readBody(req);
+    const md5 = req.headers['content-md5'];
+    const sha256 = req.headers['x-amz-checksum-sha256'];
+    if (md5 !== undefined && createHash('md5').update(body).digest('base64') !== md5) {
+      sendError(res, 400, 'BadDigest', 'The Content-MD5 you specified did not match what we received.');
+      return undefined;
+    }
+    if (sha256 !== undefined && createHash('sha256').update(body).digest('base64') !== sha256) {
+      sendError(res, 400, 'BadDigest', 'The SHA256 you specified did not match the calculated checksum.');
+      return undefined;
+    }
+    return body;
+  }
+
+  /**
+   * Multipart uploads: s3rver stores parts and assembles them; the front keeps each upload's parts
+   * (for ListParts and the etag check of Complete), tags and storage class.
+   */
+  async function multipart(
+    id: string,
+    method: string,
+    q: URLSearchParams,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    if (method === 'POST' && q.has('uploads')) {
+      const up = await request(upstream, 'POST', req.url ?? '', forwardHeaders(req.headers, dropped), req);
+      const uploadId = xmlValues(up.body.toString('utf8'), 'UploadId')[0];
+      if (up.status === 200 && uploadId)
+        uploads.set(uploadId, { id, extras: extrasOf(req.headers), parts: new Map() });
+      return answer(req, res, up);
+    }
+    const uploadId = q.get('uploadId') ?? '';
+    const upload = uploads.get(uploadId);
+    if (!upload || upload.id !== id) {
+      req.resume();
+      return sendError(res, 404, 'NoSuchUpload', 'The specified upload does not exist.');
+    }
+    if (method === 'PUT') {
+      const body = await checkedBody(req, res);
+      if (!body) return;
+      const up = await request(upstream, 'PUT', req.url ?? '', forwardHeaders(req.headers, dropped), body);
+      if (up.status === 200) {
+        const etag = createHash('md5').update(body).digest('hex');
+        upload.parts.set(Number(q.get('partNumber')), { etag, size: body.length });
+      }
+      return answer(req, res, up);
+    }
+    if (method === 'GET') {
+      const parts = [...upload.parts.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(
+          ([n, p]) =>
+            `<Part><PartNumber>${n}</PartNumber><ETag>"${p.etag}"</ETag><Size>${p.size}</Size></Part>`,
+        )
+        .join('');
+      return sendXml(
+        res,
+        200,
+        `<ListPartsResult><UploadId>${uploadId}</UploadId><IsTruncated>false</IsTruncated>${parts}</ListPartsResult>`,
+      );
+    }
+    if (method === 'DELETE') {
+      uploads.delete(uploadId);
+      return void res.writeHead(204).end();
+    }
+    // Complete: every named part must exist with that etag (S3's InvalidPart).
+    const xml = (await readBody(req)).toString('utf8');
+    const numbers = xmlValues(xml, 'PartNumber').map(Number);
+    const etags = xmlValues(xml, 'ETag').map(bare);
+    if (numbers.some((n, i) => upload.parts.get(n)?.etag !== etags[i]?.toLowerCase())) {
+      return sendError(res, 400, 'InvalidPart', 'One or more of the specified parts could not be found.');
+    }
+    const up = await mutex.run(id, () =>
+      request(upstream, 'POST', req.url ?? '', forwardHeaders(req.headers), Buffer.from(xml)),
     );
     if (up.status === 200) {
-      extras.set(id, {
-        tags: String(req.headers['x-amz-tagging'] ?? ''),
-        storageClass: String(req.headers['x-amz-storage-class'] ?? 'STANDARD'),
-      });
+      extras.set(id, upload.extras);
+      uploads.delete(uploadId);
     }
-    await answer(req, res, up);
+    return answer(req, res, up);
+  }
+
+  /** RestoreObject on an archived object: 202 (started), 409 (running), 200 (done). */
+  async function restore(id: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    req.resume();
+    const current = await headUpstream(id);
+    if (current.status !== 200) return sendError(res, 404, 'NoSuchKey', 'The specified key does not exist.');
+    const extra = extras.get(id);
+    if (!extra || !ARCHIVE_CLASSES.has(extra.storageClass)) {
+      return sendError(
+        res,
+        403,
+        'InvalidObjectState',
+        "Restore is not allowed for the object's current storage class.",
+      );
+    }
+    if (extra.restoredAt === undefined) {
+      extra.restoredAt = Date.now() + restoreDelayMs;
+      return void res.writeHead(202).end();
+    }
+    if (extra.restoredAt > Date.now()) {
+      return sendError(res, 409, 'RestoreAlreadyInProgress', 'Object restore is already in progress');
+    }
+    res.writeHead(200).end();
+  }
+
+  /** ListObjectsV2, with the storage class the front knows instead of s3rver's STANDARD. */
+  async function listObjects(bucket: string, req: http.IncomingMessage, res: http.ServerResponse) {
+    const up = await request(upstream, 'GET', req.url ?? '', forwardHeaders(req.headers));
+    const xml = up.body
+      .toString('utf8')
+      .replace(/<Contents>([\s\S]*?)<\/Contents>/g, (block: string, inner: string) => {
+        const key = xmlValues(inner, 'Key')[0] ?? '';
+        const storageClass = extras.get(`${bucket}/${key}`)?.storageClass ?? 'STANDARD';
+        return block.replace(
+          /<StorageClass>[^<]*<\/StorageClass>/,
+          `<StorageClass>${storageClass}</StorageClass>`,
+        );
+      });
+    await answer(req, res, { ...up, body: Buffer.from(xml) });
   }
 
   /** s3rver cannot copy keys holding reserved characters (it only decodeURIs the source): copy by GET + PUT. */
@@ -268,6 +408,16 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
   async function getObject(id: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     if (req.headers['if-match'] && !(await conditionHolds(id, { 'if-match': req.headers['if-match'] }, res)))
       return;
+    const archived = extras.get(id);
+    const restored = archived?.restoredAt !== undefined && archived.restoredAt <= Date.now();
+    if (req.method === 'GET' && archived && ARCHIVE_CLASSES.has(archived.storageClass) && !restored) {
+      return sendError(
+        res,
+        403,
+        'InvalidObjectState',
+        "The operation is not valid for the object's storage class",
+      );
+    }
     await new Promise<void>((resolve, reject) => {
       const up = http.request(
         {
@@ -284,6 +434,12 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
             if (count > 0) headers['x-amz-tagging-count'] = String(count);
             if (extra && extra.storageClass !== 'STANDARD')
               headers['x-amz-storage-class'] = extra.storageClass;
+            if (extra?.restoredAt !== undefined) {
+              headers['x-amz-restore'] =
+                extra.restoredAt > Date.now()
+                  ? 'ongoing-request="true"'
+                  : `ongoing-request="false", expiry-date="${new Date(extra.restoredAt + 86_400_000).toUTCString()}"`;
+            }
           }
           res.writeHead(upRes.statusCode ?? 500, headers);
           upRes.pipe(res);
@@ -418,6 +574,20 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
 
   const port = await listen(server);
   return { port, endpoint: `http://127.0.0.1:${port}`, stop: () => close(server) };
+}
+
+/** Headers the front keeps itself instead of passing them to s3rver. */
+const dropped = (h: string) =>
+  h.startsWith('if-') ||
+  h === 'x-amz-tagging' ||
+  h === 'x-amz-storage-class' ||
+  h.startsWith('x-amz-checksum');
+
+function extrasOf(headers: http.IncomingHttpHeaders): ObjectExtras {
+  return {
+    tags: String(headers['x-amz-tagging'] ?? ''),
+    storageClass: String(headers['x-amz-storage-class'] ?? 'STANDARD'),
+  };
 }
 
 function bare(etag: string): string {
