@@ -3,10 +3,16 @@
  * agent moves from the local store to the remote one by changing one line. It encodes ids, sends only
  * new items when it knows the list (count and hash, with `expectedCount`), retries idempotent calls
  * with jittered backoff, and raises the same typed errors as the library.
+ *
+ * Large state never goes through the API: workspaces are compressed here (gzip or brotli), then
+ * uploaded straight to the object store with the presigned PUT or parts the API signs, and
+ * downloaded the same way; a value larger than a request body is uploaded the same way and
+ * committed; a value larger than an answer comes back as a 303 to a presigned URL, followed here.
  */
 
 import { encodeUrlId } from '../http/url-ids.js';
 import { type Lease, LockConflictError, LockLostError } from '../lock/types.js';
+import { type ContentEncoding, decodeBody, encodeBody, md5Base64 } from '../store/encoding.js';
 import {
   AppendConflictError,
   BackendError,
@@ -14,7 +20,11 @@ import {
   FencedError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
+  RestoreInProgressError,
   StoreError,
+  UnsupportedOperationError,
+  UploadMismatchError,
+  UploadNotFoundError,
   ValidationError,
 } from '../store/errors.js';
 import { chainHash, EMPTY_HASH } from '../store/hash.js';
@@ -28,7 +38,11 @@ import type {
   SaveOptions,
   SessionPage,
   SessionStore,
+  StorageTier,
   Versioned,
+  WorkspaceDownload,
+  WorkspaceInfo,
+  WorkspaceUpload,
   WriteOptions,
 } from '../store/types.js';
 
@@ -58,6 +72,25 @@ export interface HttpClientOptions {
   readonly attempts?: number;
   /** The fetch to use; default the global one. */
   readonly fetch?: typeof fetch;
+  /**
+   * Largest request body the API takes (its `BODY_LIMIT_BYTES`); a larger value is uploaded
+   * directly and committed. Default 4 MiB.
+   */
+  readonly bodyLimitBytes?: number;
+}
+
+/** Options of `uploadWorkspace`. */
+export interface UploadWorkspaceOptions extends WriteOptions {
+  /** Compression applied here before upload; default `gzip`. */
+  readonly encoding?: ContentEncoding;
+  readonly storageClass?: StorageTier;
+  readonly contentType?: string;
+  /** Bodies above this go up in parts; default 16 MiB. */
+  readonly multipartAboveBytes?: number;
+  /** Part size; default 8 MiB (at least 5 MiB). */
+  readonly partBytes?: number;
+  /** Parts sent at once; default 4. */
+  readonly concurrency?: number;
 }
 
 /** The client: the user's `SessionStore` plus the lock. */
@@ -72,6 +105,15 @@ export interface HttpSessionStore extends SessionStore {
     options?: { leaseMs?: number },
   ): Promise<Lease>;
   releaseLock(sessionId: string, lease: { owner: string; token: number }): Promise<void>;
+  /** Compresses, uploads straight to the object store (one PUT or parts, each retried), completes. */
+  uploadWorkspace(
+    sessionId: string,
+    name: string,
+    data: Uint8Array,
+    options?: UploadWorkspaceOptions,
+  ): Promise<WorkspaceInfo>;
+  /** Downloads straight from the object store and decompresses; `RestoreInProgressError` while archived. */
+  downloadWorkspace(sessionId: string, name: string): Promise<Uint8Array | undefined>;
 }
 
 interface Problem {
@@ -88,13 +130,22 @@ interface Problem {
   corruptKey?: string;
 }
 
+const MIB = 1024 * 1024;
+
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+
+type DirectRequestJson = { method: 'GET' | 'PUT'; url: string; headers: Record<string, string> };
+
+/** Jittered exponential backoff before attempt `attempt + 1`. */
+const pause = (attempt: number) =>
+  new Promise((r) => setTimeout(r, Math.random() * Math.min(2000, 100 * 2 ** attempt)));
 
 /** Creates the client. */
 export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   const base = options.baseUrl.replace(/\/+$/, '');
   const attempts = options.attempts ?? 4;
   const doFetch = options.fetch ?? fetch;
+  const bodyLimit = options.bodyLimitBytes ?? 4 * MIB;
   /** What the client knows of each list: count and hash after its last write or read. */
   const known = new Map<string, { count: number; hash: string }>();
 
@@ -119,7 +170,8 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       let response: Response | undefined;
       let failure: unknown;
       try {
-        response = await doFetch(url, { method, headers, body });
+        // A 303 (a value too large for an answer) is followed by hand, without the Authorization.
+        response = await doFetch(url, { method, headers, body, redirect: 'manual' });
       } catch (error) {
         failure = error;
       }
@@ -128,7 +180,38 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         if (!response) throw new BackendError(`request failed: ${String(failure)}`, true, { cause: failure });
         return response;
       }
-      await new Promise((r) => setTimeout(r, Math.random() * Math.min(2000, 100 * 2 ** attempt)));
+      await pause(attempt);
+    }
+  }
+
+  /** A presigned request to the object store, retried on network errors and 5xx. */
+  async function direct(
+    request: { method: string; url: string; headers: Readonly<Record<string, string>> },
+    body?: Uint8Array,
+  ): Promise<Response> {
+    for (let attempt = 1; ; attempt++) {
+      let response: Response | undefined;
+      let failure: unknown;
+      try {
+        response = await doFetch(request.url, { method: request.method, headers: request.headers, body });
+      } catch (error) {
+        failure = error;
+      }
+      if (response && (response.ok || response.status < 500 || attempt >= attempts)) {
+        if (!response.ok) {
+          const text = await response.text();
+          const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${response.status}`;
+          throw new BackendError(
+            `object store refused the ${request.method}: ${code}`,
+            response.status >= 500,
+          );
+        }
+        return response;
+      }
+      await response?.body?.cancel();
+      if (!response && attempt >= attempts)
+        throw new BackendError(`object store request failed: ${String(failure)}`, true, { cause: failure });
+      await pause(attempt);
     }
   }
 
@@ -153,6 +236,10 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         throw new PreconditionUnsupportedError('the server backend');
       case 'payload-too-large':
         throw new PayloadTooLargeError(detail, p.limit);
+      case 'upload-mismatch':
+        throw new UploadMismatchError(detail);
+      case 'unsupported':
+        throw new UnsupportedOperationError('direct transfer', 'the server backend');
       case 'internal':
         if (p.corruptKey) throw new CorruptValueError(p.corruptKey);
     }
@@ -174,6 +261,14 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   async function getVersioned<T>(sessionId: string, key: string): Promise<Versioned<T> | undefined> {
     const response = await call('GET', `${s(sessionId)}/state/${k(key)}`);
     if (response.status === 404) return undefined;
+    if (response.status === 303) {
+      const located = (await response.json()) as {
+        etag: string;
+        download: { method: string; url: string; headers: Record<string, string> };
+      };
+      const value = (await (await direct(located.download)).json()) as T;
+      return { value, version: located.etag };
+    }
     if (!response.ok) return fail(response);
     const version = (response.headers.get('etag') ?? '').replace(/^"(.*)"$/, '$1');
     return { value: (await response.json()) as T, version };
@@ -197,7 +292,153 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     return result;
   }
 
+  const w = (name: string) => `/workspaces/${encodeUrlId(checkId('workspace', name))}`;
+  const workspaceOf = (x: WorkspaceInfo & { lastModified: Date | string }): WorkspaceInfo => ({
+    ...x,
+    lastModified: new Date(x.lastModified),
+  });
+
+  async function createValueUpload(sessionId: string, key: string, request: { size: number; md5: string }) {
+    const response = await call('POST', `${s(sessionId)}/state/${k(key)}/uploads`, { body: request });
+    if (!response.ok) return fail(response);
+    const started = (await response.json()) as {
+      uploadId: string;
+      upload: DirectRequestJson;
+      expiresAt: string;
+    };
+    return { ...started, expiresAt: new Date(started.expiresAt) };
+  }
+
+  async function commitValueUpload(sessionId: string, key: string, uploadId: string, o: SaveOptions = {}) {
+    const headers = fence(o);
+    if (o.ifVersion !== undefined) headers['if-match'] = `"${o.ifVersion}"`;
+    if (o.ifAbsent) headers['if-none-match'] = '*';
+    const response = await call('POST', `${s(sessionId)}/state/${k(key)}/uploads/${encodeUrlId(uploadId)}`, {
+      headers,
+    });
+    if (response.status === 404) throw new UploadNotFoundError(uploadId);
+    if (!response.ok) return fail(response);
+    return { version: ((await response.json()) as { etag: string }).etag };
+  }
+
+  async function createWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    request: Parameters<SessionStore['createWorkspaceUpload']>[2],
+    o?: WriteOptions,
+  ): Promise<WorkspaceUpload> {
+    const response = await call('POST', `${s(sessionId)}${w(name)}/uploads`, {
+      body: request,
+      headers: fence(o),
+    });
+    if (!response.ok) return fail(response);
+    const upload = (await response.json()) as WorkspaceUpload & { expiresAt: string };
+    return { ...upload, expiresAt: new Date(upload.expiresAt) };
+  }
+
+  async function completeWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    uploadId: string,
+    o?: WriteOptions,
+  ) {
+    const response = await call('POST', `${s(sessionId)}${w(name)}/uploads/${encodeUrlId(uploadId)}`, {
+      headers: fence(o),
+    });
+    if (response.status === 404) throw new UploadNotFoundError(uploadId);
+    if (!response.ok) return fail(response);
+    return workspaceOf((await response.json()) as WorkspaceInfo);
+  }
+
+  async function getWorkspace(sessionId: string, name: string): Promise<WorkspaceDownload | undefined> {
+    const response = await call('GET', `${s(sessionId)}${w(name)}`);
+    if (response.status === 404) return undefined;
+    if (!response.ok) return fail(response);
+    const found = (await response.json()) as WorkspaceDownload & { expiresAt?: string };
+    const info = workspaceOf(found);
+    return found.status === 'ready'
+      ? { ...info, status: 'ready', download: found.download, expiresAt: new Date(found.expiresAt ?? 0) }
+      : { ...info, status: 'restoring' };
+  }
+
   return {
+    createValueUpload,
+    commitValueUpload,
+    createWorkspaceUpload,
+    completeWorkspaceUpload,
+    getWorkspace,
+    async locateValue(sessionId, key) {
+      const response = await call('GET', `${s(sessionId)}/state/${k(key)}`);
+      if (response.status === 404) return undefined;
+      if (response.status !== 303) {
+        if (!response.ok) return fail(response);
+        throw new ValidationError('key', 'the value is small enough to be read with get');
+      }
+      const located = (await response.json()) as {
+        etag: string;
+        size: number;
+        download: DirectRequestJson;
+        expiresAt: string;
+      };
+      return {
+        download: located.download,
+        version: located.etag,
+        size: located.size,
+        expiresAt: new Date(located.expiresAt),
+      };
+    },
+    async listWorkspaces(sessionId) {
+      const response = await call('GET', `${s(sessionId)}/workspaces`);
+      if (!response.ok) return fail(response);
+      return ((await response.json()) as { workspaces: WorkspaceInfo[] }).workspaces.map(workspaceOf);
+    },
+    async deleteWorkspace(sessionId, name, o) {
+      const response = await call('DELETE', `${s(sessionId)}${w(name)}`, { headers: fence(o) });
+      if (!response.ok) await fail(response);
+    },
+    async uploadWorkspace(sessionId, name, data, o = {}) {
+      const encoding = o.encoding ?? 'gzip';
+      const body = encodeBody(data, encoding);
+      const partBytes = Math.max(5 * MIB, o.partBytes ?? 8 * MIB);
+      const stored = {
+        size: body.byteLength,
+        contentEncoding: encoding,
+        ...(o.storageClass ? { storageClass: o.storageClass } : {}),
+        ...(o.contentType ? { contentType: o.contentType } : {}),
+      };
+      if (body.byteLength <= (o.multipartAboveBytes ?? 16 * MIB)) {
+        const started = await createWorkspaceUpload(sessionId, name, { ...stored, md5: md5Base64(body) }, o);
+        await direct(started.upload as DirectRequestJson, body);
+        return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
+      }
+      const parts: Uint8Array[] = [];
+      for (let at = 0; at < body.byteLength; at += partBytes) parts.push(body.subarray(at, at + partBytes));
+      const started = await createWorkspaceUpload(
+        sessionId,
+        name,
+        { ...stored, parts: parts.map((p) => ({ size: p.byteLength, md5: md5Base64(p) })) },
+        o,
+      );
+      const urls = started.parts ?? [];
+      let next = 0;
+      const worker = async () => {
+        while (next < urls.length) {
+          const i = next++;
+          await direct(urls[i] as DirectRequestJson, parts[i]);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, o.concurrency ?? 4) }, worker));
+      return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
+    },
+    async downloadWorkspace(sessionId, name) {
+      const found = await getWorkspace(sessionId, name);
+      if (!found) return undefined;
+      if (found.status === 'restoring') throw new RestoreInProgressError(`workspace ${name}`);
+      const response = await direct(found.download);
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      // fetch has already decoded a body served with its Content-Encoding.
+      return response.headers.has('content-encoding') ? bytes : decodeBody(bytes, found.contentEncoding);
+    },
     async get<T>(sessionId: string, key: string) {
       return (await getVersioned<T>(sessionId, key))?.value;
     },
@@ -206,6 +447,17 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       const headers = fence(o);
       if (o.ifVersion !== undefined) headers['if-match'] = `"${o.ifVersion}"`;
       if (o.ifAbsent) headers['if-none-match'] = '*';
+      const text = JSON.stringify(value);
+      if (text !== undefined && Buffer.byteLength(text) > bodyLimit - 1024) {
+        // Too large for a request body: upload it straight to the store, then commit it as a save.
+        const bytes = new Uint8Array(Buffer.from(text, 'utf8'));
+        const started = await createValueUpload(sessionId, key, {
+          size: bytes.length,
+          md5: md5Base64(bytes),
+        });
+        await direct(started.upload, bytes);
+        return commitValueUpload(sessionId, key, started.uploadId, o);
+      }
       const response = await call('PUT', `${s(sessionId)}/state/${k(key)}`, { body: value, headers });
       if (!response.ok) return fail(response);
       return { version: ((await response.json()) as { etag: string }).etag };
@@ -269,6 +521,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         query: { offset: page.offset, limit: page.limit },
       });
       if (response.status === 404) return undefined;
+      if (response.status === 202) throw new RestoreInProgressError(`archive ${archiveId}`);
       if (!response.ok) return fail(response);
       return (await response.json()) as ListPage<T>;
     },

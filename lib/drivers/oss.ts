@@ -173,10 +173,19 @@ export function createOssDriver(options: OssDriverOptions): ObjectStoreDriver {
     async get(key, o = {}) {
       checkKey(key, NAME);
       try {
-        const out = await client.get(key, undefined, {
-          headers: o.ifMatch === undefined ? {} : { 'If-Match': `"${o.ifMatch}"` },
-        } as OSS.GetObjectOptions);
-        const body = new Uint8Array(out.content as Buffer);
+        const headers = o.ifMatch === undefined ? {} : { 'If-Match': `"${o.ifMatch}"` };
+        // As a stream: urllib would gunzip a body stored with Content-Encoding: gzip. A streamed
+        // error is not parsed (no OSS error code): the plain GET is asked again for it.
+        const out = await client
+          .getStream(key, { headers } as OSS.GetStreamOptions)
+          .catch(async (error: { status?: number; code?: string }) => {
+            if ((error.status ?? 0) >= 400 && (!error.code || error.code === 'UnknownError'))
+              await client.get(key, undefined, { headers } as OSS.GetObjectOptions);
+            throw error;
+          });
+        const chunks: Buffer[] = [];
+        for await (const chunk of out.stream as AsyncIterable<Buffer>) chunks.push(chunk);
+        const body = new Uint8Array(Buffer.concat(chunks));
         return { ...info(key, out.res.headers as Headers, body.byteLength), body };
       } catch (error) {
         throw mapError(error, key);
@@ -272,6 +281,7 @@ export function createOssDriver(options: OssDriverOptions): ObjectStoreDriver {
         'x-oss-tagging-directive': 'Replace',
         'x-oss-tagging': encodeTags(tags),
         'x-oss-storage-class': o.storageClass ?? from?.storageClass ?? 'Standard',
+        ...(from?.contentEncoding ? { 'content-encoding': from.contentEncoding } : {}),
       };
       try {
         const out = await client.copy(target, source, {
@@ -335,7 +345,13 @@ export function createOssDriver(options: OssDriverOptions): ObjectStoreDriver {
             'max-parts': '1000',
             ...(marker ? { 'part-number-marker': marker } : {}),
           } as unknown as OSS.ListPartsQuery);
-          for (const p of out.parts as unknown as Array<{ PartNumber: string; ETag: string; Size: string }>)
+          // One part comes back as an object, not an array.
+          const listed = ([] as unknown[]).concat(out.parts) as Array<{
+            PartNumber: string;
+            ETag: string;
+            Size: string;
+          }>;
+          for (const p of listed)
             parts.push({ partNumber: Number(p.PartNumber), etag: bareEtag(p.ETag), size: Number(p.Size) });
           const next = out.nextPartNumberMarker as unknown as string | undefined;
           marker = String(out.isTruncated) === 'true' && next ? next : undefined;

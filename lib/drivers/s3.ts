@@ -369,6 +369,7 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
             MetadataDirective: 'REPLACE',
             Metadata: { ...(o.metadata ?? from?.metadata) },
             ContentType: o.contentType ?? from?.contentType,
+            ContentEncoding: from?.contentEncoding,
             TaggingDirective: 'REPLACE',
             Tagging: encodeTags(tags),
             StorageClass: (o.storageClass ?? from?.storageClass) as StorageClass,

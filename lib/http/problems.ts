@@ -10,6 +10,10 @@ import {
   FencedError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
+  RestoreInProgressError,
+  UnsupportedOperationError,
+  UploadMismatchError,
+  UploadNotFoundError,
   ValidationError,
 } from '../store/errors.js';
 import type { HttpResponse } from './types.js';
@@ -40,6 +44,8 @@ export const TITLES: Record<string, string> = {
   'payload-too-large': 'Payload too large',
   'precondition-unsupported': 'Precondition unsupported',
   'backend-unavailable': 'Backend unavailable',
+  'upload-mismatch': 'Upload does not match',
+  unsupported: 'Not supported by this backend',
   internal: 'Internal error',
 };
 
@@ -107,6 +113,17 @@ export function toProblem(error: unknown, requestId: string): { response: HttpRe
       ),
     );
   }
+  if (error instanceof RestoreInProgressError) {
+    // Not a failure: the content is archived and on its way back; ask again later.
+    return r({
+      status: 202,
+      headers: { 'content-type': 'application/json', 'cache-control': 'no-store', 'retry-after': '60' },
+      body: JSON.stringify({ status: 'restoring', detail: error.message }),
+    });
+  }
+  if (error instanceof UploadNotFoundError) return r(problem(404, 'not-found', error.message));
+  if (error instanceof UploadMismatchError) return r(problem(422, 'upload-mismatch', error.message));
+  if (error instanceof UnsupportedOperationError) return r(problem(501, 'unsupported', error.message));
   if (error instanceof CorruptValueError) {
     // Only that key is affected; the answer says which (a key the caller named), nothing else.
     return {

@@ -6,7 +6,7 @@ import type * as z from 'zod';
 import type { SessionLock } from '../lock/types.js';
 import { ValidationError } from '../store/errors.js';
 import type { StateStore } from '../store/store.js';
-import type { SessionStore } from '../store/types.js';
+import type { SaveOptions, SessionStore, WorkspaceInfo } from '../store/types.js';
 import type { Authenticator } from './auth.js';
 import { HttpProblem, toProblem } from './problems.js';
 import { type SchemaName, schemas } from './schemas.js';
@@ -153,6 +153,31 @@ function entityTag(request: HttpRequest, header: 'if-match' | 'if-none-match'): 
   return match[1];
 }
 
+/** The conditions of a save: If-Match, If-None-Match: * and Fencing-Token. */
+function saveConditions(request: HttpRequest): SaveOptions {
+  const ifMatch = entityTag(request, 'if-match');
+  const ifNoneMatch = entityTag(request, 'if-none-match');
+  if (ifNoneMatch !== undefined && ifNoneMatch !== '*')
+    throw new ValidationError('If-None-Match', 'only * is supported');
+  if (ifMatch === '*') throw new ValidationError('If-Match', 'must be an entity tag');
+  return {
+    token: fencingToken(request),
+    ...(ifMatch !== undefined ? { ifVersion: ifMatch } : {}),
+    ...(ifNoneMatch ? { ifAbsent: true } : {}),
+  };
+}
+
+/** A workspace as JSON. */
+function workspaceJson(w: WorkspaceInfo) {
+  return {
+    name: w.name,
+    size: w.size,
+    storageClass: w.storageClass,
+    lastModified: w.lastModified.toISOString(),
+    ...(w.contentEncoding ? { contentEncoding: w.contentEncoding } : {}),
+  };
+}
+
 /** Cuts a page so that its JSON fits the answer limit. */
 function fitPage(items: unknown[], limit: number): unknown[] {
   let size = 64;
@@ -165,6 +190,7 @@ function fitPage(items: unknown[], limit: number): unknown[] {
 
 const session = (c: RouteContext) => c.params.sessionId as string;
 const keyOf = (c: RouteContext) => c.params.key as string;
+const nameOf = (c: RouteContext) => c.params.name as string;
 
 /** Every route of the API. */
 export const ROUTES: readonly Route[] = [
@@ -254,33 +280,34 @@ export const ROUTES: readonly Route[] = [
     answers: { 200: 'Etag' },
     handle: async (c) => {
       const value = parseBody(c.request, 'Value');
-      const ifMatch = entityTag(c.request, 'if-match');
-      const ifNoneMatch = entityTag(c.request, 'if-none-match');
-      if (ifNoneMatch !== undefined && ifNoneMatch !== '*')
-        throw new ValidationError('If-None-Match', 'only * is supported');
-      if (ifMatch === '*') throw new ValidationError('If-Match', 'must be an entity tag');
-      const { version } = await c.user.save(session(c), keyOf(c), value, {
-        token: fencingToken(c.request),
-        ...(ifMatch !== undefined ? { ifVersion: ifMatch } : {}),
-        ...(ifNoneMatch ? { ifAbsent: true } : {}),
-      });
+      const { version } = await c.user.save(session(c), keyOf(c), value, saveConditions(c.request));
       return json(200, { etag: version }, { etag: `"${version}"` });
     },
   },
   {
     method: 'GET',
     pattern: '/v1/sessions/{sessionId}/state/{key}',
-    summary: 'Read a single value',
+    summary: 'Read a single value (303 to a presigned URL when it is larger than an answer may be)',
     auth: true,
-    answers: { 200: 'Value', 404: 'Problem' },
+    answers: { 200: 'Value', 303: 'ValueLocation', 404: 'Problem' },
     handle: async (c) => {
       const found = await c.user.getVersioned(session(c), keyOf(c));
       if (!found) throw new HttpProblem(404, 'not-found', 'no such value');
       const body = JSON.stringify(found.value);
       if (Buffer.byteLength(body) > c.limit) {
-        throw new HttpProblem(413, 'payload-too-large', 'the value is larger than an answer may be', {
-          limit: c.limit,
-        });
+        // Too large for an answer: a URL to read it straight from the object store.
+        const located = await c.user.locateValue(session(c), keyOf(c));
+        if (!located) throw new HttpProblem(404, 'not-found', 'no such value');
+        return json(
+          303,
+          {
+            etag: located.version,
+            size: located.size,
+            download: located.download,
+            expiresAt: located.expiresAt.toISOString(),
+          },
+          { location: located.download.url, etag: `"${located.version}"` },
+        );
       }
       return {
         status: 200,
@@ -396,7 +423,7 @@ export const ROUTES: readonly Route[] = [
     summary: 'A page of an archived list',
     auth: true,
     query: ['offset', 'limit'],
-    answers: { 200: 'ListPage', 404: 'Problem' },
+    answers: { 200: 'ListPage', 202: 'Restoring', 404: 'Problem' },
     handle: async (c) => {
       const offset = intParam(c.request, 'offset', 0, Number.MAX_SAFE_INTEGER);
       const limit = intParam(c.request, 'limit', 0, Number.MAX_SAFE_INTEGER);
@@ -409,6 +436,113 @@ export const ROUTES: readonly Route[] = [
       });
       if (!page) throw new HttpProblem(404, 'not-found', 'no such archive');
       return json(200, { items: fitPage(page.items, c.limit), count: page.count, hash: page.hash });
+    },
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/sessions/{sessionId}/state/{key}/uploads',
+    summary: 'Start a direct upload of a value too large for a request body',
+    auth: true,
+    body: 'ValueUploadRequest',
+    answers: { 201: 'ValueUpload' },
+    handle: async (c) => {
+      const request = parseBody(c.request, 'ValueUploadRequest');
+      const started = await c.user.createValueUpload(session(c), keyOf(c), request);
+      return json(201, { ...started, expiresAt: started.expiresAt.toISOString() });
+    },
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/sessions/{sessionId}/state/{key}/uploads/{uploadId}',
+    summary: 'Commit an uploaded value as a save (If-Match, If-None-Match: *, Fencing-Token apply)',
+    auth: true,
+    headers: ['If-Match', 'If-None-Match', 'Fencing-Token'],
+    answers: { 200: 'Etag', 404: 'Problem', 412: 'Problem' },
+    handle: async (c) => {
+      const { version } = await c.user.commitValueUpload(
+        session(c),
+        keyOf(c),
+        c.params.uploadId as string,
+        saveConditions(c.request),
+      );
+      return json(200, { etag: version }, { etag: `"${version}"` });
+    },
+  },
+  {
+    method: 'GET',
+    pattern: '/v1/sessions/{sessionId}/workspaces',
+    summary: "The session's workspaces",
+    auth: true,
+    answers: { 200: 'Workspaces' },
+    handle: async (c) => {
+      const list = await c.user.listWorkspaces(session(c));
+      return json(200, { workspaces: list.map(workspaceJson) });
+    },
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/sessions/{sessionId}/workspaces/{name}/uploads',
+    summary: 'Start a direct upload of a workspace: one presigned PUT, or presigned parts',
+    auth: true,
+    body: 'WorkspaceUploadRequest',
+    headers: ['Fencing-Token'],
+    answers: { 201: 'WorkspaceUpload', 501: 'Problem' },
+    handle: async (c) => {
+      const request = parseBody(c.request, 'WorkspaceUploadRequest');
+      const upload = await c.user.createWorkspaceUpload(session(c), nameOf(c), request, {
+        token: fencingToken(c.request),
+      });
+      return json(201, { ...upload, expiresAt: upload.expiresAt.toISOString() });
+    },
+  },
+  {
+    method: 'POST',
+    pattern: '/v1/sessions/{sessionId}/workspaces/{name}/uploads/{uploadId}',
+    summary: 'Complete an upload: sizes and digests are checked against what was declared',
+    auth: true,
+    headers: ['Fencing-Token'],
+    answers: { 200: 'Workspace', 404: 'Problem', 422: 'Problem' },
+    handle: async (c) => {
+      const info = await c.user.completeWorkspaceUpload(session(c), nameOf(c), c.params.uploadId as string, {
+        token: fencingToken(c.request),
+      });
+      return json(200, workspaceJson(info));
+    },
+  },
+  {
+    method: 'GET',
+    pattern: '/v1/sessions/{sessionId}/workspaces/{name}',
+    summary: 'A presigned URL to download the workspace; 202 while an archived one is restored',
+    auth: true,
+    answers: { 200: 'WorkspaceDownload', 202: 'Restoring', 404: 'Problem' },
+    handle: async (c) => {
+      const found = await c.user.getWorkspace(session(c), nameOf(c));
+      if (!found) throw new HttpProblem(404, 'not-found', 'no such workspace');
+      if (found.status === 'restoring') {
+        return json(
+          202,
+          { ...workspaceJson(found), status: 'restoring', detail: 'archived; a restore is in progress' },
+          { 'retry-after': '60' },
+        );
+      }
+      return json(200, {
+        ...workspaceJson(found),
+        download: found.download,
+        expiresAt: found.expiresAt.toISOString(),
+        status: 'ready',
+      });
+    },
+  },
+  {
+    method: 'DELETE',
+    pattern: '/v1/sessions/{sessionId}/workspaces/{name}',
+    summary: 'Delete a workspace (and its unfinished upload)',
+    auth: true,
+    headers: ['Fencing-Token'],
+    answers: { 204: null },
+    handle: async (c) => {
+      await c.user.deleteWorkspace(session(c), nameOf(c), { token: fencingToken(c.request) });
+      return noContent();
     },
   },
   {
@@ -461,7 +595,9 @@ export const ROUTES: readonly Route[] = [
   },
 ];
 
-const ID_PARAMS: Record<string, string> = { sessionId: 'sessionId', key: 'key', archiveId: 'archiveId' };
+const ID_PARAMS: Record<string, string> = { sessionId: 'sessionId', key: 'key', name: 'name' };
+/** Parameters that are not encoded ids (checked by their routes). */
+const RAW_PARAMS = new Set(['archiveId', 'uploadId']);
 
 /** Matches a path against a route pattern; returns the decoded parameters. */
 function match(pattern: string, path: string): Record<string, string> | undefined {
@@ -504,7 +640,7 @@ export function createRouter(deps: RouterDeps): HttpHandler {
       }
       const params: Record<string, string> = {};
       for (const [name, raw] of Object.entries(found.params ?? {})) {
-        params[name] = name === 'archiveId' ? raw : decodeUrlId(raw, ID_PARAMS[name] ?? name);
+        params[name] = RAW_PARAMS.has(name) ? raw : decodeUrlId(raw, ID_PARAMS[name] ?? name);
       }
       const userId = found.r.auth ? await deps.auth(request) : null;
       const user = deps.store.forUser(userId);

@@ -9,6 +9,25 @@ const hash = z
   .describe('chain hash: sha256 over RFC 8785 canonical items');
 const owner = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/);
 const timestamp = z.string().describe('RFC 3339 UTC with milliseconds');
+const md5 = z
+  .string()
+  .regex(/^[A-Za-z0-9+/]{22}==$/)
+  .describe('base64 MD5 of the bytes as stored');
+const tier = z.enum(['standard', 'infrequent', 'archive']);
+const direct = z
+  .object({
+    method: z.enum(['GET', 'PUT']),
+    url: z.string(),
+    headers: z.record(z.string(), z.string()).describe('send exactly these headers (they are signed)'),
+  })
+  .describe('a request made straight to the object store');
+const workspace = {
+  name: z.string(),
+  size: z.number().int(),
+  storageClass: tier,
+  lastModified: timestamp,
+  contentEncoding: z.string().optional(),
+};
 
 export const schemas = {
   LockRequest: z
@@ -48,6 +67,57 @@ export const schemas = {
   }),
   Lease: z.object({ owner, token: z.number().int(), expiresAt: timestamp, leaseMs: z.number().int() }),
   Health: z.object({ status: z.literal('ok') }),
+  WorkspaceUploadRequest: z
+    .object({
+      size: z.number().int().min(0),
+      md5: md5.optional().describe('whole body, for a single PUT'),
+      sha256: z
+        .string()
+        .regex(/^[A-Za-z0-9+/]{43}=$/)
+        .optional()
+        .describe('base64 SHA-256 of the whole body (checked by AWS S3)'),
+      parts: z
+        .array(z.object({ size: z.number().int().min(1), md5 }).strict())
+        .min(1)
+        .max(1000)
+        .optional()
+        .describe('a multipart upload: each part (all but the last at least 5 MiB)'),
+      storageClass: tier.optional(),
+      contentEncoding: z.enum(['identity', 'gzip', 'br']).optional(),
+      contentType: z
+        .string()
+        .regex(/^[\x21-\x7e][\x20-\x7e]{0,127}$/)
+        .optional(),
+    })
+    .strict(),
+  WorkspaceUpload: z.object({
+    uploadId: z.string(),
+    expiresAt: timestamp,
+    upload: direct.optional(),
+    parts: z.array(direct.extend({ partNumber: z.number().int() })).optional(),
+  }),
+  Workspace: z.object(workspace),
+  Workspaces: z.object({ workspaces: z.array(z.object(workspace)) }),
+  WorkspaceDownload: z.object({
+    ...workspace,
+    status: z.literal('ready'),
+    download: direct,
+    expiresAt: timestamp,
+  }),
+  Restoring: z.object({
+    status: z.literal('restoring'),
+    detail: z.string(),
+    name: z.string().optional(),
+    storageClass: tier.optional(),
+  }),
+  ValueUploadRequest: z.object({ size: z.number().int().min(1), md5 }).strict(),
+  ValueUpload: z.object({ uploadId: z.string(), upload: direct, expiresAt: timestamp }),
+  ValueLocation: z.object({
+    etag: z.string(),
+    size: z.number().int(),
+    download: direct,
+    expiresAt: timestamp,
+  }),
   Problem: z.object({
     type: z.string(),
     title: z.string(),
@@ -66,6 +136,8 @@ export const schemas = {
       'payload-too-large',
       'precondition-unsupported',
       'backend-unavailable',
+      'upload-mismatch',
+      'unsupported',
       'internal',
     ]),
     field: z.string().optional(),

@@ -1,6 +1,7 @@
 /** What every part of the store shares: the driver, the clock, the tunables, and backend error mapping. */
 import { ObjectNotFoundError, ObjectStoreError } from '../drivers/errors.js';
-import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
+import type { ListedObject, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
+import type { ContentEncoding } from './encoding.js';
 import { BackendError, StoreError, ValidationError } from './errors.js';
 import type { MetricsSink } from './types.js';
 
@@ -22,6 +23,14 @@ export interface StoreContext {
   readonly retireAfterMs: number;
   /** A writer gives up (retryable) if its read-to-commit took longer than this; well below `retireAfterMs`. */
   readonly maxCommitMs: number;
+  /** How archived lists are stored. */
+  readonly archiveEncoding: ContentEncoding;
+  /** Seconds a presigned URL stays valid. */
+  readonly presignExpiresIn: number;
+  /** Days a restored copy of an archived object stays readable. */
+  readonly restoreDays: number;
+  /** Largest single value committed from a presigned upload. */
+  readonly maxValueBytes: number;
   readonly now: () => number;
   readonly metrics: MetricsSink;
 }
@@ -62,11 +71,8 @@ export function parseJsonObject(body: Uint8Array): Record<string, unknown> | und
 }
 
 /** Every object name under a prefix (all pages). */
-export async function listAll(
-  driver: ObjectStoreDriver,
-  prefix: string,
-): Promise<Array<{ key: string; lastModified: Date }>> {
-  const out: Array<{ key: string; lastModified: Date }> = [];
+export async function listAll(driver: ObjectStoreDriver, prefix: string): Promise<ListedObject[]> {
+  const out: ListedObject[] = [];
   let cursor: string | undefined;
   do {
     const page = await driver.list({ prefix, cursor });

@@ -88,3 +88,35 @@ export class PartialDeleteError extends StoreError {
     super(`could not delete ${failures.length} objects`);
   }
 }
+
+/** The object is in an archive class; a restore has been asked for (answer again later). */
+export class RestoreInProgressError extends StoreError {
+  override name = 'RestoreInProgressError';
+  constructor(readonly what: string) {
+    super(`${what} is archived; a restore is in progress`);
+  }
+}
+
+/** An upload to complete or commit is unknown (never started, already completed, or aborted). */
+export class UploadNotFoundError extends StoreError {
+  override name = 'UploadNotFoundError';
+  constructor(readonly uploadId: string) {
+    super(`no such upload: ${uploadId}`);
+  }
+}
+
+/** What was uploaded is not what was declared (size, part count or digests); nothing was committed. */
+export class UploadMismatchError extends StoreError {
+  override name = 'UploadMismatchError';
+}
+
+/** The backend cannot do this (direct transfer on fs or memory). */
+export class UnsupportedOperationError extends StoreError {
+  override name = 'UnsupportedOperationError';
+  constructor(
+    readonly operation: string,
+    readonly backend: string,
+  ) {
+    super(`${backend} does not support ${operation}`);
+  }
+}

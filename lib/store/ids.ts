@@ -9,6 +9,9 @@
  *   <prefix><user>/<session>/<key>.list~a~<inc>~<gen>   archived list (generation <gen>)
  *   <prefix><user>/~sessions/<session>                  session marker
  *   <prefix><user>/~deleted/<session>                   tombstone of a session deleted with a token
+ *   <prefix><user>/<session>/~ws~<inc>/<name>           workspace (a blob, kind=workspace)
+ *   <prefix><user>/<session>/~wsu~<inc>/<name>          its pending upload (what was declared)
+ *   <prefix><user>/<session>/~vu/<key>~<id>             a big single value uploaded, not yet committed
  *
  * An id made only of `[A-Za-z0-9._-]` (not `.`/`..`, not `anon` for a user, not ending in `.list`
  * or `.json` for a key) appears as it is; any other id is `!` + unpadded base64url of its UTF-8.
@@ -18,7 +21,7 @@
 import { ValidationError } from './errors.js';
 
 /** Byte limits of DESIGN.md. */
-export const LIMITS = { userId: 128, sessionId: 180, key: 128, prefix: 128 } as const;
+export const LIMITS = { userId: 128, sessionId: 180, key: 128, workspace: 128, prefix: 128 } as const;
 /** The user segment of the anonymous user. */
 export const ANONYMOUS = 'anon';
 /** Digits of generation and sequence numbers in names (2^53 has 16), so name order is number order. */
@@ -29,7 +32,7 @@ const PLAIN = /^[A-Za-z0-9._-]+$/;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-type IdKind = 'userId' | 'sessionId' | 'key';
+type IdKind = 'userId' | 'sessionId' | 'key' | 'workspace';
 
 /** Refuses an id that is not a non-blank string of valid UTF-8 without control characters, within its limit. */
 export function checkId(kind: IdKind, id: unknown): string {
@@ -103,6 +106,11 @@ export interface UserLayout {
   /** Prefix of the archives of a list in one incarnation. */
   archives(sessionId: string, key: string, inc: string): string;
   archive(sessionId: string, key: string, inc: string, gen: number): string;
+  /** Prefix of the workspaces of a session in one incarnation. */
+  workspaces(sessionId: string, inc: string): string;
+  workspace(sessionId: string, inc: string, name: string): string;
+  workspaceUpload(sessionId: string, inc: string, name: string): string;
+  valueUpload(sessionId: string, key: string, uploadId: string): string;
 }
 
 /** The layout of one user's objects under `prefix`; a null or blank user is the anonymous user. */
@@ -124,6 +132,10 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     slot: (s, k, inc, gen, seq) => `${key(s, k)}.list~s~${inc}~${padNumber(gen)}~${padNumber(seq)}`,
     archives: (s, k, inc) => `${key(s, k)}.list~a~${inc}~`,
     archive: (s, k, inc, gen) => `${key(s, k)}.list~a~${inc}~${padNumber(gen)}`,
+    workspaces: (s, inc) => `${session(s)}~ws~${inc}/`,
+    workspace: (s, inc, name) => `${session(s)}~ws~${inc}/${encodeId('workspace', name)}`,
+    workspaceUpload: (s, inc, name) => `${session(s)}~wsu~${inc}/${encodeId('workspace', name)}`,
+    valueUpload: (s, k, id) => `${session(s)}~vu/${encodeId('key', k)}~${id}`,
   };
 }
 

@@ -24,11 +24,13 @@ import {
   parseJsonObject,
   type StoreContext,
 } from './context.js';
+import { decodeBody, encodeBody } from './encoding.js';
 import { AppendConflictError, BackendError, CorruptValueError, ValidationError } from './errors.js';
 import { chainHash, EMPTY_HASH, isHash } from './hash.js';
 import { padNumber, parseSlotName, type UserLayout } from './ids.js';
 import type { Marker } from './sessions.js';
 import type { ArchiveInfo, ListPage, ListWriteResult, PageOptions } from './types.js';
+import { readRestoring } from './workspaces.js';
 
 type SlotType = 'start' | 'append' | 'seal';
 
@@ -459,8 +461,11 @@ export class Lists {
   private async archive(s: string, k: string, inc: string, content: Content): Promise<void> {
     const name = `${this.layout.archive(s, k, inc, content.gen)}~${padNumber(content.count)}~${content.hash.slice('sha256:'.length)}`;
     try {
-      await this.ctx.driver.put(name, jsonBody(content.items), {
+      const encoding = this.ctx.archiveEncoding;
+      const body = encodeBody(Buffer.from(jsonBody(content.items), 'utf8'), encoding);
+      await this.ctx.driver.put(name, body, {
         contentType: 'application/json',
+        ...(encoding !== 'identity' ? { contentEncoding: encoding } : {}),
         metadata: { inc, count: String(content.count), hash: content.hash },
         tags: { kind: 'archive' },
         ifNoneMatch: '*',
@@ -520,11 +525,12 @@ export class Lists {
     if (!/^\d{1,16}$/.test(archiveId)) throw new ValidationError('archiveId', 'must be a decimal archive id');
     const prefix = `${this.layout.archive(s, k, inc, Number(archiveId))}~`;
     const [found] = (await this.ctx.driver.list({ prefix, limit: 1 })).objects;
-    const object = found ? await getOrUndefined(this.ctx.driver, found.key) : undefined;
+    // An archive in a cold class is restored first (RestoreInProgressError until it is readable).
+    const object = found ? await readRestoring(this.ctx, found.key, `archive ${archiveId}`) : undefined;
     if (!object) return undefined;
     let items: unknown;
     try {
-      items = JSON.parse(Buffer.from(object.body).toString('utf8'));
+      items = JSON.parse(Buffer.from(decodeBody(object.body, object.contentEncoding)).toString('utf8'));
     } catch (error) {
       throw new CorruptValueError(k, { cause: error });
     }

@@ -15,6 +15,7 @@ import {
   parseJsonObject,
   type StoreContext,
 } from './context.js';
+import type { ContentEncoding } from './encoding.js';
 import {
   AppendConflictError,
   BackendError,
@@ -38,8 +39,10 @@ import type {
   SaveOptions,
   SessionPage,
   SessionStore,
+  WorkspaceUploadRequest,
   WriteOptions,
 } from './types.js';
+import { Workspaces } from './workspaces.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -68,6 +71,14 @@ export interface StateStoreOptions {
   readonly retireAfterMs?: number;
   /** Longest read-to-commit of a list write before it gives up (retryable); default 60 s. */
   readonly maxCommitMs?: number;
+  /** How archived lists are stored; default `gzip`. */
+  readonly archiveEncoding?: ContentEncoding;
+  /** Seconds presigned URLs stay valid; default 900 (15 minutes). */
+  readonly presignExpiresIn?: number;
+  /** Days a restored copy of an archived object stays readable; default 1. */
+  readonly restoreDays?: number;
+  /** Largest single value committed from a direct upload; default 64 MiB. */
+  readonly maxValueBytes?: number;
 }
 
 /** The store: user-scoped stores, and the test-only truncate. */
@@ -96,6 +107,10 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     rolloverAt: options.rolloverAt ?? 512,
     retireAfterMs: options.retireAfterMs ?? 10 * 60 * 1000,
     maxCommitMs: options.maxCommitMs ?? 60_000,
+    archiveEncoding: options.archiveEncoding ?? 'gzip',
+    presignExpiresIn: options.presignExpiresIn ?? 900,
+    restoreDays: options.restoreDays ?? 1,
+    maxValueBytes: options.maxValueBytes ?? 64 * 1024 * 1024,
     now: options.now ?? Date.now,
     metrics: options.metrics ?? { count: () => {} },
   };
@@ -132,6 +147,7 @@ function guarded(target: SessionStore): SessionStore {
 class UserStore implements SessionStore {
   private readonly sessions: Sessions;
   private readonly lists: Lists;
+  private readonly workspaces: Workspaces;
 
   constructor(
     private readonly ctx: StoreContext,
@@ -139,6 +155,7 @@ class UserStore implements SessionStore {
   ) {
     this.sessions = new Sessions(ctx, layout);
     this.lists = new Lists(ctx, layout);
+    this.workspaces = new Workspaces(ctx, layout, this.sessions);
   }
 
   private ids(sessionId: string, key?: string): void {
@@ -401,6 +418,68 @@ class UserStore implements SessionStore {
     return (await this.lists.getArchive(sessionId, key, read.live.inc, archiveId, page)) as
       | ListPage<T>
       | undefined;
+  }
+
+  // ---- workspaces and direct transfers -------------------------------------------------------
+
+  async createWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    request: WorkspaceUploadRequest,
+    options: WriteOptions = {},
+  ) {
+    this.ids(sessionId);
+    checkId('workspace', name);
+    checkToken(options.token);
+    return this.workspaces.createUpload(sessionId, name, request, options);
+  }
+
+  async completeWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    uploadId: string,
+    options: WriteOptions = {},
+  ) {
+    this.ids(sessionId);
+    checkId('workspace', name);
+    checkToken(options.token);
+    return this.workspaces.completeUpload(sessionId, name, uploadId, options);
+  }
+
+  async listWorkspaces(sessionId: string) {
+    this.ids(sessionId);
+    return this.workspaces.list(sessionId);
+  }
+
+  async getWorkspace(sessionId: string, name: string) {
+    this.ids(sessionId);
+    checkId('workspace', name);
+    return this.workspaces.get(sessionId, name);
+  }
+
+  async deleteWorkspace(sessionId: string, name: string, options: WriteOptions = {}) {
+    this.ids(sessionId);
+    checkId('workspace', name);
+    checkToken(options.token);
+    return this.workspaces.delete(sessionId, name, options);
+  }
+
+  async createValueUpload(sessionId: string, key: string, request: { size: number; md5: string }) {
+    this.ids(sessionId, key);
+    return this.workspaces.createValueUpload(sessionId, key, request);
+  }
+
+  async commitValueUpload(sessionId: string, key: string, uploadId: string, options: SaveOptions = {}) {
+    this.ids(sessionId, key);
+    checkToken(options.token);
+    return this.workspaces.commitValueUpload(sessionId, key, uploadId, (value) =>
+      this.save(sessionId, key, value, options),
+    );
+  }
+
+  async locateValue(sessionId: string, key: string) {
+    this.ids(sessionId, key);
+    return this.workspaces.locateValue(sessionId, key);
   }
 
   // ---- sessions ------------------------------------------------------------------------------

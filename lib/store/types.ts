@@ -61,6 +61,56 @@ export interface ArchiveInfo {
   readonly archivedAt: Date;
 }
 
+/** Storage tiers a workspace may be stored in (mapped to each backend's classes). */
+export type StorageTier = 'standard' | 'infrequent' | 'archive';
+
+/** What an uploader declares before sending a workspace's bytes (as stored, after compression). */
+export interface WorkspaceUploadRequest {
+  /** Bytes as stored. */
+  readonly size: number;
+  /** Base64 MD5 of the whole body (single upload; required unless `parts`). */
+  readonly md5?: string;
+  /** Base64 SHA-256 of the whole body (single upload), checked where the backend checks it. */
+  readonly sha256?: string;
+  /** A multipart upload: each part's size and base64 MD5, in order (every part but the last ≥ 5 MiB). */
+  readonly parts?: ReadonlyArray<{ readonly size: number; readonly md5: string }>;
+  /** Default `standard`. */
+  readonly storageClass?: StorageTier;
+  /** How the body is encoded; default `identity`. */
+  readonly contentEncoding?: 'identity' | 'gzip' | 'br';
+  readonly contentType?: string;
+}
+
+/** A request the uploader makes itself, straight to the object store. */
+export interface DirectRequest {
+  readonly method: 'GET' | 'PUT';
+  readonly url: string;
+  /** Send exactly these headers (they are part of the signature). */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** A started upload: one PUT, or one PUT per part, then `completeWorkspaceUpload`. */
+export interface WorkspaceUpload {
+  readonly uploadId: string;
+  readonly expiresAt: Date;
+  readonly upload?: DirectRequest;
+  readonly parts?: ReadonlyArray<DirectRequest & { readonly partNumber: number }>;
+}
+
+/** A stored workspace. */
+export interface WorkspaceInfo {
+  readonly name: string;
+  readonly size: number;
+  readonly storageClass: StorageTier;
+  readonly lastModified: Date;
+  readonly contentEncoding?: string;
+}
+
+/** A workspace to download: a URL, or (archived) a restore in progress. */
+export type WorkspaceDownload =
+  | (WorkspaceInfo & { readonly status: 'ready'; readonly download: DirectRequest; readonly expiresAt: Date })
+  | (WorkspaceInfo & { readonly status: 'restoring' });
+
 /** A session of the user. */
 export interface SessionInfo {
   readonly sessionId: string;
@@ -120,6 +170,45 @@ export interface SessionStore {
   deleteAllSessions(): Promise<void>;
   /** The user's sessions, a page at a time (1 to 1,000; default 1,000). */
   listSessionIds(options?: { limit?: number; cursor?: string }): Promise<SessionPage>;
+
+  /** Starts a direct upload of a workspace (creates the session); the bytes never pass through here. */
+  createWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    request: WorkspaceUploadRequest,
+    options?: WriteOptions,
+  ): Promise<WorkspaceUpload>;
+  /** Checks what was uploaded against what was declared and makes it the workspace. */
+  completeWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    uploadId: string,
+    options?: WriteOptions,
+  ): Promise<WorkspaceInfo>;
+  /** The session's workspaces, by name. */
+  listWorkspaces(sessionId: string): Promise<WorkspaceInfo[]>;
+  /** A URL to download the workspace, or (archived) `restoring` after asking for a restore. */
+  getWorkspace(sessionId: string, name: string): Promise<WorkspaceDownload | undefined>;
+  /** Removes a workspace and its pending upload (absent is fine). */
+  deleteWorkspace(sessionId: string, name: string, options?: WriteOptions): Promise<void>;
+  /** Starts a direct upload of a single value too large for a request body. */
+  createValueUpload(
+    sessionId: string,
+    key: string,
+    request: { readonly size: number; readonly md5: string },
+  ): Promise<{ uploadId: string; upload: DirectRequest; expiresAt: Date }>;
+  /** Commits an uploaded value as `save` would (the same conditions and fencing), then drops the upload. */
+  commitValueUpload(
+    sessionId: string,
+    key: string,
+    uploadId: string,
+    options?: SaveOptions,
+  ): Promise<{ version: string }>;
+  /** A URL to download the single value (for values too large for an answer), or undefined. */
+  locateValue(
+    sessionId: string,
+    key: string,
+  ): Promise<{ download: DirectRequest; version: string; size: number; expiresAt: Date } | undefined>;
 }
 
 /** Where the store reports its counters (the HTTP layer sends them to CloudWatch EMF). */

@@ -390,6 +390,8 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
       if (name.startsWith('x-amz-meta-')) headers[name] = value;
     headers['content-type'] =
       (replace ? req.headers['content-type'] : undefined) ?? from.headers['content-type'];
+    const encoding = replace ? req.headers['content-encoding'] : from.headers['content-encoding'];
+    if (encoding) headers['content-encoding'] = encoding;
     const up = await request(upstream, 'PUT', `/${encodePath(id)}`, headers, from.body);
     if (up.status !== 200) return answer(req, res, up);
     const tagsReplaced = String(req.headers['x-amz-tagging-directive'] ?? 'COPY').toUpperCase() === 'REPLACE';
