@@ -39,6 +39,10 @@ const schema = z
     AUTH_USER_CLAIM: z.string().min(1).default('sub'),
     ALLOW_ANONYMOUS: bool.default(false),
     BODY_LIMIT_BYTES: int(1024, 32 * 1024 * 1024).default(4 * 1024 * 1024),
+    PRESIGN_EXPIRES_SECONDS: int(60, 7 * 24 * 3600).default(900),
+    ARCHIVE_ENCODING: z.enum(['identity', 'gzip', 'br']).default('gzip'),
+    RESTORE_DAYS: int(1, 30).default(1),
+    MAX_VALUE_BYTES: int(1024, 1024 * 1024 * 1024).default(64 * 1024 * 1024),
     LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
     // Set by the platforms themselves.
     AWS_LAMBDA_FUNCTION_NAME: z.string().optional(),

@@ -73,6 +73,10 @@ export function createApp(config: Config, parts: AppParts): App {
     retentionDays: config.RETENTION_DAYS,
     keepAliveMs: config.KEEPALIVE_MS,
     stateGraceDays: config.STATE_GRACE_DAYS,
+    archiveEncoding: config.ARCHIVE_ENCODING,
+    presignExpiresIn: config.PRESIGN_EXPIRES_SECONDS,
+    restoreDays: config.RESTORE_DAYS,
+    maxValueBytes: config.MAX_VALUE_BYTES,
     metrics: sink,
   });
   const handle = createRouter({

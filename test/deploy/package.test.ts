@@ -37,11 +37,13 @@ describe('AWS: serverless package', () => {
       'PublicLambdaFunction',
       'SessionsLambdaFunction',
       'StateLambdaFunction',
+      'WorkspacesLambdaFunction',
     ]);
     for (const [, f] of functions) expect(f.Properties.Runtime).toBe('nodejs24.x');
     const roleOf = (id: string) => t.Resources[id]?.Properties.Role['Fn::GetAtt'][0];
     expect(roleOf('LockLambdaFunction')).toBe('LockRole');
     expect(roleOf('StateLambdaFunction')).toBe('StateRole');
+    expect(roleOf('WorkspacesLambdaFunction')).toBe('StateRole');
     expect(roleOf('PublicLambdaFunction')).toBe('PublicRole');
   });
 
@@ -68,6 +70,9 @@ describe('AWS: serverless package', () => {
       );
     const state = JSON.stringify(statements('StateRole'));
     expect(state).toContain('/agent-state/*');
+    // Workspaces: restores and multipart uploads signed for the caller, on the same prefix.
+    for (const action of ['s3:RestoreObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'])
+      expect(state).toContain(action);
     expect(state).not.toContain('dynamodb');
     expect(state).not.toMatch(/"Resource":"\*"/);
     const lock = statements('LockRole');
