@@ -5,6 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createS3Driver } from '../lib/drivers/s3.js';
+import { faultTable, runFaultScenario } from '../test/faults/scenario.js';
 import { startLocalBackends } from '../test/servers/local-backends.js';
 import { lineChart } from './chart.js';
 import { bundleTable, runHttpBench } from './http-bench.js';
@@ -50,6 +51,13 @@ try {
   const compression = compressionTable(transcript);
   console.log(`\nCompression of a ${smoke ? 50 : 2000}-turn agent transcript:\n`);
   console.log(compression);
+  const upstream = { s3rverPort: local.s3rverPort, dynamoPort, bucket: 'bench' };
+  const faults = faultTable([
+    await runFaultScenario('s3', upstream, smoke ? 5 : 40),
+    await runFaultScenario('oss', upstream, smoke ? 5 : 40),
+  ]);
+  console.log('\nFaults injected at random into every request of an agent's turns:\n');
+  console.log(faults);
   const bundles = smoke ? '' : bundleTable();
   if (bundles) console.log(`\nFunction bundles (esbuild, target node20):\n\n${bundles}`);
   if (!smoke) {
@@ -84,6 +92,12 @@ try {
       '## HTTP through the local server',
       '',
       http,
+      '',
+      '## Faults',
+      '',
+      "An agent's turns (lock, read, conditional append, save, release) while the fronts inject, at random, 500, 503, connection resets and answers lost after the write into the object store's requests, and throttling, 500 and resets into DynamoDB's (`test/faults/scenario.ts`). The SDKs and the drivers retry; the agent retries what is still reported retryable.",
+      '',
+      faults,
       '',
       '## Workspace transfer',
       '',

@@ -56,6 +56,11 @@ export interface OssDriverOptions {
   readonly stsToken?: string;
   /** Request timeout in ms; default 60,000. */
   readonly timeoutMs?: number;
+  /**
+   * Attempts per request, retries included, on 5xx, 429 and network errors, with jittered
+   * exponential backoff (ali-oss has no retries of its own for buffer bodies); default 3.
+   */
+  readonly maxAttempts?: number;
 }
 
 type Headers = Record<string, string | undefined>;
@@ -81,7 +86,7 @@ export function createOssClient(options: Omit<OssDriverOptions, 'client'>): OSS 
 
 /** Creates an OSS driver for one bucket. */
 export function createOssDriver(options: OssDriverOptions): ObjectStoreDriver {
-  const client = options.client ?? createOssClient(options);
+  const client = withRetries(options.client ?? createOssClient(options), options.maxAttempts ?? 3);
   const capabilities: DriverCapabilities = {
     conditionalOverwrite: false,
     createOnly: true,
@@ -406,6 +411,39 @@ export function createOssDriver(options: OssDriverOptions): ObjectStoreDriver {
   };
 }
 
+/** True for what a retry may fix: 5xx, 429, and network errors (ali-oss reports status -1). */
+function transient(error: unknown): boolean {
+  const { status } = error as { status?: number };
+  return status === undefined || status < 0 || status >= 500 || status === 429;
+}
+
+/**
+ * The client with every promise-returning call retried on transient errors (jittered exponential
+ * backoff, at most 2 s); `signatureUrl` and the other synchronous calls are left as they are.
+ */
+function withRetries(client: OSS, attempts: number): OSS {
+  return new Proxy(client, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const first = value.apply(target, args);
+        if (!(first instanceof Promise)) return first;
+        const retry = async (attempt: number, pending: Promise<unknown>): Promise<unknown> => {
+          try {
+            return await pending;
+          } catch (error) {
+            if (attempt >= attempts || !transient(error)) throw error;
+            await new Promise((r) => setTimeout(r, Math.random() * Math.min(2000, 100 * 2 ** attempt)));
+            return retry(attempt + 1, value.apply(target, args));
+          }
+        };
+        return retry(1, first);
+      };
+    },
+  });
+}
+
 function mapError(error: unknown, key: string): ObjectStoreError {
   if (error instanceof ObjectStoreError) return error;
   const { status, code } = error as { status?: number; code?: string };
@@ -415,7 +453,7 @@ function mapError(error: unknown, key: string): ObjectStoreError {
   }
   if (code === 'InvalidObjectState') return new ObjectArchivedError(key, NAME, { cause: error });
   if (code === 'NoSuchUpload') return new ObjectNotFoundError(key, NAME, { cause: error });
-  const retryable = status === undefined || status < 0 || status >= 500 || status === 429;
+  const retryable = transient(error);
   return new ObjectStoreError(`oss ${code ?? 'error'} on ${key}: ${(error as Error).message}`, NAME, {
     cause: error,
     retryable,

@@ -14,7 +14,7 @@ export function encodeBody(body: Uint8Array, encoding: ContentEncoding): Uint8Ar
   if (encoding === 'gzip') return gzipSync(body, { level: 6 });
   if (encoding === 'br') {
     return brotliCompressSync(body, {
-      params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength },
+      params: { [constants.BROTLI_PARAM_QUALITY]: 9, [constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength },
     });
   }
   return body;

@@ -5,6 +5,7 @@
  * `POST /__front/reset`, `GET /__front/injected`.
  */
 import http from 'node:http';
+import { FaultRules } from './fault-rules.js';
 import { close, forwardHeaders, listen, readBody, request } from './http-util.js';
 
 interface DynamoFault {
@@ -18,42 +19,26 @@ interface DynamoFault {
 
 export async function startDynamoFront(upstreamPort: number) {
   const upstream = { host: '127.0.0.1', port: upstreamPort };
-  let faults: DynamoFault[] = [];
-  let injected = 0;
+  const faults = new FaultRules<DynamoFault>();
   const server = http.createServer((req, res) => {
     handle(req, res).catch(() => res.destroy());
   });
-
-  function take(operation: string): DynamoFault | undefined {
-    const rule = faults.find((f) => !f.operation || f.operation === operation);
-    if (!rule) return undefined;
-    if (rule.probability !== undefined) {
-      if (Math.random() >= rule.probability) return undefined;
-    } else {
-      rule.times = (rule.times ?? 1) - 1;
-      if (rule.times <= 0) faults = faults.filter((f) => f !== rule);
-    }
-    injected++;
-    return rule;
-  }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse) {
     const body = await readBody(req);
     if ((req.url ?? '').startsWith('/__front/')) {
       const path = (req.url ?? '').slice('/__front/'.length);
-      if (path === 'faults') faults.push(JSON.parse(body.toString()) as DynamoFault);
-      if (path === 'reset') {
-        faults = [];
-        injected = 0;
-      }
-      if (path === 'injected') return void res.writeHead(200).end(JSON.stringify({ injected }));
+      if (path === 'faults') faults.add(JSON.parse(body.toString()) as DynamoFault);
+      if (path === 'reset') faults.reset();
+      if (path === 'injected')
+        return void res.writeHead(200).end(JSON.stringify({ injected: faults.injected }));
       return void res.writeHead(204).end();
     }
     const operation =
       String(req.headers['x-amz-target'] ?? '')
         .split('.')
         .pop() ?? '';
-    const fault = take(operation);
+    const fault = faults.take((f) => !f.operation || f.operation === operation);
     if (fault?.kind === 'latency') await new Promise((r) => setTimeout(r, fault.ms ?? 200));
     else if (fault?.kind === 'reset') return void res.socket?.destroy();
     else if (fault) {

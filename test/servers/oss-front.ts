@@ -9,20 +9,26 @@
  * - implements `x-oss-forbid-overwrite: true` (409 FileAlreadyExists when the object exists, atomic
  *   through the S3 front's create-only write);
  * - restores (`POST ?restore`) and multipart uploads pass through to the S3 front, which emulates them;
+ * - injects faults on demand, as the S3 front does (control API `/__front/faults`, `reset`,
+ *   `injected`): 500 InternalError, 503 ServiceUnavailable, latency, connection resets, before or
+ *   after the upstream handled the request;
  * - has no compare-and-swap overwrite, like OSS: an `If-Match` on a PUT is ignored, as OSS ignores it.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { FaultRules } from './fault-rules.js';
 import {
   close,
   forwardHeaders,
   listen,
   parseTarget,
+  readBody,
   request,
   type Upstream,
   xmlEscape,
   xmlValues,
 } from './http-util.js';
+import { type FaultRule, ruleMatches } from './s3-front.js';
 
 /** Query parameters OSS includes in the signed resource. */
 const SUBRESOURCES = new Set([
@@ -62,6 +68,21 @@ export async function startOssFront(
   credentials: { accessKeyId: string; accessKeySecret: string },
 ): Promise<OssFront> {
   const upstream = { host: '127.0.0.1', port: s3Port };
+  const faults = new FaultRules<FaultRule>();
+
+  /** Applies a fault; returns true when the request must go no further. */
+  async function applyFault(rule: FaultRule | undefined, res: http.ServerResponse): Promise<boolean> {
+    if (!rule) return false;
+    if (rule.kind === 'latency') {
+      await new Promise((r) => setTimeout(r, rule.ms ?? 200));
+      return false;
+    }
+    if (rule.kind === 'reset') res.socket?.destroy();
+    else if (rule.kind === '503')
+      sendError(res, 503, 'ServiceUnavailable', 'Please reduce your request rate.');
+    else sendError(res, 500, 'InternalError', 'We encountered an internal error. Please try again.');
+    return true;
+  }
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -74,6 +95,16 @@ export async function startOssFront(
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const target = req.url ?? '/';
     const method = req.method ?? 'GET';
+    if (target.startsWith('/__front/')) {
+      const path = target.slice('/__front/'.length);
+      const body = await readBody(req);
+      if (path === 'faults') faults.add(JSON.parse(body.toString()) as FaultRule);
+      else if (path === 'reset') faults.reset();
+      else if (path === 'injected')
+        return void res.writeHead(200).end(JSON.stringify({ injected: faults.injected }));
+      return void res.writeHead(204).end();
+    }
+    if (await applyFault(faults.take(ruleMatches(req, false)), res)) return void req.resume();
     const { bucket, key, query } = parseTarget(target);
     const denied = authenticate(req, query, method, `/${bucket}/${key}`);
     if (denied) {
@@ -109,6 +140,7 @@ export async function startOssFront(
     }
     const body = method === 'GET' || method === 'HEAD' ? undefined : req;
     const up = await request(upstream, method, path, headers, body);
+    if (await applyFault(faults.take(ruleMatches(req, true)), res)) return;
     if (method === 'POST' && query.has('restore') && up.status === 403) {
       // OSS refuses to restore an object that is not archived with 400, not S3's 403.
       return sendError(

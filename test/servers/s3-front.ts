@@ -25,6 +25,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { KeyedMutex } from '../../lib/drivers/common.js';
+import { FaultRules } from './fault-rules.js';
 import {
   close,
   forwardHeaders,
@@ -58,6 +59,12 @@ export interface FaultRule {
   probability?: number;
 }
 
+/** Whether a rule applies to a request, before or after the upstream handled it. */
+export const ruleMatches = (req: http.IncomingMessage, after: boolean) => (f: FaultRule) =>
+  Boolean(f.after) === after &&
+  (!f.method || f.method === req.method) &&
+  (!f.match || (req.url ?? '').includes(f.match));
+
 interface ObjectExtras {
   tags: string;
   storageClass: string;
@@ -87,31 +94,14 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
   const extras = new Map<string, ObjectExtras>();
   const lifecycles = new Map<string, Buffer>();
   const mutex = new KeyedMutex();
-  let faults: FaultRule[] = [];
+  const faults = new FaultRules<FaultRule>();
   let deleteFailures: string[] = [];
   let received: Array<{ method: string; path: string; bytes: number }> = [];
-  let injected = 0;
   let restoreDelayMs = 300;
   const uploads = new Map<string, Upload>();
 
   function takeFault(req: http.IncomingMessage, after: boolean): FaultRule | undefined {
-    const rule = faults.find(
-      (f) =>
-        Boolean(f.after) === after &&
-        (!f.method || f.method === req.method) &&
-        (!f.match || (req.url ?? '').includes(f.match)),
-    );
-    if (!rule) return undefined;
-    if (rule.probability !== undefined) {
-      // A standing rule: each matching request is hit with this probability, until reset.
-      if (Math.random() >= rule.probability) return undefined;
-      injected++;
-      return rule;
-    }
-    rule.times = (rule.times ?? 1) - 1;
-    if (rule.times <= 0) faults = faults.filter((f) => f !== rule);
-    injected++;
-    return rule;
+    return faults.take(ruleMatches(req, after));
   }
 
   /** Applies a fault; returns true when the request must go no further. */
@@ -177,18 +167,20 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
 
   async function control(path: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const body = req.method === 'POST' ? JSON.parse((await readBody(req)).toString() || '{}') : undefined;
-    if (path === 'faults') faults.push(body as FaultRule);
+    if (path === 'faults') faults.add(body as FaultRule);
     else if (path === 'delete-failures') deleteFailures.push(...(body as { match: string[] }).match);
     else if (path === 'restore-delay') restoreDelayMs = (body as { ms: number }).ms;
     else if (path === 'reset') {
-      faults = [];
+      faults.reset();
       deleteFailures = [];
       received = [];
     } else if (path === 'requests') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(received));
       return;
     } else if (path === 'injected') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ injected }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ injected: faults.injected }));
       return;
     } else {
       res.writeHead(404).end();

@@ -1,0 +1,35 @@
+/** The fault rules a front holds: each hits matching requests `times` times, or with a `probability`. */
+export interface Rule {
+  /** Hit each matching request with this probability until reset (then `times` is ignored). */
+  probability?: number;
+  /** How many requests to hit; default 1. */
+  times?: number;
+}
+
+export class FaultRules<R extends Rule> {
+  private rules: R[] = [];
+  /** Faults injected since the front started. */
+  injected = 0;
+
+  add(rule: R): void {
+    this.rules.push(rule);
+  }
+
+  reset(): void {
+    this.rules = [];
+  }
+
+  /** The first rule matching, if it fires for this request (counted as injected). */
+  take(matches: (rule: R) => boolean): R | undefined {
+    const rule = this.rules.find(matches);
+    if (!rule) return undefined;
+    if (rule.probability !== undefined) {
+      if (Math.random() >= rule.probability) return undefined;
+    } else {
+      rule.times = (rule.times ?? 1) - 1;
+      if (rule.times <= 0) this.rules = this.rules.filter((r) => r !== rule);
+    }
+    this.injected++;
+    return rule;
+  }
+}
