@@ -56,7 +56,7 @@ try {
     await runFaultScenario('s3', upstream, smoke ? 5 : 40),
     await runFaultScenario('oss', upstream, smoke ? 5 : 40),
   ]);
-  console.log('\nFaults injected at random into every request of an agent's turns:\n');
+  console.log("\nFaults injected at random into every request of an agent's turns:\n");
   console.log(faults);
   const bundles = smoke ? '' : bundleTable();
   if (bundles) console.log(`\nFunction bundles (esbuild, target node20):\n\n${bundles}`);
