@@ -1,0 +1,58 @@
+/**
+ * Per-issue time ceilings of the suites: each issue's test files, and the wall time they may take
+ * in CI. The reporter (ceiling-reporter.ts) prints each group's measured time against its ceiling;
+ * test/ceilings.test.ts checks that every test file belongs to exactly one group and that the
+ * ceilings add up to at most 15 minutes.
+ */
+export interface Ceiling {
+  readonly issue: string;
+  /** Test files (paths from the project root) or folders ending with `/`. */
+  readonly files: readonly string[];
+  readonly seconds: number;
+}
+
+export const CEILINGS: readonly Ceiling[] = [
+  {
+    issue: '#2 foundation: drivers and conformance',
+    files: [
+      'test/drivers/memory.test.ts',
+      'test/drivers/fs.test.ts',
+      'test/drivers/s3.test.ts',
+      'test/drivers/oss.test.ts',
+      'test/drivers/dynamodb-server.test.ts',
+      'test/ceilings.test.ts',
+    ],
+    seconds: 60,
+  },
+  { issue: '#3 RGW tier', files: ['test/drivers/rgw.test.ts'], seconds: 40 },
+  { issue: '#4 state store', files: ['test/store/'], seconds: 90 },
+  { issue: '#5 lock', files: ['test/lock/'], seconds: 40 },
+  {
+    issue: '#6 HTTP API',
+    files: [
+      'test/http/routes.test.ts',
+      'test/http/failures.test.ts',
+      'test/http/local-server.test.ts',
+      'test/http/logs.test.ts',
+    ],
+    seconds: 30,
+  },
+  { issue: '#7 deployment and lifecycle', files: ['test/deploy/'], seconds: 120 },
+  {
+    issue: '#8 workspaces (without the 100 MB transfers)',
+    files: ['test/workspaces/workspaces.test.ts', 'test/drivers/transfer.test.ts'],
+    seconds: 60,
+  },
+  { issue: '#8 workspaces: 100 MB transfers', files: ['test/workspaces/large.test.ts'], seconds: 60 },
+  {
+    issue: '#9 faults, CI soak, fuzzing',
+    files: ['test/faults/', 'test/soak/', 'test/http/fuzz.test.ts'],
+    seconds: 180,
+  },
+  { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 30 },
+];
+
+/** The group a test file belongs to (paths relative to the project root). */
+export function ceilingOf(file: string): Ceiling | undefined {
+  return CEILINGS.find((c) => c.files.some((f) => (f.endsWith('/') ? file.startsWith(f) : file === f)));
+}
