@@ -11,6 +11,7 @@ const schema = z
   .object({
     PORT: int(0, 65535).default(8787),
     HOST: z.string().default('127.0.0.1'),
+    PUBLIC_URL: z.url().optional(),
     STORE_BACKEND: z.enum(['fs', 'memory', 's3', 'oss']).default('fs'),
     DATA_DIR: z.string().min(1).default('./.data'),
     STATE_PREFIX: z.string().default('agent-state/'),
@@ -43,6 +44,7 @@ const schema = z
     ARCHIVE_ENCODING: z.enum(['identity', 'gzip', 'br']).default('gzip'),
     RESTORE_DAYS: int(1, 30).default(1),
     MAX_VALUE_BYTES: int(1024, 1024 * 1024 * 1024).default(64 * 1024 * 1024),
+    MAX_BLOB_BYTES: int(1024, 4 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
     LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
     // Set by the platforms themselves.
     AWS_LAMBDA_FUNCTION_NAME: z.string().optional(),

@@ -9,11 +9,18 @@ const env = { ...process.env };
 if (!env.AUTH_JWT_SECRET && env.ALLOW_ANONYMOUS !== 'true')
   env.AUTH_JWT_SECRET = await localSecret(env.DATA_DIR ?? './.data');
 const config = loadConfig(env);
-const app = createApp(config, backendsFrom(config));
-const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES);
+let port = config.PORT;
+const backends = backendsFrom(config, () => config.PUBLIC_URL ?? `http://${config.HOST}:${port}`);
+const app = createApp(config, backends);
+// With fs storage, the server also answers the presigned URLs of workspaces and large values.
+const blobs =
+  'serveBlob' in backends.driver && backends.driver.serveBlob
+    ? { serveBlob: backends.driver.serveBlob, limitBytes: config.MAX_BLOB_BYTES }
+    : undefined;
+const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES, blobs);
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  port = typeof address === 'object' && address ? address.port : config.PORT;
   console.log(
     `agent-state API on http://${config.HOST}:${port}  (storage: ${config.STORE_BACKEND} ${config.STORE_BACKEND === 'fs' ? config.DATA_DIR : ''}, lock: ${config.LOCK_BACKEND})`,
   );

@@ -33,6 +33,7 @@ import {
   withoutDirectTransfer,
 } from './common.js';
 import { ObjectConditionFailedError, ObjectNotFoundError, ObjectStoreError } from './errors.js';
+import { type FsPresignOptions, fsTransfer } from './fs-transfer.js';
 import type {
   DeleteFailure,
   DriverCapabilities,
@@ -52,7 +53,12 @@ const NAME_FILE = '.name';
 export interface FsDriverOptions {
   /** Folder holding the objects; created when missing. */
   readonly root: string;
+  /** Presigned URLs served by the local server (fs-transfer.ts); without it, presigning is unsupported. */
+  readonly presign?: FsPresignOptions;
 }
+
+/** The fs driver; with `presign`, `serveBlob` answers its presigned URLs. */
+export type FsDriver = ObjectStoreDriver & { serveBlob?: ReturnType<typeof fsTransfer>['serveBlob'] };
 
 interface Header {
   key: string;
@@ -91,7 +97,7 @@ function decodeSegment(name: string): string {
 }
 
 /** Creates a driver storing objects under `root`. */
-export function createFsDriver(options: FsDriverOptions): ObjectStoreDriver {
+export function createFsDriver(options: FsDriverOptions): FsDriver {
   const root = path.resolve(options.root);
   const mutex = new KeyedMutex();
   const capabilities: DriverCapabilities = {
@@ -99,10 +105,11 @@ export function createFsDriver(options: FsDriverOptions): ObjectStoreDriver {
     createOnly: true,
     conditionalGet: true,
     conditionalDelete: true,
-    presign: false,
+    presign: Boolean(options.presign),
     tags: true,
     storageClasses: STORAGE_CLASSES,
-    multipart: false,
+    md5Etags: false,
+    multipart: Boolean(options.presign),
     checksumSha256: false,
     restoreClasses: [],
   };
@@ -265,6 +272,7 @@ export function createFsDriver(options: FsDriverOptions): ObjectStoreDriver {
             etag: object.etag,
             size: object.size,
             lastModified: object.lastModified,
+            storageClass: object.storageClass,
           });
       } else if (entry.isDirectory()) {
         const sub = `${keyPrefix}${await segmentOf(dir, entry.name)}/`;
@@ -335,7 +343,12 @@ export function createFsDriver(options: FsDriverOptions): ObjectStoreDriver {
       const from = await readHeader(locate(source).file, source, true);
       return mutex.run(target, () => write(target, from.body, copiedOptions(from, o)));
     },
-    ...withoutDirectTransfer(NAME),
+    ...(options.presign
+      ? fsTransfer(root, options.presign, {
+          write: (key, body, o) => mutex.run(key, () => write(key, body, o)),
+          read: (key) => readHeader(locate(key).file, key, true),
+        })
+      : withoutDirectTransfer(NAME)),
     async close() {},
   };
 }

@@ -48,6 +48,7 @@ export function createMemoryDriver(options: MemoryDriverOptions = {}): ObjectSto
     presign: false,
     tags: true,
     storageClasses: STORAGE_CLASSES,
+    md5Etags: false,
     multipart: false,
     checksumSha256: false,
     restoreClasses: [],

@@ -95,6 +95,7 @@ export function createOssDriver(options: OssDriverOptions): ObjectStoreDriver {
     presign: true,
     tags: true,
     storageClasses: OSS_STORAGE_CLASSES,
+    md5Etags: true,
     multipart: true,
     checksumSha256: false,
     restoreClasses: ['Archive', 'ColdArchive', 'DeepColdArchive'],

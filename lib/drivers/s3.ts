@@ -141,6 +141,7 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
     presign: true,
     tags: true,
     storageClasses: S3_STORAGE_CLASSES,
+    md5Etags: true,
     multipart: true,
     // RGW 16 accepts x-amz-checksum-sha256 without checking it, and has no archive tier to restore from.
     checksumSha256: !rgw,

@@ -21,6 +21,8 @@ export interface DriverCapabilities {
   readonly storageClasses: readonly string[];
   /** `createMultipart`, `presignPart`, `listParts`, `completeMultipart`, `abortMultipart` work. */
   readonly multipart: boolean;
+  /** The etag of an object written by one PUT is the hex MD5 of its body (S3 without SSE-KMS, OSS). */
+  readonly md5Etags: boolean;
   /** Presigned uploads can be bound to a SHA-256 checksum the backend verifies (AWS S3). */
   readonly checksumSha256: boolean;
   /**

@@ -244,7 +244,10 @@ export class Workspaces {
       if (error instanceof ObjectNotFoundError) throw new UploadMismatchError('nothing was uploaded');
       throw error;
     }
-    const md5Differs = !record.multipartId && object.etag.toLowerCase() !== hexOf(record.md5 ?? '');
+    const md5Differs =
+      !record.multipartId &&
+      driver.capabilities.md5Etags &&
+      object.etag.toLowerCase() !== hexOf(record.md5 ?? '');
     if (object.size !== record.size || md5Differs) {
       throw new UploadMismatchError(`the stored object (${object.size} bytes) is not the one declared`);
     }

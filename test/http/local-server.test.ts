@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpClient } from '../../lib/client/index.js';
 
 const run = promisify(execFile);
 
@@ -51,5 +52,19 @@ describe('npm start (built local server on the embedded default)', () => {
       sessions: Array<{ sessionId: string }>;
     };
     expect(listed.sessions.map((s) => s.sessionId)).toEqual(['sandbox/session/1']);
+  });
+
+  it('keeps workspaces too: the server answers the presigned URLs of its fs storage', async () => {
+    const token = (await run('node', ['dist/token.mjs', 'alice'], { env: env() })).stdout.trim();
+    const alice = createHttpClient({ baseUrl: base, token });
+    const data = new Uint8Array(Buffer.from('a workspace '.repeat(10_000)));
+    const info = await alice.uploadWorkspace('ws', 'repo.tar', data);
+    expect(info).toMatchObject({ name: 'repo.tar', contentEncoding: 'gzip' });
+    expect(info.size).toBeLessThan(data.length / 10);
+    const found = await alice.getWorkspace('ws', 'repo.tar');
+    expect(found?.status === 'ready' && found.download.url.startsWith(`${base}/v1/blobs/`)).toBe(true);
+    expect(Buffer.from((await alice.downloadWorkspace('ws', 'repo.tar')) ?? [])).toEqual(Buffer.from(data));
+    // A forged URL is refused.
+    expect((await fetch(`${base}/v1/blobs/e30.AAAA`)).status).toBe(403);
   });
 });

@@ -4,6 +4,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { createHttpClient, type HttpSessionStore } from '../../lib/client/index.js';
+import type { FsDriver } from '../../lib/drivers/fs.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { bearerJwtAuth } from '../../lib/http/auth.js';
@@ -32,6 +33,9 @@ export interface WorkspaceApi {
   close(): Promise<void>;
 }
 
+/** Where the fs driver's presigned URLs point: the API started last (one per test file at a time). */
+export const localBase = { url: '' };
+
 /** Body limit of the API under test: small, so that "too large for a body" is cheap to reach. */
 export const BODY_LIMIT = 64 * 1024;
 
@@ -48,19 +52,26 @@ export async function startWorkspaceApi(
     bodyLimitBytes: BODY_LIMIT,
   });
   const seen: Seen[] = [];
-  const server = createNodeServer(async (request) => {
-    const response = await handle(request);
-    seen.push({
-      method: request.method,
-      path: request.path,
-      status: response.status,
-      requestBytes: request.body?.byteLength ?? 0,
-      answerBytes: Buffer.byteLength(response.body ?? ''),
-    });
-    return response;
-  }, BODY_LIMIT);
+  const server = createNodeServer(
+    async (request) => {
+      const response = await handle(request);
+      seen.push({
+        method: request.method,
+        path: request.path,
+        status: response.status,
+        requestBytes: request.body?.byteLength ?? 0,
+        answerBytes: Buffer.byteLength(response.body ?? ''),
+      });
+      return response;
+    },
+    BODY_LIMIT,
+    'serveBlob' in driver && typeof driver.serveBlob === 'function'
+      ? { serveBlob: driver.serveBlob as FsDriver['serveBlob'] & {}, limitBytes: 256 * 1024 * 1024 }
+      : undefined,
+  );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  localBase.url = baseUrl;
   return {
     baseUrl,
     prefix,

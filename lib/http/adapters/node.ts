@@ -3,9 +3,29 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { HttpHandler } from '../types.js';
 
-/** A node:http server that answers with `handle`; bodies over `bodyLimitBytes` are cut off with 413. */
-export function createNodeServer(handle: HttpHandler, bodyLimitBytes: number): http.Server {
+/** Presigned transfers the local server answers itself (the fs driver's, under `/v1/blobs/`). */
+export interface BlobServer {
+  serveBlob(
+    method: string,
+    token: string,
+    headers: Record<string, string>,
+    body: Uint8Array,
+  ): Promise<{ status: number; headers: Record<string, string>; body?: Uint8Array }>;
+  /** Largest body of a presigned PUT. */
+  readonly limitBytes: number;
+}
+
+/**
+ * A node:http server that answers with `handle`; bodies over `bodyLimitBytes` are cut off with 413.
+ * With `blobs`, requests under `/v1/blobs/` are presigned transfers, answered by it.
+ */
+export function createNodeServer(
+  handle: HttpHandler,
+  bodyLimitBytes: number,
+  blobs?: BlobServer,
+): http.Server {
   return http.createServer((req, res) => {
+    if (blobs && (req.url ?? '').startsWith('/v1/blobs/')) return void serveBlob(blobs, req, res);
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
@@ -35,4 +55,32 @@ export function createNodeServer(handle: HttpHandler, bodyLimitBytes: number): h
       res.end(response.body);
     });
   });
+}
+
+async function serveBlob(
+  blobs: BlobServer,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > blobs.limitBytes) return void res.writeHead(413).end();
+    chunks.push(chunk as Buffer);
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers))
+    if (typeof value === 'string') headers[name] = value;
+  const token = (req.url ?? '').slice('/v1/blobs/'.length).split('?')[0] ?? '';
+  try {
+    const answer = await blobs.serveBlob(req.method ?? 'GET', token, headers, Buffer.concat(chunks));
+    res.writeHead(answer.status, {
+      ...answer.headers,
+      'content-length': String(answer.body?.byteLength ?? 0),
+    });
+    res.end(answer.body);
+  } catch {
+    res.writeHead(500).end();
+  }
 }

@@ -1,6 +1,6 @@
 /** Backends of the local server: any the configuration names. */
 import type { Config } from '../../config.js';
-import { createFsDriver } from '../../drivers/fs.js';
+import { createFsDriver, type FsDriver } from '../../drivers/fs.js';
 import { createMemoryDriver } from '../../drivers/memory.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
 import { createMemoryLock } from '../../lock/memory.js';
@@ -8,11 +8,17 @@ import type { SessionLock } from '../../lock/types.js';
 import { ossDriverFrom } from './aliyun.js';
 import { dynamoDbLockFrom, s3DriverFrom } from './aws.js';
 
-/** Any backend the configuration names (the local server: every SDK is there). */
-export function backendsFrom(config: Config): { driver: ObjectStoreDriver; lock: SessionLock } {
+/**
+ * Any backend the configuration names (the local server: every SDK is there). The fs driver signs
+ * URLs the local server answers itself, at `baseUrl` (`PUBLIC_URL`, else the server's own address).
+ */
+export function backendsFrom(
+  config: Config,
+  baseUrl: () => string = () => config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`,
+): { driver: FsDriver | ObjectStoreDriver; lock: SessionLock } {
   const driver =
     config.STORE_BACKEND === 'fs'
-      ? createFsDriver({ root: config.DATA_DIR })
+      ? createFsDriver({ root: config.DATA_DIR, presign: { baseUrl } })
       : config.STORE_BACKEND === 'memory'
         ? createMemoryDriver()
         : config.STORE_BACKEND === 's3'
