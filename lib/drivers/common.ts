@@ -4,11 +4,11 @@ import { InvalidArgumentError, UnsupportedError } from './errors.js';
 import {
   type CopyOptions,
   DELETE_BATCH_LIMIT,
+  type DirectTransfer,
   type ListedObject,
   type ListOptions,
   MAX_LIST_LIMIT,
   type ObjectListPage,
-  type ObjectStoreDriver,
   type PutOptions,
   type StoredObject,
 } from './types.js';
@@ -210,20 +210,7 @@ export function copiedOptions(from: StoredObject, options: CopyOptions): PutOpti
  * The direct-transfer methods of a driver without presigned URLs (fs, memory): each refuses with
  * `UnsupportedError`; `restore` answers `done`, since every class reads directly.
  */
-export function withoutDirectTransfer(
-  backend: string,
-): Pick<
-  ObjectStoreDriver,
-  | 'presignGet'
-  | 'presignPut'
-  | 'presignUpload'
-  | 'createMultipart'
-  | 'presignPart'
-  | 'listParts'
-  | 'completeMultipart'
-  | 'abortMultipart'
-  | 'restore'
-> {
+export function withoutDirectTransfer(backend: string): DirectTransfer {
   const refuse = async (): Promise<never> => {
     throw new UnsupportedError('presigned transfers', backend);
   };

@@ -12,7 +12,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { checkKey, checkMetadata, checkTags, encodeTags } from './common.js';
 import { ObjectConditionFailedError, ObjectNotFoundError } from './errors.js';
-import type { ObjectStoreDriver, PresignedRequest, PutOptions, StoredObject, UploadedPart } from './types.js';
+import type { DirectTransfer, PresignedRequest, PutOptions, StoredObject, UploadedPart } from './types.js';
 
 /** Where presigned fs URLs point, and the key that signs them. */
 export interface FsPresignOptions {
@@ -46,18 +46,7 @@ export interface BlobAnswer {
   body?: Uint8Array;
 }
 
-type Transfer = Pick<
-  ObjectStoreDriver,
-  | 'presignGet'
-  | 'presignPut'
-  | 'presignUpload'
-  | 'createMultipart'
-  | 'presignPart'
-  | 'listParts'
-  | 'completeMultipart'
-  | 'abortMultipart'
-  | 'restore'
-> & {
+type Transfer = DirectTransfer & {
   /** Answers a request to a presigned URL: `token` is the path after `/v1/blobs/`. */
   serveBlob(
     method: string,

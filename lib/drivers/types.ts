@@ -242,6 +242,20 @@ export interface ObjectStoreDriver {
   close(): Promise<void>;
 }
 
+/** The driver methods of direct transfer (presigned URLs, multipart, restore). */
+export type DirectTransfer = Pick<
+  ObjectStoreDriver,
+  | 'presignGet'
+  | 'presignPut'
+  | 'presignUpload'
+  | 'createMultipart'
+  | 'presignPart'
+  | 'listParts'
+  | 'completeMultipart'
+  | 'abortMultipart'
+  | 'restore'
+>;
+
 /** Most parts of one multipart upload (S3 and OSS). */
 export const MAX_PARTS = 10_000;
 /** Smallest part but the last (S3: 5 MiB; OSS: 100 KiB). */

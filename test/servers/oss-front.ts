@@ -16,7 +16,7 @@
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { FaultRules } from './fault-rules.js';
+import { applyFault, FaultRules } from './fault-rules.js';
 import {
   close,
   forwardHeaders,
@@ -54,6 +54,12 @@ const SUBRESOURCES = new Set([
   'x-oss-process',
 ]);
 const MAX_SKEW_MS = 15 * 60 * 1000;
+/** OSS's answers to the injected errors. */
+const OSS_FAULTS = {
+  '500': ['InternalError', 'We encountered an internal error. Please try again.'],
+  '503': ['ServiceUnavailable', 'Please reduce your request rate.'],
+  '409': ['OperationConflict', 'A conflicting operation occurred. Retry the request.'],
+} as const satisfies Record<string, [string, string]>;
 
 /** A running OSS front. */
 export interface OssFront {
@@ -70,19 +76,8 @@ export async function startOssFront(
   const upstream = { host: '127.0.0.1', port: s3Port };
   const faults = new FaultRules<FaultRule>();
 
-  /** Applies a fault; returns true when the request must go no further. */
-  async function applyFault(rule: FaultRule | undefined, res: http.ServerResponse): Promise<boolean> {
-    if (!rule) return false;
-    if (rule.kind === 'latency') {
-      await new Promise((r) => setTimeout(r, rule.ms ?? 200));
-      return false;
-    }
-    if (rule.kind === 'reset') res.socket?.destroy();
-    else if (rule.kind === '503')
-      sendError(res, 503, 'ServiceUnavailable', 'Please reduce your request rate.');
-    else sendError(res, 500, 'InternalError', 'We encountered an internal error. Please try again.');
-    return true;
-  }
+  const applyOssFault = (rule: FaultRule | undefined, res: http.ServerResponse) =>
+    applyFault(rule, res, OSS_FAULTS, sendError);
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -104,7 +99,7 @@ export async function startOssFront(
         return void res.writeHead(200).end(JSON.stringify({ injected: faults.injected }));
       return void res.writeHead(204).end();
     }
-    if (await applyFault(faults.take(ruleMatches(req, false)), res)) return void req.resume();
+    if (await applyOssFault(faults.take(ruleMatches(req, false)), res)) return void req.resume();
     const { bucket, key, query } = parseTarget(target);
     const denied = authenticate(req, query, method, `/${bucket}/${key}`);
     if (denied) {
@@ -140,7 +135,7 @@ export async function startOssFront(
     }
     const body = method === 'GET' || method === 'HEAD' ? undefined : req;
     const up = await request(upstream, method, path, headers, body);
-    if (await applyFault(faults.take(ruleMatches(req, true)), res)) return;
+    if (await applyOssFault(faults.take(ruleMatches(req, true)), res)) return;
     if (method === 'POST' && query.has('restore') && up.status === 403) {
       // OSS refuses to restore an object that is not archived with 400, not S3's 403.
       return sendError(

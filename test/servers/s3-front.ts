@@ -25,7 +25,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { KeyedMutex } from '../../lib/drivers/common.js';
-import { FaultRules } from './fault-rules.js';
+import { applyFault, FaultRules, type StoreFault } from './fault-rules.js';
 import {
   close,
   forwardHeaders,
@@ -39,7 +39,7 @@ import {
 } from './http-util.js';
 
 /** A fault the front injects into matching requests. */
-export interface FaultRule {
+export interface FaultRule extends StoreFault {
   /**
    * `500`, `503` (SlowDown), `409` (ConditionalRequestConflict), `latency` (then the request
    * proceeds), `reset` (socket destroyed).
@@ -58,6 +58,13 @@ export interface FaultRule {
   /** Hit each matching request with this probability until reset (then `times` is ignored). */
   probability?: number;
 }
+
+/** S3's answers to the injected errors. */
+const S3_FAULTS = {
+  '500': ['InternalError', 'We encountered an internal error.'],
+  '503': ['SlowDown', 'Please reduce your request rate.'],
+  '409': ['ConditionalRequestConflict', 'A conflicting operation occurred. Retry the request.'],
+} as const satisfies Record<string, [string, string]>;
 
 /** Whether a rule applies to a request, before or after the upstream handled it. */
 export const ruleMatches = (req: http.IncomingMessage, after: boolean) => (f: FaultRule) =>
@@ -104,25 +111,8 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     return faults.take(ruleMatches(req, after));
   }
 
-  /** Applies a fault; returns true when the request must go no further. */
-  async function applyFault(rule: FaultRule | undefined, res: http.ServerResponse): Promise<boolean> {
-    if (!rule) return false;
-    if (rule.kind === 'latency') {
-      await new Promise((r) => setTimeout(r, rule.ms ?? 200));
-      return false;
-    }
-    if (rule.kind === 'reset') res.socket?.destroy();
-    else if (rule.kind === '500') sendError(res, 500, 'InternalError', 'We encountered an internal error.');
-    else if (rule.kind === '409') {
-      sendError(
-        res,
-        409,
-        'ConditionalRequestConflict',
-        'A conflicting operation occurred. Retry the request.',
-      );
-    } else sendError(res, 503, 'SlowDown', 'Please reduce your request rate.');
-    return true;
-  }
+  const applyS3Fault = (rule: FaultRule | undefined, res: http.ServerResponse) =>
+    applyFault(rule, res, S3_FAULTS, sendError);
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -141,7 +131,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
       path: req.url ?? '',
       bytes: Number(req.headers['content-length'] ?? 0),
     });
-    if (await applyFault(takeFault(req, false), res)) return;
+    if (await applyS3Fault(takeFault(req, false), res)) return;
 
     const { bucket, key, query: q } = parseTarget(target);
     const id = `${bucket}/${key}`;
@@ -559,7 +549,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
   }
 
   async function answer(req: http.IncomingMessage, res: http.ServerResponse, up: Upstream): Promise<void> {
-    if (await applyFault(takeFault(req, true), res)) return;
+    if (await applyS3Fault(takeFault(req, true), res)) return;
     const headers = { ...up.headers };
     delete headers['transfer-encoding'];
     headers['content-length'] = String(up.body.length);
