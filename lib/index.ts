@@ -6,9 +6,11 @@ export {
   type HttpSessionStore,
   PayloadTooLargeError,
   UnauthorizedError,
+  type UploadWorkspaceOptions,
 } from './client/index.js';
 export * from './drivers/errors.js';
-export { createFsDriver, type FsDriverOptions } from './drivers/fs.js';
+export { createFsDriver, type FsDriver, type FsDriverOptions } from './drivers/fs.js';
+export type { FsPresignOptions } from './drivers/fs-transfer.js';
 export { createMemoryDriver, type MemoryDriverOptions } from './drivers/memory.js';
 export {
   createOssClient,

@@ -220,10 +220,15 @@ export class Workspaces {
     const recordName = this.layout.workspaceUpload(s, marker.inc, name);
     const record = await this.record(recordName);
     if (!record || record.uploadId !== uploadId) throw new UploadNotFoundError(uploadId);
-    if (record.multipartId && record.parts) {
-      const listed = await driver.listParts(key, record.multipartId).catch((error: unknown) => {
-        throw error instanceof ObjectNotFoundError ? new UploadNotFoundError(uploadId) : error;
-      });
+    // An upload no longer listed was completed by an earlier call whose answer was lost: the checks
+    // of the object below decide.
+    const listed =
+      record.multipartId &&
+      (await driver.listParts(key, record.multipartId).catch((error: unknown) => {
+        if (error instanceof ObjectNotFoundError) return undefined;
+        throw error;
+      }));
+    if (record.multipartId && record.parts && listed) {
       const bad = record.parts.flatMap((declared, i) => {
         const got = listed.find((p) => p.partNumber === i + 1);
         return got && got.size === declared.size && got.etag.toLowerCase() === hexOf(declared.md5)
