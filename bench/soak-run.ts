@@ -43,14 +43,17 @@ async function main() {
       s3Endpoint: backends.s3,
       bucket: 'soak',
       dynamoEndpoint: `http://127.0.0.1:${backends.dynamoPort}`,
+      progress: (done: number) => {
+        if (done % 1000 === 0) console.log(`  ${done} turns at ${new Date().toISOString().slice(11, 19)}`);
+      },
     };
     const results = [await runSoak(options, 'locked'), await runSoak(options, 'unlocked')];
     const table = [
-      '| mode | agents x turns | acknowledged | lost or doubled | conflicts retried | max lock wait ms | max lock hold ms | seconds | turns/s |',
-      '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+      '| mode | agents x turns | acknowledged | lost or doubled | conflicts retried | lock waits over 10 s | max lock wait ms | max lock hold ms | seconds | turns/s |',
+      '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
       ...results.map(
         (r) =>
-          `| ${r.mode} | ${r.agents} x ${r.turns} | ${r.acknowledged} | ${r.problems.length} | ${r.conflictsRetried} | ${r.maxWaitMs.toFixed(0)} | ${r.maxHoldMs.toFixed(0)} | ${r.seconds.toFixed(1)} | ${(r.acknowledged / r.seconds).toFixed(1)} |`,
+          `| ${r.mode} | ${r.agents} x ${r.turns} | ${r.acknowledged} | ${r.problems.length} | ${r.conflictsRetried} | ${r.lockTimeouts} | ${r.maxWaitMs.toFixed(0)} | ${r.maxHoldMs.toFixed(0)} | ${r.seconds.toFixed(1)} | ${(r.acknowledged / r.seconds).toFixed(1)} |`,
       ),
     ].join('\n');
     console.log(table);
