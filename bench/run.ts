@@ -2,7 +2,7 @@
  * `npm run bench`: starts s3rver behind the S3 front on 127.0.0.1, runs every benchmark, prints the
  * tables and writes bench/REPORT.md and its charts. `npm run bench -- --smoke` runs the smallest size.
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createS3Driver } from '../lib/drivers/s3.js';
 import { faultTable, runFaultScenario } from '../test/faults/scenario.js';
@@ -116,7 +116,12 @@ try {
       bundles,
       '',
     ].join('\n');
-    await writeFile(path.join(here, 'REPORT.md'), report);
+    // The full soak takes most of an hour, so `npm run soak` runs it apart; its last figures are kept here.
+    const soak = await readFile(path.join(here, 'SOAK.md'), 'utf8').catch(() => '');
+    const soakSection = soak
+      ? `## Concurrency soak (\`npm run soak\`, bench/SOAK.md)\n\n${soak.replace(/^# .*\n\n/, '')}`
+      : '';
+    await writeFile(path.join(here, 'REPORT.md'), `${report}\n${soakSection}`);
     console.log('\nwrote bench/REPORT.md and bench/append-bytes.svg');
   }
 } finally {
