@@ -107,6 +107,8 @@ try {
       '',
       `## Compression of a realistic agent transcript (${transcript.byteLength.toLocaleString('en')} bytes of JSON, 2,000 turns)`,
       '',
+      "A coding agent's session over this repository (`agentTranscript` in bench/workspace-bench.ts): README sentences as user and assistant turns, tool calls that read the real source files and run tests, their output with timings, ids and token counts.",
+      '',
       compression,
       '',
       '## Function bundles and cold start',

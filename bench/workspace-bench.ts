@@ -4,6 +4,8 @@
  * compression ratio of gzip and brotli on a realistic agent transcript.
  */
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ObjectStoreDriver } from '../lib/drivers/types.js';
 import { encodeBody } from '../lib/store/encoding.js';
@@ -69,42 +71,60 @@ export function transferTable(rows: TransferRow[]): string {
 }
 
 /**
- * A realistic agent transcript: user turns, assistant turns with tool calls, tool results with
- * code, logs and file listings, as a JSON array (what a list archive or a workspace dump holds).
+ * A realistic agent transcript: a coding agent's session over this repository. User turns and
+ * assistant turns are sentences of the README; tool calls read real source files, run commands and
+ * return their output (the files' lines, test logs with timings, ids and hashes), as a JSON array
+ * (what a list archive or a workspace dump holds). Deterministic for a given seed.
  */
 export function agentTranscript(turns: number, seed = 7): Uint8Array {
   let state = seed;
   const rand = (n: number) => {
-    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
     return state % n;
   };
-  const words =
-    'the a test file function error fix build module import value list session agent plan step run check result output return const async await type interface'.split(
-      ' ',
-    );
-  const sentence = (n: number) => Array.from({ length: n }, () => words[rand(words.length)]).join(' ');
+  const sources = readdirSync('lib', { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith('.ts'))
+    .sort()
+    .map((f) => ({ file: `lib/${f}`, lines: readFileSync(path.join('lib', f), 'utf8').split('\n') }));
+  const sentences = readFileSync('README.md', 'utf8')
+    .split(/(?<=[.?!])\s+/)
+    .filter((x) => x.length > 20 && x.length < 400);
+  const pick = <T>(list: readonly T[]) => list[rand(list.length)] as T;
+  const hex = (n: number) => Array.from({ length: n }, () => rand(16).toString(16)).join('');
   const items: unknown[] = [];
   for (let i = 0; i < turns; i++) {
-    items.push({ role: 'user', content: `${sentence(12 + rand(20))}?`, ts: 1_790_000_000_000 + i * 7_000 });
-    const file = `src/${words[rand(words.length)]}/${words[rand(words.length)]}.ts`;
+    const source = pick(sources);
+    const from = rand(Math.max(1, source.lines.length - 40));
+    const id = `call_${hex(24)}`;
+    items.push({
+      role: 'user',
+      content: pick(sentences),
+      ts: 1_790_000_000_000 + i * (3_000 + rand(60_000)),
+    });
     items.push({
       role: 'assistant',
-      content: sentence(30 + rand(60)),
+      content: `${pick(sentences)} ${pick(sentences)}`,
       toolCalls: [
-        { id: `call_${i}_${rand(1e6)}`, name: 'bash', arguments: { command: `npx vitest run ${file}` } },
+        rand(2)
+          ? { id, name: 'read_file', arguments: { path: source.file, from, to: from + 40 } }
+          : {
+              id,
+              name: 'bash',
+              arguments: { command: `npx vitest run test/${pick(['store', 'http', 'drivers', 'lock'])}` },
+            },
       ],
     });
     items.push({
       role: 'tool',
-      toolCallId: `call_${i}`,
-      content: [
-        ` RUN  v4.1.12 /work/project`,
-        ...Array.from({ length: 3 + rand(8) }, (_, j) => ` ✓ ${file} > ${sentence(5)} ${rand(40)}ms (${j})`),
-        `export async function ${words[rand(words.length)]}(${words[rand(words.length)]}: string): Promise<number> {`,
-        `  return ${rand(1000)};`,
-        '}',
-        ` Test Files  1 passed (1)\n      Tests  ${rand(50)} passed`,
-      ].join('\n'),
+      toolCallId: id,
+      content: rand(2)
+        ? source.lines.slice(from, from + 10 + rand(30)).join('\n')
+        : Array.from(
+            { length: 3 + rand(12) },
+            () => ` ✓ ${pick(sources).file} > ${pick(sentences).slice(0, 60)} ${rand(900)}ms [${hex(8)}]`,
+          ).join('\n'),
+      usage: { inputTokens: 1_000 + rand(90_000), outputTokens: rand(4_000) },
     });
   }
   return new Uint8Array(Buffer.from(JSON.stringify(items)));
