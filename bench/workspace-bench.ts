@@ -61,7 +61,7 @@ export async function runTransferBench(driver: ObjectStoreDriver, sizes: number[
 export function transferTable(rows: TransferRow[]): string {
   const mbps = (bytes: number, ms: number) => ((bytes / MB / ms) * 1000).toFixed(0);
   return [
-    '| workspace | upload ms | MB/s | download ms | MB/s | requests to the function | bytes through the function | peak RSS of the client process |',
+    '| workspace | upload ms | MB/s | download ms | MB/s | requests to the function | bytes through the function | peak RSS (one process: client, API, s3rver and its front) |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
