@@ -10,6 +10,13 @@
  * committed; a value larger than an answer comes back as a 303 to a presigned URL, followed here.
  */
 
+import { createReadStream, createWriteStream } from 'node:fs';
+import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createBrotliCompress, createBrotliDecompress, createGunzip, createGzip } from 'node:zlib';
 import { encodeUrlId } from '../http/url-ids.js';
 import { type Lease, LockConflictError, LockLostError } from '../lock/types.js';
 import { type ContentEncoding, decodeBody, encodeBody, md5Base64 } from '../store/encoding.js';
@@ -112,8 +119,17 @@ export interface HttpSessionStore extends SessionStore {
     data: Uint8Array,
     options?: UploadWorkspaceOptions,
   ): Promise<WorkspaceInfo>;
+  /** The same from a file, read a part at a time (compressed into a temporary file first). */
+  uploadWorkspaceFile(
+    sessionId: string,
+    name: string,
+    file: string,
+    options?: UploadWorkspaceOptions,
+  ): Promise<WorkspaceInfo>;
   /** Downloads straight from the object store and decompresses; `RestoreInProgressError` while archived. */
   downloadWorkspace(sessionId: string, name: string): Promise<Uint8Array | undefined>;
+  /** The same into a file, streamed; false when there is no such workspace. */
+  downloadWorkspaceToFile(sessionId: string, name: string, file: string): Promise<boolean>;
 }
 
 interface Problem {
@@ -135,6 +151,29 @@ const MIB = 1024 * 1024;
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 
 type DirectRequestJson = { method: 'GET' | 'PUT'; url: string; headers: Record<string, string> };
+
+/** Bytes to upload, read a part at a time. */
+interface Source {
+  readonly size: number;
+  read(offset: number, length: number): Promise<Uint8Array>;
+}
+
+const bytesSource = (body: Uint8Array): Source => ({
+  size: body.byteLength,
+  read: async (offset, length) => body.subarray(offset, offset + length),
+});
+
+async function fileSource(handle: FileHandle): Promise<Source> {
+  const { size } = await handle.stat();
+  return {
+    size,
+    async read(offset, length) {
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buffer, 0, length, offset);
+      return buffer.subarray(0, bytesRead);
+    },
+  };
+}
 
 /** Jittered exponential backoff before attempt `attempt + 1`. */
 const pause = (attempt: number) =>
@@ -361,6 +400,61 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       : { ...info, status: 'restoring' };
   }
 
+  /**
+   * Uploads a body from a source straight to the object store: one PUT, or parts (at most 1,000,
+   * so parts grow with the body) sent `concurrency` at a time, each retried; then completes.
+   */
+  async function uploadSource(sessionId: string, name: string, source: Source, o: UploadWorkspaceOptions) {
+    const stored = {
+      size: source.size,
+      contentEncoding: o.encoding ?? 'gzip',
+      ...(o.storageClass ? { storageClass: o.storageClass } : {}),
+      ...(o.contentType ? { contentType: o.contentType } : {}),
+    };
+    if (source.size <= (o.multipartAboveBytes ?? 16 * MIB)) {
+      const body = await source.read(0, source.size);
+      const started = await createWorkspaceUpload(sessionId, name, { ...stored, md5: md5Base64(body) }, o);
+      await direct(started.upload as DirectRequestJson, body);
+      return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
+    }
+    const partBytes = Math.max(5 * MIB, o.partBytes ?? 8 * MIB, Math.ceil(source.size / 1000));
+    const parts: Array<{ offset: number; size: number; md5: string }> = [];
+    for (let offset = 0; offset < source.size; offset += partBytes) {
+      const size = Math.min(partBytes, source.size - offset);
+      parts.push({ offset, size, md5: md5Base64(await source.read(offset, size)) });
+    }
+    const started = await createWorkspaceUpload(
+      sessionId,
+      name,
+      { ...stored, parts: parts.map((p) => ({ size: p.size, md5: p.md5 })) },
+      o,
+    );
+    const urls = started.parts ?? [];
+    let next = 0;
+    const worker = async () => {
+      while (next < urls.length) {
+        const i = next++;
+        const part = parts[i] as (typeof parts)[number];
+        await direct(urls[i] as DirectRequestJson, await source.read(part.offset, part.size));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, o.concurrency ?? 4) }, worker));
+    return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
+  }
+
+  /** The download of a workspace; undefined when absent; `RestoreInProgressError` while archived. */
+  async function downloadResponse(sessionId: string, name: string) {
+    const found = await getWorkspace(sessionId, name);
+    if (!found) return undefined;
+    if (found.status === 'restoring') throw new RestoreInProgressError(`workspace ${name}`);
+    const response = await direct(found.download);
+    return {
+      response,
+      decoded: response.headers.has('content-encoding'),
+      contentEncoding: found.contentEncoding,
+    };
+  }
+
   return {
     createValueUpload,
     commitValueUpload,
@@ -397,47 +491,49 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       if (!response.ok) await fail(response);
     },
     async uploadWorkspace(sessionId, name, data, o = {}) {
+      const body = encodeBody(data, o.encoding ?? 'gzip');
+      return uploadSource(sessionId, name, bytesSource(body), o);
+    },
+    async uploadWorkspaceFile(sessionId, name, file, o = {}) {
       const encoding = o.encoding ?? 'gzip';
-      const body = encodeBody(data, encoding);
-      const partBytes = Math.max(5 * MIB, o.partBytes ?? 8 * MIB);
-      const stored = {
-        size: body.byteLength,
-        contentEncoding: encoding,
-        ...(o.storageClass ? { storageClass: o.storageClass } : {}),
-        ...(o.contentType ? { contentType: o.contentType } : {}),
-      };
-      if (body.byteLength <= (o.multipartAboveBytes ?? 16 * MIB)) {
-        const started = await createWorkspaceUpload(sessionId, name, { ...stored, md5: md5Base64(body) }, o);
-        await direct(started.upload as DirectRequestJson, body);
-        return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
-      }
-      const parts: Uint8Array[] = [];
-      for (let at = 0; at < body.byteLength; at += partBytes) parts.push(body.subarray(at, at + partBytes));
-      const started = await createWorkspaceUpload(
-        sessionId,
-        name,
-        { ...stored, parts: parts.map((p) => ({ size: p.byteLength, md5: md5Base64(p) })) },
-        o,
-      );
-      const urls = started.parts ?? [];
-      let next = 0;
-      const worker = async () => {
-        while (next < urls.length) {
-          const i = next++;
-          await direct(urls[i] as DirectRequestJson, parts[i]);
+      // Compressed into a temporary file first: every part's size and MD5 are declared up front.
+      const dir = encoding === 'identity' ? undefined : await mkdtemp(path.join(tmpdir(), 'workspace-'));
+      const stored = dir ? path.join(dir, 'body') : file;
+      try {
+        if (dir) {
+          const compress = encoding === 'gzip' ? createGzip() : createBrotliCompress();
+          await pipeline(createReadStream(file), compress, createWriteStream(stored));
         }
-      };
-      await Promise.all(Array.from({ length: Math.max(1, o.concurrency ?? 4) }, worker));
-      return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
+        const handle = await open(stored, 'r');
+        try {
+          return await uploadSource(sessionId, name, await fileSource(handle), o);
+        } finally {
+          await handle.close();
+        }
+      } finally {
+        if (dir) await rm(dir, { recursive: true, force: true });
+      }
     },
     async downloadWorkspace(sessionId, name) {
-      const found = await getWorkspace(sessionId, name);
-      if (!found) return undefined;
-      if (found.status === 'restoring') throw new RestoreInProgressError(`workspace ${name}`);
-      const response = await direct(found.download);
-      const bytes = new Uint8Array(await response.arrayBuffer());
+      const response = await downloadResponse(sessionId, name);
+      if (!response) return undefined;
+      const bytes = new Uint8Array(await response.response.arrayBuffer());
       // fetch has already decoded a body served with its Content-Encoding.
-      return response.headers.has('content-encoding') ? bytes : decodeBody(bytes, found.contentEncoding);
+      return response.decoded ? bytes : decodeBody(bytes, response.contentEncoding);
+    },
+    async downloadWorkspaceToFile(sessionId, name, file) {
+      const found = await downloadResponse(sessionId, name);
+      if (!found?.response.body) return false;
+      const stream = Readable.fromWeb(found.response.body as import('node:stream/web').ReadableStream);
+      const out = createWriteStream(file);
+      if (found.decoded || !found.contentEncoding) await pipeline(stream, out);
+      else
+        await pipeline(
+          stream,
+          found.contentEncoding === 'br' ? createBrotliDecompress() : createGunzip(),
+          out,
+        );
+      return true;
     },
     async get<T>(sessionId: string, key: string) {
       return (await getVersioned<T>(sessionId, key))?.value;

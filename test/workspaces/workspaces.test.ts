@@ -4,7 +4,7 @@
  * answers. The bytes go straight between the client and the object store: the function only signs.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -183,6 +183,30 @@ describe.each(transferring)('workspaces on $name', (backend) => {
     expect(createHash('sha256').update(back).digest('hex')).toBe(
       createHash('sha256').update(data).digest('hex'),
     );
+  });
+
+  it('uploads from a file and downloads into one, a part at a time', async () => {
+    const alice = api.client('alice');
+    const s = sid();
+    const dir = await mkdtemp(path.join(tmpdir(), 'ws-file-'));
+    try {
+      const source = path.join(dir, 'workspace.tar');
+      const data = Buffer.concat([randomBytes(6 * MIB), Buffer.from(transcript(4000))]);
+      await writeFile(source, data);
+      const info = await alice.uploadWorkspaceFile(s, 'from-file', source, {
+        multipartAboveBytes: 5 * MIB,
+        partBytes: 5 * MIB,
+      });
+      expect(info).toMatchObject({ name: 'from-file', contentEncoding: 'gzip' });
+      expect(info.size).toBeLessThan(data.length);
+      const target = path.join(dir, 'back.tar');
+      expect(await alice.downloadWorkspaceToFile(s, 'from-file', target)).toBe(true);
+      const digest = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+      expect(digest(await readFile(target))).toBe(digest(data));
+      expect(await alice.downloadWorkspaceToFile(s, 'absent', target)).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('stores the chosen class; an archived workspace answers 202 until restored', async () => {
