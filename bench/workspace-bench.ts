@@ -5,6 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, open, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ObjectStoreDriver } from '../lib/drivers/types.js';
@@ -15,6 +17,8 @@ const MB = 1024 * 1024;
 
 export interface TransferRow {
   size: number;
+  /** Whether the client read and wrote files (a part at a time) instead of one buffer. */
+  file: boolean;
   uploadMs: number;
   downloadMs: number;
   functionRequests: number;
@@ -22,38 +26,78 @@ export interface TransferRow {
   peakRssMb: number;
 }
 
-/** Uploads and downloads one workspace per size (random bytes, stored as they are). */
-export async function runTransferBench(driver: ObjectStoreDriver, sizes: number[]): Promise<TransferRow[]> {
+/**
+ * Uploads and downloads one workspace per size (random bytes, stored as they are), from memory, and
+ * for `fileSizes` from a file into a file (the client then holds a few parts at a time).
+ */
+export async function runTransferBench(
+  driver: ObjectStoreDriver,
+  sizes: number[],
+  fileSizes: number[] = [],
+): Promise<TransferRow[]> {
   const api = await startWorkspaceApi(driver);
   const client = api.client('bench');
+  const dir = await mkdtemp(path.join(tmpdir(), 'bench-ws-'));
   const rows: TransferRow[] = [];
+  const measure = async (
+    size: number,
+    file: boolean,
+    up: () => Promise<unknown>,
+    down: () => Promise<number>,
+  ) => {
+    api.seen.length = 0;
+    let peak = process.memoryUsage().rss;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 50);
+    const t0 = performance.now();
+    await up();
+    const t1 = performance.now();
+    const got = await down();
+    const t2 = performance.now();
+    clearInterval(sampler);
+    if (got !== size) throw new Error(`download of ${size} bytes came back with ${got}`);
+    rows.push({
+      size,
+      file,
+      uploadMs: t1 - t0,
+      downloadMs: t2 - t1,
+      functionRequests: api.seen.length,
+      functionBytes: api.seen.reduce((sum, s) => sum + s.requestBytes + s.answerBytes, 0),
+      peakRssMb: peak / MB,
+    });
+  };
   try {
+    // Files first: a process's RSS does not shrink after the in-memory rows.
+    for (const size of fileSizes) {
+      const source = path.join(dir, 'source');
+      const out = await open(source, 'w');
+      for (let at = 0; at < size; at += 64 * MB) await out.write(randomBytes(Math.min(64 * MB, size - at)));
+      await out.close();
+      await measure(
+        size,
+        true,
+        () => client.uploadWorkspaceFile('bench', `f-${size}`, source, { encoding: 'identity' }),
+        async () => {
+          await client.downloadWorkspaceToFile('bench', `f-${size}`, path.join(dir, 'back'));
+          return (await stat(path.join(dir, 'back'))).size;
+        },
+      );
+      await client.deleteWorkspace('bench', `f-${size}`);
+    }
     for (const size of sizes) {
       const data = new Uint8Array(randomBytes(size));
-      api.seen.length = 0;
-      let peak = process.memoryUsage().rss;
-      const sampler = setInterval(() => {
-        peak = Math.max(peak, process.memoryUsage().rss);
-      }, 50);
-      const t0 = performance.now();
-      await client.uploadWorkspace('bench', `w-${size}`, data, { encoding: 'identity' });
-      const t1 = performance.now();
-      const back = await client.downloadWorkspace('bench', `w-${size}`);
-      const t2 = performance.now();
-      clearInterval(sampler);
-      if (back?.byteLength !== size) throw new Error(`download of ${size} bytes came back wrong`);
-      rows.push({
+      await measure(
         size,
-        uploadMs: t1 - t0,
-        downloadMs: t2 - t1,
-        functionRequests: api.seen.length,
-        functionBytes: api.seen.reduce((sum, s) => sum + s.requestBytes + s.answerBytes, 0),
-        peakRssMb: peak / MB,
-      });
+        false,
+        () => client.uploadWorkspace('bench', `w-${size}`, data, { encoding: 'identity' }),
+        async () => (await client.downloadWorkspace('bench', `w-${size}`))?.byteLength ?? -1,
+      );
       await client.deleteWorkspace('bench', `w-${size}`);
     }
   } finally {
     await api.close();
+    await rm(dir, { recursive: true, force: true });
   }
   return rows;
 }
@@ -65,7 +109,7 @@ export function transferTable(rows: TransferRow[]): string {
     '|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(
       (r) =>
-        `| ${r.size >= 1024 * MB ? `${r.size / 1024 / MB} GB` : `${r.size / MB} MB`} | ${r.uploadMs.toFixed(0)} | ${mbps(r.size, r.uploadMs)} | ${r.downloadMs.toFixed(0)} | ${mbps(r.size, r.downloadMs)} | ${r.functionRequests} | ${r.functionBytes.toLocaleString('en')} | ${r.peakRssMb.toFixed(0)} MB |`,
+        `| ${r.size >= 1024 * MB ? `${r.size / 1024 / MB} GB` : `${r.size / MB} MB`}${r.file ? ', file to file' : ''} | ${r.uploadMs.toFixed(0)} | ${mbps(r.size, r.uploadMs)} | ${r.downloadMs.toFixed(0)} | ${mbps(r.size, r.downloadMs)} | ${r.functionRequests} | ${r.functionBytes.toLocaleString('en')} | ${r.peakRssMb.toFixed(0)} MB |`,
     ),
   ].join('\n');
 }

@@ -52,6 +52,7 @@ import type {
   WorkspaceUpload,
   WriteOptions,
 } from '../store/types.js';
+import { MAX_UPLOAD_PARTS, MIN_PART_BYTES } from '../store/workspaces.js';
 
 /** The request had no valid identity (401). */
 export class UnauthorizedError extends StoreError {
@@ -417,7 +418,11 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       await direct(started.upload as DirectRequestJson, body);
       return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
     }
-    const partBytes = Math.max(5 * MIB, o.partBytes ?? 8 * MIB, Math.ceil(source.size / 1000));
+    const partBytes = Math.max(
+      MIN_PART_BYTES,
+      o.partBytes ?? 8 * MIB,
+      Math.ceil(source.size / MAX_UPLOAD_PARTS),
+    );
     const parts: Array<{ offset: number; size: number; md5: string }> = [];
     for (let offset = 0; offset < source.size; offset += partBytes) {
       const size = Math.min(partBytes, source.size - offset);

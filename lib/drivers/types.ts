@@ -256,11 +256,6 @@ export type DirectTransfer = Pick<
   | 'restore'
 >;
 
-/** Most parts of one multipart upload (S3 and OSS). */
-export const MAX_PARTS = 10_000;
-/** Smallest part but the last (S3: 5 MiB; OSS: 100 KiB). */
-export const MIN_PART_BYTES = 5 * 1024 * 1024;
-
 /** Most keys one `deleteMany` request may carry on S3 and OSS. */
 export const DELETE_BATCH_LIMIT = 1000;
 /** Largest page `list` returns. */
