@@ -99,14 +99,19 @@ export class Sessions {
    * Keep-alive of the state (at most once per R, with the marker): copies onto themselves the
    * `kind=state` objects older than the state grace minus R, so no state object is ever more than
    * the grace older than its marker. Lifecycle deletes state only after retention + grace, when the
-   * marker (retention) is already past: a session is never seen half expired. Archives are never
-   * refreshed; they follow their own rules. Cost: each state object is copied at most once per
-   * (grace − R) of activity.
+   * marker (retention) is already past: a session is never seen half expired. Archives, workspaces
+   * and uploads are never refreshed; they follow their own rules. State objects are the session's
+   * direct children (encoded keys hold no `/`; workspaces and uploads live in `~` folders) other
+   * than archives. Cost: each state object is copied at most once per (grace − R) of activity.
    */
   private async refreshState(sessionId: string): Promise<void> {
     const cutoff = this.ctx.now() - (this.ctx.stateGraceMs - this.ctx.keepAliveMs);
-    const old = (await listAll(this.ctx.driver, this.layout.session(sessionId))).filter(
-      (o) => !o.key.includes('.list~a~') && o.lastModified.getTime() < cutoff,
+    const prefix = this.layout.session(sessionId);
+    const old = (await listAll(this.ctx.driver, prefix)).filter(
+      (o) =>
+        !o.key.slice(prefix.length).includes('/') &&
+        !o.key.includes('.list~a~') &&
+        o.lastModified.getTime() < cutoff,
     );
     for (const object of old) {
       await this.ctx.driver.copy(object.key, object.key, { tags: { kind: 'state' } }).catch(() => {

@@ -134,4 +134,26 @@ describe('session-coherent expiry (simulation of the rendered lifecycle rules)',
     expect(await user.get('s', 'written-once')).toBe('still here');
     expect((await user.getList('s', 'l')).items).toEqual([1]);
   });
+
+  it('keep-alive refreshes state only: workspaces and pending uploads keep their tag and age', async () => {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const clock = () => now;
+    const driver = createMemoryDriver({ now: clock });
+    const user = createStateStore({ driver, now: clock, retentionDays: 3, stateGraceDays: 2 }).forUser('u');
+    await user.save('s', 'plan', 1);
+    const blobs = ['agent-state/u/s/~ws~inc/repo.tar', 'agent-state/u/s/~vu/big~0123'];
+    for (const name of blobs) await driver.put(name, 'bytes', { tags: { kind: 'workspace' } });
+    const written = now;
+    for (let day = 1; day <= 4; day++) {
+      now += DAY;
+      await user.save('s', 'tick', day);
+    }
+    for (const name of blobs) {
+      const info = await driver.head(name, { tags: true });
+      expect(info.tags).toEqual({ kind: 'workspace' });
+      expect(info.lastModified.getTime()).toBe(written);
+    }
+    // The state object was refreshed meanwhile.
+    expect((await driver.head('agent-state/u/s/plan.json')).lastModified.getTime()).toBeGreaterThan(written);
+  });
 });
