@@ -314,8 +314,8 @@ class UserStore implements SessionStore {
       throw new AppendConflictError(s.count, s.hash);
     };
     try {
-      // The state came from the manifest alone: a lagging manifest is checked against the slots before a refusal.
-      const unverified = false;
+      // The state came from the manifest alone (`firstVerified` false): a lagging manifest is
+      // checked against the slots before a refusal.
       return (await this.lists.append(
         sessionId,
         key,
@@ -324,7 +324,7 @@ class UserStore implements SessionStore {
         items,
         decide,
         options.token,
-        unverified,
+        false,
       )) as ListWriteResult;
     } catch (error) {
       if (!(error instanceof AppendConflictError)) throw error;
