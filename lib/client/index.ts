@@ -19,7 +19,7 @@ import { pipeline } from 'node:stream/promises';
 import { createBrotliCompress, createBrotliDecompress, createGunzip, createGzip } from 'node:zlib';
 import { encodeUrlId } from '../http/url-ids.js';
 import { type Lease, LockConflictError, LockLostError } from '../lock/types.js';
-import { type ContentEncoding, decodeBody, encodeBody, md5Base64 } from '../store/encoding.js';
+import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 } from '../store/encoding.js';
 import {
   AppendConflictError,
   BackendError,
@@ -414,7 +414,12 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     };
     if (source.size <= (o.multipartAboveBytes ?? 16 * MIB)) {
       const body = await source.read(0, source.size);
-      const started = await createWorkspaceUpload(sessionId, name, { ...stored, md5: md5Base64(body) }, o);
+      const started = await createWorkspaceUpload(
+        sessionId,
+        name,
+        { ...stored, md5: md5Base64(body), sha256: sha256Base64(body) },
+        o,
+      );
       await direct(started.upload as DirectRequestJson, body);
       return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
     }

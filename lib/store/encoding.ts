@@ -31,3 +31,8 @@ export function decodeBody(body: Uint8Array, encoding: string | undefined): Uint
 export function md5Base64(body: Uint8Array): string {
   return createHash('md5').update(body).digest('base64');
 }
+
+/** Base64 SHA-256 of a body (bound too where the backend checks it: AWS S3). */
+export function sha256Base64(body: Uint8Array): string {
+  return createHash('sha256').update(body).digest('base64');
+}

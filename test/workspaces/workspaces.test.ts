@@ -149,6 +149,23 @@ describe.each(transferring)('workspaces on $name', (backend) => {
       UploadMismatchError,
     );
     expect(await alice.listWorkspaces(s)).toEqual([]);
+    // Where the backend checks SHA-256 (AWS S3; the S3 front does too) the upload is bound to it as well.
+    const sha256 = createHash('sha256').update(declared).digest('base64');
+    const bound = await alice.createWorkspaceUpload(s, 'w2', {
+      size: declared.length,
+      md5: md5Base64(declared),
+      sha256,
+    });
+    const headers = bound.upload?.headers ?? {};
+    if (!driver.capabilities.checksumSha256) return expect(headers['x-amz-checksum-sha256']).toBeUndefined();
+    expect(headers['x-amz-checksum-sha256']).toBe(sha256);
+    const other = createHash('sha256').update('other').digest('base64');
+    const refused = await fetch(bound.upload?.url ?? '', {
+      method: 'PUT',
+      headers: { ...headers, 'x-amz-checksum-sha256': other },
+      body: declared,
+    });
+    expect(refused.status).toBe(400);
   });
 
   it('uploads in parts; a missing part fails the complete step; a failed part is retried', async () => {
