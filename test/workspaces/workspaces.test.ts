@@ -19,7 +19,7 @@ import {
   UploadMismatchError,
 } from '../../lib/store/errors.js';
 import { type Backend, backends, s3Front } from '../backends.js';
-import { BODY_LIMIT, localBase, startWorkspaceApi, type WorkspaceApi } from './api.js';
+import { localBase, startWorkspaceApi, type WorkspaceApi } from './api.js';
 
 const MIB = 1024 * 1024;
 const all = backends();
@@ -353,19 +353,27 @@ describe.each(transferring.filter((b) => b.name !== 's3 (s3rver)'))(
   },
 );
 
-describe('workspaces on fs', () => {
-  it('are refused with 501 (no presigned URLs), and nothing else breaks', async () => {
+describe('workspaces on fs without presigned URLs', () => {
+  it('are refused with 501, and nothing is written', async () => {
     const fs = all.find((b) => b.name === 'fs');
     const { driver, close } = await (fs as (typeof all)[number]).make();
     const api = await startWorkspaceApi(driver);
     try {
       const alice = api.client('alice');
-      await expect(alice.uploadWorkspace(sid(), 'w', new Uint8Array(3))).rejects.toBeInstanceOf(
+      const s = sid();
+      await expect(alice.uploadWorkspace(s, 'w', new Uint8Array(3))).rejects.toBeInstanceOf(
         UnsupportedOperationError,
       );
-      const answer = await api.call('alice', 'GET', `/v1/sessions/${sid()}/workspaces`);
+      const refused = await api.call('alice', 'POST', `/v1/sessions/${s}/workspaces/w/uploads`, {
+        size: 3,
+        md5: md5Base64(Buffer.from('abc')),
+      });
+      expect(refused.status).toBe(501);
+      expect(((await refused.json()) as { code: string }).code).toBe('unsupported');
+      const answer = await api.call('alice', 'GET', `/v1/sessions/${s}/workspaces`);
       expect(answer.status).toBe(200);
-      expect(BODY_LIMIT).toBeGreaterThan(0);
+      expect(((await answer.json()) as { workspaces: unknown[] }).workspaces).toEqual([]);
+      expect((await driver.list({ prefix: api.prefix })).objects).toEqual([]);
     } finally {
       await api.close();
       await close();
