@@ -50,6 +50,7 @@ export const CEILINGS: readonly Ceiling[] = [
     seconds: 180,
   },
   { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 30 },
+  { issue: '#13 hardening', files: ['test/hardening/'], seconds: 60 },
 ];
 
 /** The group a test file belongs to (paths relative to the project root). */

@@ -1,6 +1,7 @@
 /**
  * API Gateway HTTP API (payload format 2.0) adapter, as a middy handler. The JWT authorizer's
  * verified claims come from the request context; the router never reads a user from the request.
+ * It never throws: a malformed event is a 400 problem, an error while answering a 500 (guard.ts).
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
@@ -12,21 +13,13 @@ import type {
 } from 'aws-lambda';
 import type { App } from '../app.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
+import { eventParts, eventRequestId, guarded, logTo } from './guard.js';
 
-/** The neutral request of an API Gateway v2 event. */
+/** The neutral request of an API Gateway v2 event; `ValidationError` when the event is malformed. */
 export function fromApiGateway(event: APIGatewayProxyEventV2WithJWTAuthorizer): HttpRequest {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(event.headers ?? {}))
-    if (value !== undefined) headers[name.toLowerCase()] = value;
-  const body =
-    event.body === undefined ? undefined : Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8');
   return {
-    method: event.requestContext.http.method,
-    path: event.rawPath,
+    ...eventParts(event),
     query: Object.fromEntries(new URLSearchParams(event.rawQueryString ?? '')),
-    headers,
-    body,
-    requestId: event.requestContext.requestId,
     claims: event.requestContext.authorizer?.jwt?.claims,
   };
 }
@@ -43,8 +36,9 @@ export function toApiGateway(response: HttpResponse): APIGatewayProxyStructuredR
 
 /** The Lambda handler: middy chain (logger context, EMF metrics), then the router. */
 export function createApiGatewayHandler(app: App) {
+  const onError = logTo(app.logger);
   const base = async (event: APIGatewayProxyEventV2WithJWTAuthorizer, _context: Context) =>
-    toApiGateway(await app.handle(fromApiGateway(event)));
+    toApiGateway(await guarded(eventRequestId(event), onError, () => app.handle(fromApiGateway(event))));
   const handler = middy(base).use(injectLambdaContext(app.logger));
   return app.metrics ? handler.use(logMetrics(app.metrics)) : handler;
 }

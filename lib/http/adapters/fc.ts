@@ -2,16 +2,18 @@
  * Alibaba Cloud Function Compute 3.0 HTTP trigger adapter. The event arrives as a JSON buffer
  * (`rawPath`, `headers`, `queryParameters`, `body`, `isBase64Encoded`, `requestContext`); the answer
  * is `{ statusCode, headers, body, isBase64Encoded }`. The trigger's JWT authentication runs first,
- * and the function verifies the bearer token again itself (see auth.ts).
+ * and the function verifies the bearer token again itself (see auth.ts). The handler never throws:
+ * a malformed event is a 400 problem, an error while answering a 500 (guard.ts).
  */
 import type { App } from '../app.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
+import { eventParts, eventRequestId, guarded, logTo, malformed } from './guard.js';
 
 /** The documented shape of an FC 3.0 HTTP trigger event. */
 export interface FcHttpEvent {
   version?: string;
   rawPath: string;
-  headers?: Record<string, string>;
+  headers: Record<string, string>;
   queryParameters?: Record<string, string>;
   body?: string;
   isBase64Encoded?: boolean;
@@ -25,21 +27,28 @@ export interface FcHttpResult {
   isBase64Encoded: boolean;
 }
 
+/** The event in what FC passes (a JSON buffer, or its parsed form); undefined when it is not JSON. */
+function parseEvent(raw: Buffer | string | FcHttpEvent): unknown {
+  if (!Buffer.isBuffer(raw) && typeof raw !== 'string') return raw;
+  try {
+    return JSON.parse(raw.toString());
+  } catch {
+    return undefined;
+  }
+}
+
+/** The neutral request of a parsed event; `ValidationError` when it is malformed. */
+function requestOf(event: unknown): HttpRequest {
+  const parts = eventParts(event);
+  const query = (event as { queryParameters?: unknown }).queryParameters ?? {};
+  if (typeof query !== 'object' || Object.values(query).some((v) => typeof v !== 'string'))
+    throw malformed('queryParameters', 'not a map of strings');
+  return { ...parts, query: { ...(query as Record<string, string>) } };
+}
+
 /** The neutral request of an FC event (the buffer FC passes, or its parsed form). */
 export function fromFunctionCompute(raw: Buffer | string | FcHttpEvent): HttpRequest {
-  const event: FcHttpEvent =
-    Buffer.isBuffer(raw) || typeof raw === 'string' ? JSON.parse(raw.toString()) : raw;
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(event.headers ?? {})) headers[name.toLowerCase()] = value;
-  const body = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : undefined;
-  return {
-    method: event.requestContext.http.method,
-    path: event.rawPath,
-    query: { ...event.queryParameters },
-    headers,
-    body,
-    requestId: event.requestContext.requestId,
-  };
+  return requestOf(parseEvent(raw));
 }
 
 export function toFunctionCompute(response: HttpResponse): FcHttpResult {
@@ -53,6 +62,11 @@ export function toFunctionCompute(response: HttpResponse): FcHttpResult {
 
 /** The FC handler: `handler(event, context)`. */
 export function createFunctionComputeHandler(app: App) {
-  return async (event: Buffer | string | FcHttpEvent, _context?: unknown): Promise<FcHttpResult> =>
-    toFunctionCompute(await app.handle(fromFunctionCompute(event)));
+  const onError = logTo(app.logger);
+  return async (raw: Buffer | string | FcHttpEvent, _context?: unknown): Promise<FcHttpResult> => {
+    const event = parseEvent(raw);
+    return toFunctionCompute(
+      await guarded(eventRequestId(event), onError, () => app.handle(requestOf(event))),
+    );
+  };
 }

@@ -1,7 +1,16 @@
-/** node:http adapter: the local server of `npm start`. */
+/**
+ * node:http adapter: the local server of `npm start`. No request can stop it: a target it cannot
+ * route is a 400 problem, what Node's parser refuses is answered on the socket (`clientError`), and
+ * any error while answering is that request's 500 `internal` problem, reported once.
+ */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { HttpHandler } from '../types.js';
+import type { Duplex } from 'node:stream';
+import { ValidationError } from '../../store/errors.js';
+import { problem, toProblem } from '../problems.js';
+import { ROUTES } from '../router.js';
+import type { HttpHandler, HttpResponse } from '../types.js';
+import { guarded, type OnError } from './guard.js';
 
 /** Presigned transfers the local server answers itself (the fs driver's, under `/v1/blobs/`). */
 export interface BlobServer {
@@ -15,6 +24,28 @@ export interface BlobServer {
   readonly limitBytes: number;
 }
 
+/** What else `createNodeServer` takes. */
+export interface NodeServerOptions {
+  /** Told of each error that became a 500 answer; by default, the console. */
+  readonly onError?: OnError;
+}
+
+/** An answer as written to the socket (blob bodies are bytes). */
+type Answer = Omit<HttpResponse, 'body'> & { readonly body?: string | Uint8Array };
+
+const BLOBS = '/v1/blobs/';
+/** A `%` not followed by two hex digits. */
+const BAD_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
+/** The `scheme://authority` an absolute-form target starts with. */
+const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+/** What `OPTIONS *` answers: every method a route takes, and OPTIONS. */
+const ALLOW = [...new Set([...ROUTES.map((r) => r.method), 'OPTIONS'])].join(', ');
+/** Parser errors not answered 400 (as Node answers them by default). */
+const PARSE_ERRORS: Record<string, readonly [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'the request line and headers are too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'the request did not arrive in time'],
+};
+
 /**
  * A node:http server that answers with `handle`; bodies over `bodyLimitBytes` are cut off with 413.
  * With `blobs`, requests under `/v1/blobs/` are presigned transfers, answered by it.
@@ -23,64 +54,129 @@ export function createNodeServer(
   handle: HttpHandler,
   bodyLimitBytes: number,
   blobs?: BlobServer,
+  options: NodeServerOptions = {},
 ): http.Server {
-  return http.createServer((req, res) => {
-    if (blobs && (req.url ?? '').startsWith('/v1/blobs/')) return void serveBlob(blobs, req, res);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooLarge = false;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      // Keep one byte past the limit, so the router answers 413 without buffering a huge body.
-      if (size > bodyLimitBytes + 1) tooLarge = true;
-      else chunks.push(chunk);
+  const onError: OnError =
+    options.onError ?? ((error, requestId) => console.error('request failed', { requestId, error }));
+
+  /** The answer to one request; undefined when the client went away before sending its body. */
+  async function answer(req: http.IncomingMessage, requestId: string): Promise<Answer | undefined> {
+    const method = req.method ?? 'GET';
+    if (req.url === '*') {
+      if (method === 'OPTIONS') return { status: 204, headers: { allow: ALLOW } };
+      throw new ValidationError('target', '* is a target only for OPTIONS');
+    }
+    const { path, query } = parseTarget(req.url ?? '/');
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    if (blobs && path.startsWith(BLOBS)) {
+      const body = await readBody(req, blobs.limitBytes);
+      if (!body) return undefined;
+      if (body.length > blobs.limitBytes)
+        return problem(413, 'payload-too-large', 'the blob is too large', { limit: blobs.limitBytes });
+      const blob = await blobs.serveBlob(method, path.slice(BLOBS.length), headers, body);
+      return {
+        status: blob.status,
+        headers: { ...blob.headers, 'content-length': String(blob.body?.byteLength ?? 0) },
+        body: blob.body,
+      };
+    }
+    const body = await readBody(req, bodyLimitBytes);
+    if (!body) return undefined;
+    return handle({
+      method,
+      path,
+      query,
+      headers,
+      body: body.length > 0 ? body : undefined,
+      requestId,
     });
-    req.on('end', async () => {
-      const url = new URL(req.url ?? '/', 'http://local');
-      const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
-      const headers: Record<string, string> = {};
-      for (const [name, value] of Object.entries(req.headers)) {
-        if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-      }
-      const body = Buffer.concat(chunks);
-      const response = await handle({
-        method: req.method ?? 'GET',
-        path: rawPath,
-        query: Object.fromEntries(url.searchParams),
-        headers,
-        body: tooLarge ? Buffer.alloc(bodyLimitBytes + 1) : body.length > 0 ? body : undefined,
-        requestId: randomUUID(),
-      });
-      res.writeHead(response.status, response.headers);
-      res.end(response.body);
-    });
+  }
+
+  const server = http.createServer(async (req, res) => {
+    const requestId = randomUUID();
+    try {
+      const reply = await guarded(requestId, onError, () => answer(req, requestId));
+      if (reply) send(res, reply, requestId, onError);
+      else res.destroy();
+    } catch {
+      // Only `onError` itself throwing gets here: the connection is reset, the process lives on.
+      res.destroy();
+    }
   });
+  server.on('clientError', refuse);
+  return server;
 }
 
-async function serveBlob(
-  blobs: BlobServer,
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-): Promise<void> {
+/**
+ * The path (still encoded) and query of an origin-form or absolute-form target (RFC 9112 3.2);
+ * `ValidationError` naming `target` for anything else or for an invalid percent-encoding.
+ */
+function parseTarget(target: string): { path: string; query: Record<string, string> } {
+  // URLSearchParams and the router would let a bad escape through; it is refused here, anywhere.
+  if (BAD_ESCAPE.test(target)) throw new ValidationError('target', 'invalid percent-encoding');
+  if (target.includes('#')) throw new ValidationError('target', 'a request target has no fragment');
+  let rest = target;
+  const authority = ABSOLUTE.exec(target)?.[0];
+  if (authority !== undefined) {
+    if (!/^https?:/i.test(target) || !URL.canParse(target))
+      throw new ValidationError('target', 'not a valid http(s) URL');
+    rest = target.slice(authority.length);
+    if (!rest.startsWith('/')) rest = `/${rest}`;
+  }
+  // A leading `//` reads as an authority to URL parsers (RFC 3986 4.2): refused rather than guessed.
+  if (!rest.startsWith('/') || rest.startsWith('//'))
+    throw new ValidationError('target', 'not a path, an absolute http(s) URL or *');
+  const mark = rest.indexOf('?');
+  return {
+    path: mark < 0 ? rest : rest.slice(0, mark),
+    query: Object.fromEntries(new URLSearchParams(mark < 0 ? '' : rest.slice(mark + 1))),
+  };
+}
+
+/**
+ * The body, cut to `limit + 1` bytes (it is still read to its end, so a body too large is answered
+ * 413, not reset); undefined when the client went away first.
+ */
+async function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > blobs.limitBytes) return void res.writeHead(413).end();
-    chunks.push(chunk as Buffer);
-  }
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers))
-    if (typeof value === 'string') headers[name] = value;
-  const token = (req.url ?? '').slice('/v1/blobs/'.length).split('?')[0] ?? '';
   try {
-    const answer = await blobs.serveBlob(req.method ?? 'GET', token, headers, Buffer.concat(chunks));
-    res.writeHead(answer.status, {
-      ...answer.headers,
-      'content-length': String(answer.body?.byteLength ?? 0),
-    });
-    res.end(answer.body);
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      if (size <= limit) chunks.push(chunk.subarray(0, limit + 1 - size));
+      size += chunk.length;
+    }
   } catch {
-    res.writeHead(500).end();
+    return undefined;
   }
+  return Buffer.concat(chunks);
+}
+
+/** Writes an answer; when Node refuses it (a bad header), the 500 problem instead, or a reset if too late. */
+function send(res: http.ServerResponse, answer: Answer, requestId: string, onError: OnError): void {
+  try {
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
+  } catch (error) {
+    onError(error, requestId);
+    if (res.headersSent) return void res.destroy();
+    const internal = toProblem(error, requestId).response;
+    res.writeHead(internal.status, internal.headers).end(internal.body);
+  }
+}
+
+/** Answers what Node's parser refused (there is no request yet) with a problem, then closes the connection. */
+function refuse(error: Error & { code?: string }, socket: Duplex): void {
+  // Gone, or an answer already under way on this connection: writing now would corrupt it.
+  const inFlight = (socket as { _httpMessage?: http.ServerResponse })._httpMessage?.headersSent;
+  if (error.code === 'ECONNRESET' || !socket.writable || inFlight) return void socket.destroy();
+  const [status, detail] = PARSE_ERRORS[error.code ?? ''] ?? [400, 'the request is not valid HTTP/1.1'];
+  const { headers, body = '' } = problem(status, 'invalid-request', detail);
+  const head = { ...headers, 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
+  const lines = Object.entries(head).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${lines.join('')}\r\n${body}`, () =>
+    socket.destroy(),
+  );
 }

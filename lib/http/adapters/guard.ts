@@ -1,0 +1,84 @@
+/**
+ * What the adapters share so that one request never stops a server: what the platform should not
+ * have sent is a 400 problem naming the field, and anything else thrown while answering becomes that
+ * request's 500 `internal` problem with its request id, reported once.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { ValidationError } from '../../store/errors.js';
+import { toProblem } from '../problems.js';
+import type { HttpRequest, HttpResponse } from '../types.js';
+
+/** Told of each error that became a 500 answer, with the request's id (to log it once). */
+export type OnError = (error: unknown, requestId: string) => void;
+
+/** Reports errors to a logger, as the router logs the ones it catches. */
+export const logTo =
+  (logger: Logger): OnError =>
+  (error, requestId) =>
+    logger.error('request failed', { requestId, error: error as Error });
+
+/** What `answer` resolves to; whatever it throws becomes the request's problem answer. */
+export async function guarded<T>(
+  requestId: string,
+  onError: OnError,
+  answer: () => Promise<T>,
+): Promise<T | HttpResponse> {
+  try {
+    return await answer();
+  } catch (error) {
+    const { response, internal } = toProblem(error, requestId);
+    if (internal) onError(error, requestId);
+    return response;
+  }
+}
+
+/** Canonical padded base64, as API Gateway and Function Compute encode bodies. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A field of an event that is missing or of the wrong type (a 400 naming it). */
+export const malformed = (field: string, what: string) =>
+  new ValidationError(field, `malformed event: ${what}`);
+
+/** The request id an event carries, or a fresh one; never throws. */
+export function eventRequestId(event: unknown): string {
+  const context = isObject(event) ? event.requestContext : undefined;
+  const id = isObject(context) ? context.requestId : undefined;
+  return typeof id === 'string' && id !== '' ? id : randomUUID();
+}
+
+/**
+ * The parts API Gateway v2 and Function Compute 3 HTTP events share (`requestContext.http.method`,
+ * `rawPath`, `headers`, `body`, `isBase64Encoded`), checked; a `ValidationError` names the first bad field.
+ */
+export function eventParts(event: unknown): Omit<HttpRequest, 'query' | 'claims'> {
+  if (!isObject(event)) throw malformed('event', 'not a JSON object');
+  const context = event.requestContext;
+  if (!isObject(context)) throw malformed('requestContext', 'missing');
+  const method = isObject(context.http) ? context.http.method : undefined;
+  if (typeof method !== 'string' || method === '') throw malformed('requestContext.http.method', 'missing');
+  const path = event.rawPath;
+  if (typeof path !== 'string' || !path.startsWith('/')) throw malformed('rawPath', 'not a path');
+  if (!isObject(event.headers)) throw malformed('headers', 'missing');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event.headers)) {
+    if (value === undefined) continue;
+    if (typeof value !== 'string') throw malformed('headers', `${name} is not a string`);
+    headers[name.toLowerCase()] = value;
+  }
+  const { body, isBase64Encoded } = event;
+  if (body !== undefined && body !== null && typeof body !== 'string')
+    throw malformed('body', 'not a string');
+  if (isBase64Encoded === true && typeof body === 'string' && !BASE64.test(body))
+    throw malformed('body', 'flagged base64 but is not');
+  return {
+    method,
+    path,
+    headers,
+    body: body ? Buffer.from(body, isBase64Encoded === true ? 'base64' : 'utf8') : undefined,
+    requestId: eventRequestId(event),
+  };
+}
