@@ -1,8 +1,16 @@
 /** Request and response schemas (zod); the OpenAPI document is generated from the same schemas. */
 import * as z from 'zod';
 import { LEASE_MS, WAIT_MS } from '../lock/types.js';
+import { PROBLEM_CODES } from './problems.js';
 
-const json = z.json().describe('any JSON value');
+/**
+ * Any JSON value, passed through as it is: bodies are already I-JSON (ijson.ts), and rebuilding
+ * objects, as z.json() does, would drop own `__proto__` members.
+ */
+const json = z.unknown().meta({
+  description: 'any I-JSON value (RFC 7493)',
+  type: ['null', 'boolean', 'number', 'string', 'array', 'object'],
+});
 const hash = z
   .string()
   .regex(/^sha256:[0-9a-f]{64}$/)
@@ -123,23 +131,7 @@ export const schemas = {
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),
-    code: z.enum([
-      'invalid-request',
-      'unauthorized',
-      'not-found',
-      'method-not-allowed',
-      'append-conflict',
-      'fenced',
-      'lock-held',
-      'lock-lost',
-      'precondition-failed',
-      'payload-too-large',
-      'precondition-unsupported',
-      'backend-unavailable',
-      'upload-mismatch',
-      'unsupported',
-      'internal',
-    ]),
+    code: z.enum(PROBLEM_CODES),
     field: z.string().optional(),
     count: z.number().int().optional(),
     hash: z.string().optional(),

@@ -22,6 +22,7 @@ import {
   ValidationError,
 } from './errors.js';
 import { decodeId, type UserLayout } from './ids.js';
+import { parseIJson } from './ijson.js';
 import type { Sessions } from './sessions.js';
 import type {
   DirectRequest,
@@ -348,13 +349,8 @@ export class Workspaces {
     const name = this.layout.valueUpload(s, k, uploadId);
     const object = await getOrUndefined(this.ctx.driver, name);
     if (!object) throw new UploadNotFoundError(uploadId);
-    let value: unknown;
-    try {
-      value = JSON.parse(Buffer.from(object.body).toString('utf8'));
-    } catch {
-      throw new ValidationError('body', 'the uploaded value is not valid JSON');
-    }
-    const result = await save(value);
+    // An uploaded value is a body like any other: I-JSON, or refused (and kept for another try).
+    const result = await save(parseIJson(object.body));
     await this.ctx.driver.delete(name);
     return result;
   }
