@@ -2,7 +2,8 @@
  * Typed HTTP client: implements the store's `SessionStore` (plus the lock calls) over the API, so an
  * agent moves from the local store to the remote one by changing one line. It encodes ids, sends only
  * new items when it knows the list (count and hash, with `expectedCount`), retries idempotent calls
- * with jittered backoff, and raises the same typed errors as the library.
+ * with jittered backoff (and any call answered `contended`), reads a list larger than an answer whole,
+ * a page at a time, and raises the same typed errors as the library.
  *
  * Large state never goes through the API: workspaces are compressed here (gzip or brotli), then
  * uploaded straight to the object store with the presigned PUT or parts the API signs, and
@@ -23,6 +24,7 @@ import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 }
 import {
   AppendConflictError,
   BackendError,
+  ContendedError,
   CorruptValueError,
   FencedError,
   PreconditionFailedError,
@@ -70,13 +72,35 @@ export class PayloadTooLargeError extends StoreError {
   }
 }
 
+/**
+ * A whole read of a list (or archive) found it rewritten before its end on every attempt: it changes
+ * faster than it can be read. Read it with `limit` pages, or retry later.
+ */
+export class ListChangedError extends StoreError {
+  override name = 'ListChangedError';
+  constructor(
+    readonly sessionId: string,
+    readonly key: string,
+    /** Whole reads started. */
+    readonly attempts: number,
+    readonly archiveId?: string,
+  ) {
+    super(
+      `${archiveId === undefined ? 'list' : `archive ${archiveId} of list`} ${key} of session ${sessionId} changed during each of ${attempts} whole reads`,
+    );
+  }
+}
+
 /** Options of the client. */
 export interface HttpClientOptions {
   /** For example `http://127.0.0.1:8787` or the API Gateway URL. */
   readonly baseUrl: string;
   /** The bearer token, or a function returning a fresh one; omit for an anonymous local server. */
   readonly token?: string | (() => string | Promise<string>);
-  /** Attempts of an idempotent call (GET, HEAD, PUT, DELETE); default 4. */
+  /**
+   * Attempts of a call: of an idempotent one (GET, HEAD, PUT, DELETE) after a network error or a
+   * 429/5xx, of any one answered 409 `contended` (nothing was written); default 4.
+   */
   readonly attempts?: number;
   /** The fetch to use; default the global one. */
   readonly fetch?: typeof fetch;
@@ -150,6 +174,11 @@ interface Problem {
 const MIB = 1024 * 1024;
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+const TRANSIENT = new Set([429, 500, 502, 503, 504]);
+/** Longest wait before a retry (backoff or Retry-After). */
+const MAX_PAUSE_MS = 2000;
+/** Times a whole list read starts again when the list was rewritten meanwhile. */
+const LIST_READ_RESTARTS = 3;
 
 type DirectRequestJson = { method: 'GET' | 'PUT'; url: string; headers: Record<string, string> };
 
@@ -176,9 +205,27 @@ async function fileSource(handle: FileHandle): Promise<Source> {
   };
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /** Jittered exponential backoff before attempt `attempt + 1`. */
-const pause = (attempt: number) =>
-  new Promise((r) => setTimeout(r, Math.random() * Math.min(2000, 100 * 2 ** attempt)));
+const pause = (attempt: number) => sleep(Math.random() * Math.min(MAX_PAUSE_MS, 100 * 2 ** attempt));
+
+/** The problem code of a 409 or 503 answer (read from a clone: the answer stays readable). */
+async function retryCode(response: Response): Promise<string | undefined> {
+  if (response.status !== 409 && response.status !== 503) return undefined;
+  const p = (await response
+    .clone()
+    .json()
+    .catch(() => undefined)) as Problem | undefined;
+  return p?.code;
+}
+
+/** The wait its Retry-After (seconds) asks for, capped and jittered down to half; else the backoff. */
+function retryAfterPause(response: Response, attempt: number) {
+  const seconds = Number(response.headers.get('retry-after') ?? Number.NaN);
+  if (!(seconds >= 0)) return pause(attempt);
+  return sleep(Math.min(MAX_PAUSE_MS, seconds * 1000) * (0.5 + Math.random() / 2));
+}
 
 /** Creates the client. */
 export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
@@ -205,7 +252,6 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     if (token) headers.authorization = `Bearer ${token}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     const body = init.body === undefined ? undefined : JSON.stringify(init.body);
-    const tries = IDEMPOTENT.has(method) ? attempts : 1;
     for (let attempt = 1; ; attempt++) {
       let response: Response | undefined;
       let failure: unknown;
@@ -215,12 +261,24 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       } catch (error) {
         failure = error;
       }
-      const transient = !response || [429, 500, 502, 503, 504].includes(response.status);
-      if (!transient || attempt >= tries) {
-        if (!response) throw new BackendError(`request failed: ${String(failure)}`, true, { cause: failure });
-        return response;
+      if (attempt < attempts) {
+        const code = response && (await retryCode(response));
+        // A backend that does not honour write conditions stays so: no retry helps.
+        const retryable = (!response || TRANSIENT.has(response.status)) && code !== 'backend-unsafe';
+        if (IDEMPOTENT.has(method) && retryable) {
+          await response?.body?.cancel();
+          await pause(attempt);
+          continue;
+        }
+        // Nothing was written: any method may be sent again.
+        if (response && code === 'contended') {
+          await response.body?.cancel();
+          await retryAfterPause(response, attempt);
+          continue;
+        }
       }
-      await pause(attempt);
+      if (!response) throw new BackendError(`request failed: ${String(failure)}`, true, { cause: failure });
+      return response;
     }
   }
 
@@ -270,6 +328,8 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         throw new LockConflictError(p.holder ?? '', new Date(p.expiresAt ?? 0));
       case 'lock-lost':
         throw new LockLostError(detail);
+      case 'contended':
+        throw new ContendedError(detail);
       case 'precondition-failed':
         throw new PreconditionFailedError(p.currentEtag ?? null);
       case 'precondition-unsupported':
@@ -280,6 +340,8 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         throw new UploadMismatchError(detail);
       case 'unsupported':
         throw new UnsupportedOperationError('direct transfer', 'the server backend');
+      case 'backend-unsafe':
+        throw new BackendError(detail, false);
       case 'internal':
         if (p.corruptKey) throw new CorruptValueError(p.corruptKey);
     }
@@ -312,6 +374,38 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     if (!response.ok) return fail(response);
     const version = (response.headers.get('etag') ?? '').replace(/^"(.*)"$/, '$1');
     return { value: (await response.json()) as T, version };
+  }
+
+  /**
+   * A whole list (or archive) from `offset`, a page at a time. The first page's count N and hash H
+   * fix the snapshot; later pages fill it to N items (they may report more: an appender was busy);
+   * the chain hash of the N items must be H, else the list was rewritten meanwhile and the read starts
+   * again (at most `LIST_READ_RESTARTS` times, then `changed`). A read from an offset that needs more
+   * than one answer reads from 0: only the whole list can be checked against H. Undefined when
+   * `read` finds nothing (an archive).
+   */
+  async function readWhole<T>(
+    read: (offset: number) => Promise<ListPage<T> | undefined>,
+    offset: number,
+    changed: (attempts: number) => ListChangedError,
+  ): Promise<ListPage<T> | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      const first = await read(offset);
+      // One answer is one snapshot.
+      if (!first || offset + first.items.length >= first.count) return first;
+      const { count, hash } = first;
+      const items = offset === 0 ? first.items : [];
+      while (items.length < count) {
+        const page = await read(items.length);
+        if (!page || page.count < count) break; // gone or shorter: rewritten
+        if (page.items.length === 0)
+          throw new PayloadTooLargeError(`item ${items.length} of the list is larger than an answer may be`);
+        for (const item of page.items.slice(0, count - items.length)) items.push(item);
+      }
+      if (items.length === count && chainHash(EMPTY_HASH, items) === hash)
+        return { items: offset === 0 ? items : items.slice(offset), count, hash };
+      if (attempt > LIST_READ_RESTARTS) throw changed(attempt);
+    }
   }
 
   async function appendList(sessionId: string, key: string, items: readonly unknown[], o: AppendOptions) {
@@ -600,14 +694,37 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       return result;
     },
     appendList,
+    /**
+     * Without `limit`, every item from `offset` (default 0) of one snapshot of the list, read a page
+     * at a time when it is larger than an answer: a busy appender's later items are left out, a
+     * rewrite meanwhile starts the read again, at most 3 times, then `ListChangedError`. With
+     * `limit`, the page the server answers (cut to fit an answer). The count and hash are always
+     * the whole list's.
+     */
     async getList<T>(sessionId: string, key: string, page: PageOptions = {}) {
-      const response = await call('GET', listPath(sessionId, key), {
-        query: { offset: page.offset, limit: page.limit },
-      });
-      if (!response.ok) return fail(response);
-      const result = (await response.json()) as ListPage<T>;
-      remember(sessionId, key, result);
-      return result;
+      const read = async (offset: number | undefined, limit?: number) => {
+        const response = await call('GET', listPath(sessionId, key), { query: { offset, limit } });
+        if (!response.ok) return fail(response);
+        return (await response.json()) as ListPage<T>;
+      };
+      if (page.limit !== undefined) {
+        const result = await read(page.offset, page.limit);
+        remember(sessionId, key, result);
+        return result;
+      }
+      try {
+        // Never undefined: a list read answers an absent list as empty.
+        const result = (await readWhole(
+          read,
+          page.offset ?? 0,
+          (attempts) => new ListChangedError(sessionId, key, attempts),
+        )) as ListPage<T>;
+        remember(sessionId, key, result);
+        return result;
+      } catch (error) {
+        if (error instanceof ListChangedError) known.delete(`${sessionId}\u0000${key}`);
+        throw error;
+      }
     },
     async deleteList(sessionId, key, o) {
       const response = await call('DELETE', listPath(sessionId, key), { headers: fence(o) });
@@ -622,14 +739,26 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       };
       return archives.map((a) => ({ ...a, archivedAt: new Date(a.archivedAt) }));
     },
+    /**
+     * Without `limit`, every item from `offset` (default 0) of the archive, read and checked as
+     * `getList` reads a list. With `limit`, the page the server answers (cut to fit an answer).
+     */
     async getArchive<T>(sessionId: string, key: string, archiveId: string, page: PageOptions = {}) {
-      const response = await call('GET', `${listPath(sessionId, key)}/archives/${encodeUrlId(archiveId)}`, {
-        query: { offset: page.offset, limit: page.limit },
-      });
-      if (response.status === 404) return undefined;
-      if (response.status === 202) throw new RestoreInProgressError(`archive ${archiveId}`);
-      if (!response.ok) return fail(response);
-      return (await response.json()) as ListPage<T>;
+      const read = async (offset: number | undefined, limit?: number) => {
+        const response = await call('GET', `${listPath(sessionId, key)}/archives/${encodeUrlId(archiveId)}`, {
+          query: { offset, limit },
+        });
+        if (response.status === 404) return undefined;
+        if (response.status === 202) throw new RestoreInProgressError(`archive ${archiveId}`);
+        if (!response.ok) return fail(response);
+        return (await response.json()) as ListPage<T>;
+      };
+      if (page.limit !== undefined) return read(page.offset, page.limit);
+      return readWhole(
+        read,
+        page.offset ?? 0,
+        (attempts) => new ListChangedError(sessionId, key, attempts, archiveId),
+      );
     },
     async exists(sessionId) {
       const response = await call('HEAD', s(sessionId));
