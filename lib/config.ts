@@ -3,6 +3,7 @@
  * start with the variable's name. Every variable is listed in the README.
  */
 import * as z from 'zod';
+import type { BackendResource } from './drivers/errors.js';
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -22,7 +23,13 @@ const schema = z
     S3_ENDPOINT: z.url().optional(),
     S3_REGION: z.string().optional(),
     S3_DIALECT: z.enum(['aws', 'ceph-rgw']).default('aws'),
-    OSS_BUCKET: z.string().optional(),
+    OSS_BUCKET: z
+      .string()
+      .regex(
+        /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/,
+        'an OSS bucket name is 3 to 63 lowercase letters, digits and hyphens, starting and ending with a letter or digit',
+      )
+      .optional(),
     OSS_REGION: z.string().optional(),
     OSS_ENDPOINT: z.url().optional(),
     OSS_ACCESS_KEY_ID: z.string().optional(),
@@ -87,15 +94,52 @@ const schema = z
 /** The validated configuration. */
 export type Config = Readonly<z.infer<typeof schema>>;
 
-/** Reads and validates the environment; throws an error naming every bad variable. */
+/** The environment was refused: one line per bad variable (never its value, which may be a secret). */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration: ${problems.join('; ')}`);
+  }
+}
+
+/** Reads and validates the environment; throws a `ConfigError` naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const defined = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = schema.safeParse(defined);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`invalid configuration: ${problems}`);
+    const byVariable = new Map<string, string[]>();
+    for (const issue of parsed.error.issues) {
+      const name = issue.path.join('.');
+      byVariable.set(name, [...(byVariable.get(name) ?? []), issue.message]);
+    }
+    throw new ConfigError([...byVariable].map(([name, messages]) => `${name}: ${messages.join('; ')}`));
   }
   return Object.freeze(parsed.data);
+}
+
+/**
+ * The configuration of an entry point: on a `ConfigError`, one readable line per variable on
+ * stderr and exit status 1 (no stack trace into a minified bundle).
+ */
+export function loadConfigOrExit(env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    for (const line of error.problems) console.error(`invalid configuration: ${line}`);
+    process.exit(1);
+  }
+}
+
+/** What configures a backend resource, for the log line of a missing bucket or table or refused credentials. */
+export function configuredBy(config: Config, backend: string, resource: BackendResource): string {
+  if (resource === 'credentials') {
+    return backend === 'oss'
+      ? 'OSS_ACCESS_KEY_ID / OSS_ACCESS_KEY_SECRET / OSS_STS_TOKEN (or the function role)'
+      : 'the AWS credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or the function role)';
+  }
+  const name = resource === 'table' ? 'LOCK_TABLE' : backend === 'oss' ? 'OSS_BUCKET' : 'S3_BUCKET';
+  return `${name}=${config[name] ?? '(unset)'}`;
 }
 
 /** Where the code runs. */

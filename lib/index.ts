@@ -4,6 +4,7 @@ export {
   createHttpClient,
   type HttpClientOptions,
   type HttpSessionStore,
+  ListChangedError,
   PayloadTooLargeError,
   UnauthorizedError,
   type UploadWorkspaceOptions,
@@ -27,5 +28,6 @@ export { type WithLockOptions, withLock } from './lock/with-lock.js';
 export * from './store/errors.js';
 export { chainHash, EMPTY_HASH } from './store/hash.js';
 export { LIMITS } from './store/ids.js';
+export { type VerifiedDriver, type VerifyOptions, verifiedDriver } from './store/probe.js';
 export { createStateStore, type StateStore, type StateStoreOptions } from './store/store.js';
 export type * from './store/types.js';

@@ -1,23 +1,31 @@
 /** `npm start`: the same router on node:http, fs storage under DATA_DIR, the in-process lock. */
-import { loadConfig } from '../../lib/config.js';
+import { loadConfigOrExit } from '../../lib/config.js';
+import { logTo } from '../../lib/http/adapters/guard.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { backendsFrom } from '../../lib/http/backends/local.js';
+import { BackendUnsafeError } from '../../lib/store/errors.js';
 import { localSecret } from '../../scripts/local-secret.js';
 
 const env = { ...process.env };
 if (!env.AUTH_JWT_SECRET && env.ALLOW_ANONYMOUS !== 'true')
   env.AUTH_JWT_SECRET = await localSecret(env.DATA_DIR ?? './.data');
-const config = loadConfig(env);
+const config = loadConfigOrExit(env);
 let port = config.PORT;
 const backends = backendsFrom(config, () => config.PUBLIC_URL ?? `http://${config.HOST}:${port}`);
 const app = createApp(config, backends);
+// The backend is verified at start, not at the first write (an unsafe one is logged by the app;
+// one that could not be probed is probed again at the first write).
+app.driver.verify().catch((error: Error) => {
+  if (!(error instanceof BackendUnsafeError))
+    app.logger.warn('backend probe failed; the first write retries it', { error });
+});
 // With fs storage, the server also answers the presigned URLs of workspaces and large values.
 const blobs =
   'serveBlob' in backends.driver && backends.driver.serveBlob
     ? { serveBlob: backends.driver.serveBlob, limitBytes: config.MAX_BLOB_BYTES }
     : undefined;
-const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES, blobs);
+const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES, blobs, { onError: logTo(app.logger) });
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -28,6 +36,13 @@ server.listen(config.PORT, config.HOST, () => {
     `get a token:  npm run token -- <user>     then: curl -H "Authorization: Bearer <token>" http://${config.HOST}:${port}/v1/sessions`,
   );
 });
-const stop = () => server.close(() => process.exit(0));
+/** How long requests in flight may finish after a signal before their connections are closed. */
+const GRACE_MS = 1000;
+/** Stops listening at once, closes idle keep-alive connections, then the rest after the grace. */
+const stop = () => {
+  server.close(() => process.exit(0));
+  server.closeIdleConnections();
+  setTimeout(() => server.closeAllConnections(), GRACE_MS).unref();
+};
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);

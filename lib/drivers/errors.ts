@@ -66,3 +66,30 @@ export class ObjectArchivedError extends ObjectStoreError {
     super(`object is archived and not restored: ${key}`, backend, options);
   }
 }
+
+/** What a deployment gives a backend: a missing or refused one is a configuration problem. */
+export type BackendResource = 'bucket' | 'table' | 'credentials';
+
+/**
+ * A resource the backend needs is missing or refuses us (no such bucket or table, credentials
+ * refused): nothing a request did, and nothing retrying the request fixes until the deployment is.
+ */
+export class UnavailableResourceError extends ObjectStoreError {
+  override name = 'UnavailableResourceError';
+  constructor(
+    readonly resource: BackendResource,
+    backend: string,
+    /** The backend's own code, e.g. `NoSuchBucket`. */
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `${backend} ${resource === 'credentials' ? 'refused the credentials' : `${resource} does not exist`} (${code})`,
+      backend,
+      {
+        ...options,
+        retryable: true,
+      },
+    );
+  }
+}

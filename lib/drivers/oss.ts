@@ -20,10 +20,12 @@ import {
   toBytes,
 } from './common.js';
 import {
+  type BackendResource,
   ObjectArchivedError,
   ObjectConditionFailedError,
   ObjectNotFoundError,
   ObjectStoreError,
+  UnavailableResourceError,
   UnsupportedError,
 } from './errors.js';
 import { parseRestore } from './s3.js';
@@ -445,9 +447,20 @@ function withRetries(client: OSS, attempts: number): OSS {
   });
 }
 
+/** OSS's codes for a missing bucket and refused credentials. */
+const UNAVAILABLE: Record<string, BackendResource> = {
+  NoSuchBucket: 'bucket',
+  InvalidAccessKeyId: 'credentials',
+  SignatureDoesNotMatch: 'credentials',
+  InvalidSecurityToken: 'credentials',
+  SecurityTokenExpired: 'credentials',
+};
+
 function mapError(error: unknown, key: string): ObjectStoreError {
   if (error instanceof ObjectStoreError) return error;
   const { status, code } = error as { status?: number; code?: string };
+  const unavailable = UNAVAILABLE[code ?? ''];
+  if (unavailable) return new UnavailableResourceError(unavailable, NAME, code as string, { cause: error });
   if (status === 404 || code === 'NoSuchKey') return new ObjectNotFoundError(key, NAME, { cause: error });
   if (status === 412 || code === 'PreconditionFailed' || code === 'FileAlreadyExists') {
     return new ObjectConditionFailedError(key, NAME, { cause: error });

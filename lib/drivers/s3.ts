@@ -41,10 +41,12 @@ import {
   toBytes,
 } from './common.js';
 import {
+  type BackendResource,
   ObjectArchivedError,
   ObjectConditionFailedError,
   ObjectNotFoundError,
   ObjectStoreError,
+  UnavailableResourceError,
   UnsupportedError,
 } from './errors.js';
 import type {
@@ -589,10 +591,21 @@ function errorCode(error: unknown): string | undefined {
   return (error as { name?: string; code?: string })?.code ?? (error as { name?: string })?.name;
 }
 
+/** S3's codes for a missing bucket and refused credentials (a HEAD's 404 cannot tell a missing bucket). */
+const UNAVAILABLE: Record<string, BackendResource> = {
+  NoSuchBucket: 'bucket',
+  InvalidAccessKeyId: 'credentials',
+  SignatureDoesNotMatch: 'credentials',
+  ExpiredToken: 'credentials',
+  InvalidToken: 'credentials',
+};
+
 function mapError(error: unknown, key: string): ObjectStoreError {
   if (error instanceof ObjectStoreError) return error;
   const status = statusOf(error);
   const code = errorCode(error);
+  const unavailable = UNAVAILABLE[code ?? ''];
+  if (unavailable) return new UnavailableResourceError(unavailable, NAME, code as string, { cause: error });
   if (status === 404 || code === 'NoSuchKey' || code === 'NotFound') {
     return new ObjectNotFoundError(key, NAME, { cause: error });
   }

@@ -4,13 +4,15 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { type Config, platformOf } from '../config.js';
+import { type Config, configuredBy, platformOf } from '../config.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
 import type { SessionLock } from '../lock/types.js';
+import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
 import type { MetricsSink } from '../store/types.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
 import { openApiDocument } from './openapi.js';
+import { unavailableResource } from './problems.js';
 import { createRouter } from './router.js';
 import type { HttpHandler } from './types.js';
 
@@ -19,7 +21,8 @@ export interface App {
   readonly handle: HttpHandler;
   readonly logger: Logger;
   readonly metrics: Metrics | undefined;
-  readonly driver: ObjectStoreDriver;
+  /** The driver the store writes through: its first write waits for the backend probe (probe.ts). */
+  readonly driver: VerifiedDriver;
 }
 
 /**
@@ -66,7 +69,14 @@ export function createApp(config: Config, parts: AppParts): App {
       ? new Metrics({ namespace: 'AgentState', serviceName: 'agent-state' })
       : undefined;
   const sink: MetricsSink = { count: (name, value = 1) => metrics?.addMetric(name, MetricUnit.Count, value) };
-  const { driver } = parts;
+  const driver = verifiedDriver(parts.driver, {
+    prefix: config.STATE_PREFIX,
+    onUnsafe: (error) =>
+      logger.error('the storage backend does not honour write conditions; every write is refused', {
+        backend: error.backend,
+        guarantee: error.guarantee,
+      }),
+  });
   const store = createStateStore({
     driver,
     prefix: config.STATE_PREFIX,
@@ -96,7 +106,14 @@ export function createApp(config: Config, parts: AppParts): App {
         code,
         ms: Math.round(ms),
       };
-      if (error) logger.error('request failed', { ...entry, error: error as Error });
+      const resource = unavailableResource(error);
+      // A deployment problem: one line naming the resource and what configures it, no stack.
+      if (resource)
+        logger.error(
+          `${resource.message}: check ${configuredBy(config, resource.backend, resource.resource)}`,
+          entry,
+        );
+      else if (error) logger.error('request failed', { ...entry, error: error as Error });
       else logger.info('request', entry);
       metrics?.addMetric(code ? `Outcome_${code}` : `Outcome_${response.status}`, MetricUnit.Count, 1);
       if (code === 'lock-held') metrics?.addMetric('LockContention', MetricUnit.Count, 1);

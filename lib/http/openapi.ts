@@ -51,7 +51,7 @@ export function openApiDocument(): Record<string, unknown> {
       schema: { type: 'string' },
       description:
         m[1] === 'archiveId'
-          ? 'decimal archive id'
+          ? 'decimal archive id, as listed; an id that names no archive, whatever its form, is 404'
           : 'the id itself when made of [A-Za-z0-9._-] (not . or ..), else ~ + unpadded base64url of its UTF-8',
     }));
     const others = [...(route.query ?? []), ...(route.headers ?? [])].map((name) => ({

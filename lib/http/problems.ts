@@ -2,10 +2,13 @@
  * Every error the functions produce is an RFC 9457 `application/problem+json` body with a stable
  * `code`. One map turns typed errors into problems; anything unknown is a 500 that hides internals.
  */
+import { UnavailableResourceError } from '../drivers/errors.js';
 import { LockConflictError, LockLostError } from '../lock/types.js';
 import {
   AppendConflictError,
   BackendError,
+  BackendUnsafeError,
+  ContendedError,
   CorruptValueError,
   FencedError,
   PreconditionFailedError,
@@ -22,7 +25,7 @@ import type { HttpResponse } from './types.js';
 export class HttpProblem extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ProblemCode,
     detail: string,
     readonly extra: Record<string, unknown> = {},
     readonly headers: Record<string, string> = {},
@@ -31,7 +34,8 @@ export class HttpProblem extends Error {
   }
 }
 
-export const TITLES: Record<string, string> = {
+/** Every problem code, with its title: the one list the OpenAPI document and clients read. */
+export const TITLES = {
   'invalid-request': 'Invalid request',
   unauthorized: 'Unauthorized',
   'not-found': 'Not found',
@@ -44,22 +48,30 @@ export const TITLES: Record<string, string> = {
   'payload-too-large': 'Payload too large',
   'precondition-unsupported': 'Precondition unsupported',
   'backend-unavailable': 'Backend unavailable',
+  'backend-unsafe': 'Backend does not honour write conditions',
+  contended: 'Contended',
   'upload-mismatch': 'Upload does not match',
   unsupported: 'Not supported by this backend',
   internal: 'Internal error',
-};
+} as const satisfies Record<string, string>;
+
+/** A problem code. */
+export type ProblemCode = keyof typeof TITLES;
+
+/** Every problem code. */
+export const PROBLEM_CODES = Object.keys(TITLES) as [ProblemCode, ...ProblemCode[]];
 
 /** The problem response for a status, code and detail. */
 export function problem(
   status: number,
-  code: string,
+  code: ProblemCode,
   detail: string,
   extra: Record<string, unknown> = {},
   headers: Record<string, string> = {},
 ): HttpResponse {
   const body = {
     type: `urn:agent-state:problem:${code}`,
-    title: TITLES[code] ?? code,
+    title: TITLES[code],
     status,
     detail,
     code,
@@ -72,9 +84,34 @@ export function problem(
   };
 }
 
-/** Maps any error to its problem response; `internal` says whether it was unexpected (to log it). */
-export function toProblem(error: unknown, requestId: string): { response: HttpResponse; internal: boolean } {
+/** A missing bucket or table, or refused credentials, behind `error` (itself or its cause). */
+export function unavailableResource(error: unknown): UnavailableResourceError | undefined {
+  if (error instanceof UnavailableResourceError) return error;
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  return cause instanceof UnavailableResourceError ? cause : undefined;
+}
+
+/**
+ * Maps any error to its problem response; `internal` says whether it was unexpected, `log` whether
+ * it must be logged all the same (a deployment problem: a missing bucket or table, refused credentials).
+ */
+export function toProblem(
+  error: unknown,
+  requestId: string,
+): { response: HttpResponse; internal: boolean; log?: boolean } {
   const r = (response: HttpResponse) => ({ response, internal: false });
+  const unavailable = (log: boolean) => ({
+    response: problem(
+      503,
+      'backend-unavailable',
+      'the storage backend is unavailable; retry',
+      {},
+      { 'retry-after': '1' },
+    ),
+    internal: false,
+    log,
+  });
+  if (unavailableResource(error)) return unavailable(true);
   if (error instanceof HttpProblem)
     return r(problem(error.status, error.code, error.message, error.extra, error.headers));
   if (error instanceof ValidationError)
@@ -97,6 +134,9 @@ export function toProblem(error: unknown, requestId: string): { response: HttpRe
     );
   }
   if (error instanceof LockLostError) return r(problem(409, 'lock-lost', error.message));
+  if (error instanceof ContendedError)
+    return r(problem(409, 'contended', error.message, {}, { 'retry-after': '1' }));
+  if (error instanceof BackendUnsafeError) return r(problem(503, 'backend-unsafe', error.message));
   if (error instanceof PreconditionFailedError) {
     return r(
       problem(412, 'precondition-failed', 'the value has another version', {
@@ -131,16 +171,6 @@ export function toProblem(error: unknown, requestId: string): { response: HttpRe
       internal: true,
     };
   }
-  if (error instanceof BackendError && error.retryable) {
-    return r(
-      problem(
-        503,
-        'backend-unavailable',
-        'the storage backend is unavailable; retry',
-        {},
-        { 'retry-after': '1' },
-      ),
-    );
-  }
+  if (error instanceof BackendError && error.retryable) return unavailable(false);
   return { response: problem(500, 'internal', 'internal error', { requestId }), internal: true };
 }

@@ -14,6 +14,7 @@ import {
   type AttributeValue,
   ConditionalCheckFailedException,
   CreateTableCommand,
+  DescribeTableCommand,
   DynamoDBClient,
   type DynamoDBClientConfig,
   GetItemCommand,
@@ -21,6 +22,7 @@ import {
   UpdateItemCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
+import { type BackendResource, UnavailableResourceError } from '../drivers/errors.js';
 import {
   type AcquireOptions,
   checkLeaseMs,
@@ -56,6 +58,14 @@ export interface DynamoDbLockOptions {
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** DynamoDB's codes for a missing table and refused credentials. */
+const UNAVAILABLE: Record<string, BackendResource> = {
+  ResourceNotFoundException: 'table',
+  UnrecognizedClientException: 'credentials',
+  InvalidSignatureException: 'credentials',
+  ExpiredTokenException: 'credentials',
+};
+
 /** Creates the lock table (on-demand, TTL on `ttl`); for local servers and tests, infra does it in the cloud. */
 export async function createLockTable(client: DynamoDBClient, tableName: string): Promise<void> {
   try {
@@ -69,6 +79,14 @@ export async function createLockTable(client: DynamoDBClient, tableName: string)
     );
   } catch (error) {
     if (!(error instanceof ResourceInUseException)) throw error;
+  }
+  // A table is usable once ACTIVE; before that, requests to it fail with ResourceNotFoundException.
+  const deadline = Date.now() + 60_000;
+  for (let delay = 20; ; delay = Math.min(1000, delay * 2)) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    if (Table?.TableStatus === 'ACTIVE') break;
+    if (Date.now() > deadline) throw new Error(`lock table ${tableName} is still ${Table?.TableStatus}`);
+    await new Promise((resolve) => setTimeout(resolve, delay));
   }
   // dynalite has no TTL; DynamoDB does. Expired items are treated as free either way.
   await client
@@ -161,7 +179,7 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
     throw new LockConflictError('', new Date(t));
   }
 
-  return {
+  const lock: SessionLock = {
     async acquire(key: LockKey, o: AcquireOptions = {}) {
       const leaseMs = checkLeaseMs(o.leaseMs);
       const waitMs = checkWaitMs(o.waitMs);
@@ -242,5 +260,16 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
         report('release', requests);
       }
     },
+  };
+  // A missing table or refused credentials is a deployment problem: say so, whatever the call.
+  const named = (error: unknown): never => {
+    const code = (error as { name?: string })?.name ?? '';
+    const resource = UNAVAILABLE[code];
+    throw resource ? new UnavailableResourceError(resource, 'dynamodb', code, { cause: error }) : error;
+  };
+  return {
+    acquire: (key, o) => lock.acquire(key, o).catch(named),
+    renew: (key, owner, token, o) => lock.renew(key, owner, token, o).catch(named),
+    release: (key, owner, token) => lock.release(key, owner, token).catch(named),
   };
 }

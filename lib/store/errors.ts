@@ -120,3 +120,23 @@ export class UnsupportedOperationError extends StoreError {
     super(`${backend} does not support ${operation}`);
   }
 }
+
+/** A write gave up because other writers kept winning its races; nothing was written (retry it). */
+export class ContendedError extends StoreError {
+  override name = 'ContendedError';
+}
+
+/**
+ * The backend acknowledged a write it had to refuse (a create-only or conditional write): it does
+ * not honour the conditions every guarantee of the store rests on, so no write is acknowledged.
+ */
+export class BackendUnsafeError extends StoreError {
+  override name = 'BackendUnsafeError';
+  constructor(
+    readonly backend: string,
+    /** The guarantee the backend broke. */
+    readonly guarantee: string,
+  ) {
+    super(`the ${backend} backend does not honour ${guarantee}; writes are refused`);
+  }
+}

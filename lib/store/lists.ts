@@ -25,7 +25,13 @@ import {
   type StoreContext,
 } from './context.js';
 import { decodeBody, encodeBody } from './encoding.js';
-import { AppendConflictError, BackendError, CorruptValueError, ValidationError } from './errors.js';
+import {
+  AppendConflictError,
+  BackendError,
+  ContendedError,
+  CorruptValueError,
+  ValidationError,
+} from './errors.js';
 import { chainHash, EMPTY_HASH, isHash } from './hash.js';
 import { padNumber, parseSlotName, type UserLayout } from './ids.js';
 import type { Marker } from './sessions.js';
@@ -363,7 +369,7 @@ export class Lists {
       state = await this.stateFromSlots(s, k, marker.inc);
       verified = true;
     }
-    throw new BackendError('list is too contended; retry', true);
+    throw new ContendedError('the list is too contended; nothing was written; retry');
   }
 
   /** After an append: manifest, then folding and rollover when due. None of it is needed for correctness. */
@@ -522,7 +528,8 @@ export class Lists {
     archiveId: string,
     page: PageOptions,
   ): Promise<ListPage | undefined> {
-    if (!/^\d{1,16}$/.test(archiveId)) throw new ValidationError('archiveId', 'must be a decimal archive id');
+    // Archive ids are decimal: any other form names no archive.
+    if (!/^\d{1,16}$/.test(archiveId)) return undefined;
     const prefix = `${this.layout.archive(s, k, inc, Number(archiveId))}~`;
     const [found] = (await this.ctx.driver.list({ prefix, limit: 1 })).objects;
     // An archive in a cold class is restored first (RestoreInProgressError until it is readable).

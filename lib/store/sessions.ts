@@ -9,7 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
-import { FencedError } from './errors.js';
+import { ContendedError, FencedError } from './errors.js';
 import type { UserLayout } from './ids.js';
 
 /** A live session marker. */
@@ -92,7 +92,7 @@ export class Sessions {
       if (!raise) return marker; // a keep-alive that lost a race: someone else refreshed it
       current = await this.read(sessionId);
     }
-    throw new ObjectConditionFailedError(this.layout.marker(sessionId), this.ctx.driver.name);
+    throw new ContendedError('the session marker is too contended; nothing was written; retry');
   }
 
   /**

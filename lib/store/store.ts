@@ -18,7 +18,7 @@ import {
 import type { ContentEncoding } from './encoding.js';
 import {
   AppendConflictError,
-  BackendError,
+  ContendedError,
   CorruptValueError,
   FencedError,
   PartialDeleteError,
@@ -237,11 +237,12 @@ class UserStore implements SessionStore {
         });
         return { version: etag };
       } catch (error) {
-        if (!(error instanceof ObjectConditionFailedError) || attempt >= 3) throw error;
+        if (!(error instanceof ObjectConditionFailedError)) throw error;
         if (options.ifVersion !== undefined || options.ifAbsent) {
           const now = await headOrUndefined(driver, name);
           throw new PreconditionFailedError(now && now.metadata.inc === marker.inc ? now.etag : null);
         }
+        if (attempt >= 3) throw new ContendedError('the value is too contended; nothing was written; retry');
         // A token write raced another write: read again, so the token check sees it.
       }
     }
@@ -372,7 +373,7 @@ class UserStore implements SessionStore {
       }
       state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
     }
-    throw new BackendError('list is too contended; retry', true);
+    throw new ContendedError('the list is too contended; nothing was written; retry');
   }
 
   async getList<T>(sessionId: string, key: string, page: PageOptions = {}): Promise<ListPage<T>> {
@@ -396,7 +397,9 @@ class UserStore implements SessionStore {
     const read = await this.sessions.read(sessionId);
     if (!read.live) return;
     const marker = await this.sessions.forWrite(sessionId, read, options.token);
-    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+    for (let attempt = 0; ; attempt++) {
+      if (attempt >= MAX_WRITE_ATTEMPTS)
+        throw new ContendedError('the list is too contended; nothing was deleted; retry');
       if (attempt > 0) await backoff(attempt);
       const state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
       if (!state.exists || (state.count === 0 && state.type === 'start')) break;

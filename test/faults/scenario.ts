@@ -9,7 +9,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createOssDriver } from '../../lib/drivers/oss.js';
 import { createS3Driver } from '../../lib/drivers/s3.js';
 import { createDynamoDbLock, createLockTable } from '../../lib/lock/dynamodb.js';
-import { BackendError } from '../../lib/store/errors.js';
+import { BackendError, ContendedError } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore } from '../../lib/store/store.js';
 import { startDynamoFront } from '../servers/dynamo-front.js';
@@ -89,7 +89,9 @@ export async function runFaultScenario(
         try {
           return await fn();
         } catch (error) {
-          if (!(error instanceof BackendError) || !error.retryable || attempt > 20) throw error;
+          const retryable =
+            (error instanceof BackendError && error.retryable) || error instanceof ContendedError;
+          if (!retryable || attempt > 20) throw error;
           callerRetries++;
         }
       }

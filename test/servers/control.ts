@@ -1,4 +1,4 @@
-/** Client of the S3 front's control API (see s3-front.ts), for the tests. */
+/** Client of the S3 and OSS fronts' control APIs (see s3-front.ts, oss-front.ts), for the tests. */
 import type { FaultRule } from './s3-front.js';
 
 /** Control of one front, at its endpoint. */
@@ -14,7 +14,11 @@ export function frontControl(endpoint: string) {
     fault: (rule: FaultRule) => post('faults', rule),
     /** How long a restore of an archived object takes. */
     restoreDelay: (ms: number) => post('restore-delay', { ms }),
-    /** Clears faults, delete failures and the request log. */
+    /** S3 front: `false` ignores If-Match / If-None-Match on writes, as a proxy dropping them would. */
+    honourConditions: (honour: boolean) => post('conditions', { honour }),
+    /** OSS front: a bucket with versioning `Enabled` or `Suspended` ignores x-oss-forbid-overwrite. */
+    versioning: (status: 'Enabled' | 'Suspended' | 'Off') => post('versioning', { status }),
+    /** Clears faults, delete failures, the request log and the modes above. */
     reset: () => post('reset', {}),
     /** What the front received since the last reset. */
     requests: async () =>

@@ -12,7 +12,10 @@
  * - injects faults on demand, as the S3 front does (control API `/__front/faults`, `reset`,
  *   `injected`): 500 InternalError, 503 ServiceUnavailable, latency, connection resets, before or
  *   after the upstream handled the request;
- * - has no compare-and-swap overwrite, like OSS: an `If-Match` on a PUT is ignored, as OSS ignores it.
+ * - has no compare-and-swap overwrite, like OSS: an `If-Match` on a PUT is ignored, as OSS ignores it;
+ * - on demand (`POST /__front/versioning` `{ "status": "Enabled" | "Suspended" | "Off" }`) acts as a
+ *   bucket with versioning enabled or suspended, which ignores `x-oss-forbid-overwrite` (OSS's
+ *   documentation says so); `reset` turns it off.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -75,6 +78,8 @@ export async function startOssFront(
 ): Promise<OssFront> {
   const upstream = { host: '127.0.0.1', port: s3Port };
   const faults = new FaultRules<FaultRule>();
+  /** The bucket's versioning status: `Off`, or `Enabled` / `Suspended` (forbid-overwrite ignored). */
+  let versioning = 'Off';
 
   const applyOssFault = (rule: FaultRule | undefined, res: http.ServerResponse) =>
     applyFault(rule, res, OSS_FAULTS, sendError);
@@ -94,8 +99,11 @@ export async function startOssFront(
       const path = target.slice('/__front/'.length);
       const body = await readBody(req);
       if (path === 'faults') faults.add(JSON.parse(body.toString()) as FaultRule);
-      else if (path === 'reset') faults.reset();
-      else if (path === 'injected')
+      else if (path === 'versioning') versioning = (JSON.parse(body.toString()) as { status: string }).status;
+      else if (path === 'reset') {
+        faults.reset();
+        versioning = 'Off';
+      } else if (path === 'injected')
         return void res.writeHead(200).end(JSON.stringify({ injected: faults.injected }));
       return void res.writeHead(204).end();
     }
@@ -124,7 +132,8 @@ export async function startOssFront(
       delete headers[name];
       const rest = name.slice('x-oss-'.length);
       if (rest === 'forbid-overwrite') {
-        if (String(value) === 'true') headers['if-none-match'] = '*';
+        // A versioned bucket keeps the old object as a version and overwrites.
+        if (String(value) === 'true' && versioning === 'Off') headers['if-none-match'] = '*';
       } else if (rest === 'copy-source') {
         headers['x-amz-copy-source'] = value;
       } else if (rest === 'tagging-directive' || rest === 'metadata-directive') {

@@ -16,11 +16,13 @@
  *   RestoreAlreadyInProgress, then 200) has finished, after `restore-delay` ms (default 300);
  *   HEAD reports `x-amz-restore`;
  * - on demand: per-key errors in DeleteObjects, and faults (HTTP 500, 503 SlowDown, latency,
- *   connection resets) for the reliability tests.
+ *   connection resets) for the reliability tests; and a mode that ignores `If-Match` /
+ *   `If-None-Match` on writes, as a proxy that drops them would (for the backend probe's tests).
  *
  * Control API (JSON, under `/__front/`): `POST faults` adds a rule, `POST delete-failures` makes
  * DeleteObjects fail keys containing a text, `POST reset` clears both, `GET requests` lists what
- * was received (method, path, bytes), `POST restore-delay` (`{ ms }`) sets how long a restore takes.
+ * was received (method, path, bytes), `POST restore-delay` (`{ ms }`) sets how long a restore takes,
+ * `POST conditions` (`{ honour: false }`) ignores write conditions until `reset`.
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -105,6 +107,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
   let deleteFailures: string[] = [];
   let received: Array<{ method: string; path: string; bytes: number }> = [];
   let restoreDelayMs = 300;
+  let honourConditions = true;
   const uploads = new Map<string, Upload>();
 
   function takeFault(req: http.IncomingMessage, after: boolean): FaultRule | undefined {
@@ -160,7 +163,9 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     if (path === 'faults') faults.add(body as FaultRule);
     else if (path === 'delete-failures') deleteFailures.push(...(body as { match: string[] }).match);
     else if (path === 'restore-delay') restoreDelayMs = (body as { ms: number }).ms;
+    else if (path === 'conditions') honourConditions = (body as { honour: boolean }).honour;
     else if (path === 'reset') {
+      honourConditions = true;
       faults.reset();
       deleteFailures = [];
       received = [];
@@ -187,7 +192,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
   async function conditionHolds(id: string, headers: http.IncomingHttpHeaders, res: http.ServerResponse) {
     const ifMatch = headers['if-match'];
     const ifNoneMatch = headers['if-none-match'];
-    if (!ifMatch && !ifNoneMatch) return true;
+    if ((!ifMatch && !ifNoneMatch) || !honourConditions) return true;
     const current = await headUpstream(id);
     const exists = current.status === 200;
     const etag = bare(String(current.headers.etag ?? ''));

@@ -273,7 +273,7 @@ export function describeStoreSuite(backend: Backend, via: 'library' | 'http' = '
         expect(archive?.count).toBe(4);
         expect((await alice.getArchive(s, 'l', archive?.archiveId ?? ''))?.items).toEqual(msgs(0, 4));
         expect(await alice.getArchive(s, 'l', '999')).toBeUndefined();
-        await expect(alice.getArchive(s, 'l', '../x')).rejects.toBeInstanceOf(ValidationError);
+        expect(await alice.getArchive(s, 'l', '../x')).toBeUndefined();
       });
 
       it('8 appenders racing with the same expected count: exactly one wins, nothing lost or doubled', async () => {

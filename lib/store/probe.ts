@@ -1,0 +1,126 @@
+/**
+ * The once-per-process check that the backend honours the write conditions its driver declares.
+ * Every guarantee of the store rests on create-only and conditional writes; a proxy that drops
+ * `If-None-Match` / `If-Match`, or an OSS bucket with versioning (which ignores
+ * `x-oss-forbid-overwrite`), would acknowledge racing writes and lose all but one, silently.
+ *
+ * Before the first write of a process, one probe object `<prefix>~probe/<random id>` (under no user;
+ * tagged `kind=state`, so lifecycle removes a leftover) is created, then each declared guarantee is
+ * asked to refuse a write it must refuse: a second create-only write, and (with conditional
+ * overwrite) an `If-Match` with a wrong etag. Then the probe is removed. Concurrent first writes share
+ * the probe. A failure that proves nothing (5xx, network, refused credentials) fails that write and
+ * the next write probes again; only an acknowledged write that had to be refused marks the backend
+ * unsafe, for the life of the process: every later write is refused with `BackendUnsafeError`,
+ * nothing is acknowledged. Cost: at most 2 requests per declared guarantee plus the delete.
+ */
+import { randomBytes } from 'node:crypto';
+import { ObjectConditionFailedError } from '../drivers/errors.js';
+import type { DriverCapabilities, ObjectStoreDriver } from '../drivers/types.js';
+import { backendError } from './context.js';
+import { BackendUnsafeError } from './errors.js';
+
+/** A guarantee a driver may declare, and the write the backend must refuse if it holds. */
+interface Guarantee {
+  readonly name: string;
+  readonly declared: (capabilities: DriverCapabilities) => boolean;
+  /** A write against the existing probe object `key` that the backend must refuse. */
+  readonly mustFail: (driver: ObjectStoreDriver, key: string, body: string) => Promise<unknown>;
+}
+
+const PUT_OPTIONS = { contentType: 'application/json', tags: { kind: 'state' } } as const;
+/** A well-formed etag no object has: 32 hex digits, as an MD5 etag. */
+const WRONG_ETAG = '0'.repeat(32);
+
+/** What the store relies on, in the order probed (the probe object is created create-only first). */
+export const GUARANTEES: readonly Guarantee[] = [
+  {
+    name: 'create-only writes (If-None-Match: * / x-oss-forbid-overwrite)',
+    declared: (c) => c.createOnly,
+    mustFail: (driver, key, body) => driver.put(key, body, { ...PUT_OPTIONS, ifNoneMatch: '*' }),
+  },
+  {
+    name: 'conditional overwrite (If-Match)',
+    declared: (c) => c.conditionalOverwrite,
+    mustFail: (driver, key, body) => driver.put(key, body, { ...PUT_OPTIONS, ifMatch: WRONG_ETAG }),
+  },
+];
+
+/** The driver methods that change what is stored, or sign a change for someone else to make. */
+const WRITES = [
+  'put',
+  'delete',
+  'deleteMany',
+  'copy',
+  'presignPut',
+  'presignUpload',
+  'createMultipart',
+  'presignPart',
+  'completeMultipart',
+  'restore',
+] as const satisfies readonly (keyof ObjectStoreDriver)[];
+
+/** A driver whose writes wait for the probe; `verify()` runs it now (the local server, at start). */
+export interface VerifiedDriver extends ObjectStoreDriver {
+  /** Resolves once the backend is verified; rejects with `BackendUnsafeError` or the probe's failure. */
+  verify(): Promise<void>;
+}
+
+export interface VerifyOptions {
+  /** The store's prefix; the probe object lives at `<prefix>~probe/<random id>`. */
+  readonly prefix: string;
+  /** Called once, when the backend is found unsafe (log it at ERROR). */
+  readonly onUnsafe?: (error: BackendUnsafeError) => void;
+}
+
+/** Runs the probe once against `driver`: resolves when every declared guarantee held. */
+export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string): Promise<void> {
+  const key = `${prefix}~probe/${randomBytes(12).toString('hex')}`;
+  const body = '{"probe":true}';
+  await driver.put(key, body, { ...PUT_OPTIONS, ifNoneMatch: '*' });
+  let broken: string | undefined;
+  try {
+    for (const guarantee of GUARANTEES) {
+      if (!guarantee.declared(driver.capabilities)) continue;
+      try {
+        await guarantee.mustFail(driver, key, body);
+        broken = guarantee.name;
+        break;
+      } catch (error) {
+        if (!(error instanceof ObjectConditionFailedError)) throw error;
+      }
+    }
+  } finally {
+    await driver.delete(key).catch(() => undefined);
+  }
+  if (broken) throw new BackendUnsafeError(driver.name, broken);
+}
+
+/**
+ * Wraps a driver so that its first write waits for the probe (one per wrapper: make it once per
+ * process), and every write after an unsafe verdict is refused. Reads are never delayed.
+ */
+export function verifiedDriver(driver: ObjectStoreDriver, options: VerifyOptions): VerifiedDriver {
+  let verdict: Promise<void> | undefined;
+  const verify = (): Promise<void> => {
+    verdict ??= probeGuarantees(driver, options.prefix).catch((error: unknown) => {
+      if (error instanceof BackendUnsafeError) {
+        options.onUnsafe?.(error);
+        throw error;
+      }
+      verdict = undefined; // proved nothing: the next write probes again
+      throw backendError(error);
+    });
+    return verdict;
+  };
+  const writes = Object.fromEntries(
+    WRITES.map((method) => {
+      const write = driver[method] as (...args: unknown[]) => Promise<unknown>;
+      const guarded = async (...args: unknown[]) => {
+        await verify();
+        return write.apply(driver, args);
+      };
+      return [method, guarded];
+    }),
+  );
+  return { ...driver, ...writes, verify };
+}

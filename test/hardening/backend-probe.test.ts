@@ -1,0 +1,210 @@
+/**
+ * A backend that ignores our write conditions is refused, not trusted: the once-per-process probe
+ * (lib/store/probe.ts) through private S3 and OSS fronts switched into modes that drop conditions.
+ */
+import { randomUUID } from 'node:crypto';
+import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { createOssDriver } from '../../lib/drivers/oss.js';
+import { createS3Driver } from '../../lib/drivers/s3.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
+import { GUARANTEES } from '../../lib/store/probe.js';
+import { type ApiHarness, nodeHarness } from '../http/harness.js';
+import { frontControl } from '../servers/control.js';
+import { startOssFront } from '../servers/oss-front.js';
+import { startS3Front } from '../servers/s3-front.js';
+
+const servers = () => inject('servers');
+const OSS_KEYS = { accessKeyId: 'LTAI-probe', accessKeySecret: 'probe-secret' };
+const S3_KEYS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+
+let s3: Awaited<ReturnType<typeof startS3Front>>;
+let oss: Awaited<ReturnType<typeof startOssFront>>;
+const s3Control = () => frontControl(s3.endpoint);
+const probeRequests = async () => (await s3Control().requests()).filter((r) => r.path.includes('~probe'));
+
+beforeAll(async () => {
+  s3 = await startS3Front(Number(new URL(servers().s3rver).port));
+  oss = await startOssFront(s3.port, OSS_KEYS);
+});
+afterAll(async () => {
+  await oss.stop();
+  await s3.stop();
+});
+afterEach(async () => {
+  await s3Control().reset();
+  await frontControl(oss.endpoint).reset();
+});
+
+const s3Driver = () =>
+  createS3Driver({ bucket: servers().bucket, endpoint: s3.endpoint, credentials: S3_KEYS });
+const ossDriver = () =>
+  createOssDriver({
+    bucket: servers().bucket,
+    endpoint: oss.endpoint,
+    ...OSS_KEYS,
+  });
+
+/** The local server over `driver`, with its logger's ERROR calls recorded. */
+async function serverOver(driver: ObjectStoreDriver) {
+  const api = await nodeHarness(driver, createMemoryLock());
+  const errors = vi.spyOn(api.app.logger, 'error');
+  return { api, errors };
+}
+
+/** 8 appends racing to create the same list. */
+const racingAppends = (api: ApiHarness, user: string, session: string) =>
+  Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      api.call(user, 'POST', `/v1/sessions/${session}/lists/memory/items`, {
+        body: JSON.stringify({ items: [{ turn: i }], expectedCount: 0 }),
+      }),
+    ),
+  );
+
+describe('the backend probe', () => {
+  it('on a healthy backend: one probe for concurrent first writes, at most 2 requests per guarantee plus the delete, nothing left', async () => {
+    const driver = s3Driver();
+    const { api } = await serverOver(driver);
+    const answers = await racingAppends(api, `u-${randomUUID()}`, 's');
+    expect(answers.map((a) => a.status).sort()).toEqual([200, ...Array(7).fill(409)]);
+    const probes = await probeRequests();
+    const declared = GUARANTEES.filter((g) => g.declared(driver.capabilities)).length;
+    expect(declared).toBe(2);
+    expect(probes.length).toBeGreaterThan(0);
+    expect(probes.length).toBeLessThanOrEqual(2 * declared + 1);
+    expect(new Set(probes.map((p) => p.path.split('?')[0])).size).toBe(1);
+    expect(probes.at(-1)?.method).toBe('DELETE');
+    const key = decodeURIComponent(
+      (probes[0]?.path.split('?')[0] ?? '').slice(`/${servers().bucket}/`.length),
+    );
+    await expect(driver.head(key)).rejects.toThrow(/not found/);
+    // Later writes probe no more.
+    await s3Control().reset();
+    expect((await api.call('bob', 'PUT', '/v1/sessions/s/state/plan', { body: '{}' })).status).toBe(200);
+    expect(await probeRequests()).toEqual([]);
+    await api.close();
+  });
+
+  it('behind a proxy that drops If-None-Match / If-Match, the local server refuses every write and acknowledges nothing', async () => {
+    await s3Control().honourConditions(false);
+    const { api, errors } = await serverOver(s3Driver());
+    const user = `u-${randomUUID()}`;
+    const answers = await racingAppends(api, user, 's');
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(503));
+    for (const answer of answers) {
+      expect(answer.headers['content-type']).toBe('application/problem+json');
+      expect(answer.json()).toMatchObject({ code: 'backend-unsafe', status: 503 });
+      expect(answer.json().detail).toMatch(/s3.*create-only/);
+    }
+    const save = await api.call(user, 'PUT', '/v1/sessions/s/state/plan', { body: '{"step":1}' });
+    expect(save.json()).toMatchObject({ code: 'backend-unsafe' });
+    // Reads still answer, and show that nothing was written.
+    expect((await api.call(user, 'GET', '/v1/sessions/s/lists/memory')).json()).toMatchObject({ count: 0 });
+    expect((await api.call(user, 'HEAD', '/v1/sessions/s')).status).toBe(404);
+    expect(errors).toHaveBeenCalledTimes(1);
+    expect(JSON.stringify(errors.mock.calls[0])).toMatch(/create-only/);
+    await api.close();
+  });
+
+  it('an OSS bucket with versioning enabled or suspended (forbid-overwrite ignored) is refused', async () => {
+    for (const status of ['Enabled', 'Suspended'] as const) {
+      await frontControl(oss.endpoint).versioning(status);
+      const { api, errors } = await serverOver(ossDriver());
+      const user = `u-${randomUUID()}`;
+      const answers = await racingAppends(api, user, 's');
+      expect(answers.map((a) => a.json().code)).toEqual(Array(8).fill('backend-unsafe'));
+      expect(answers[0]?.json().detail).toMatch(/oss.*x-oss-forbid-overwrite/);
+      expect((await api.call(user, 'GET', '/v1/sessions/s/lists/memory')).json()).toMatchObject({ count: 0 });
+      expect(errors).toHaveBeenCalledTimes(1);
+      await api.close();
+    }
+  });
+
+  it('a transient failure of the probe fails that write only; the next write probes again and succeeds', async () => {
+    const { api, errors } = await serverOver(s3Driver());
+    // Every SDK attempt of the probe's first PUT fails.
+    await s3Control().fault({ kind: '500', method: 'PUT', match: '~probe', times: 3 });
+    const first = await api.call('carol', 'PUT', '/v1/sessions/s/state/plan', { body: '{"a":1}' });
+    expect(first.status).toBe(503);
+    expect(first.json()).toMatchObject({ code: 'backend-unavailable' });
+    expect((await api.call('carol', 'GET', '/v1/sessions/s/state/plan')).status).toBe(404);
+    const second = await api.call('carol', 'PUT', '/v1/sessions/s/state/plan', { body: '{"a":2}' });
+    expect(second.status).toBe(200);
+    expect((await api.call('carol', 'GET', '/v1/sessions/s/state/plan')).json()).toEqual({ a: 2 });
+    expect(errors).not.toHaveBeenCalled();
+    await api.close();
+  });
+});
+
+describe('the Lambda handler (functions/aws/api.ts, API Gateway v2 events in-process)', () => {
+  const saved = { ...process.env };
+  afterEach(() => {
+    process.env = { ...saved };
+  });
+
+  const event = (method: string, path: string, body?: string) =>
+    ({
+      version: '2.0',
+      routeKey: '$default',
+      rawPath: path,
+      rawQueryString: '',
+      headers: { host: 'api.example.com', 'content-type': 'application/json' },
+      requestContext: {
+        http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'test' },
+        requestId: randomUUID(),
+        authorizer: { jwt: { claims: { sub: 'lambda-user' }, scopes: [] } },
+      },
+      body,
+      isBase64Encoded: false,
+    }) as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
+  const context = {
+    functionName: 'agent-state-api',
+    awsRequestId: 'test',
+    getRemainingTimeInMillis: () => 30_000,
+  } as unknown as Context;
+
+  it('answers its first write 503 backend-unsafe, and a second invocation of the module probes no more', async () => {
+    await s3Control().honourConditions(false);
+    Object.assign(process.env, {
+      AWS_LAMBDA_FUNCTION_NAME: 'agent-state-api',
+      STORE_BACKEND: 's3',
+      S3_BUCKET: servers().bucket,
+      S3_ENDPOINT: s3.endpoint,
+      AWS_ACCESS_KEY_ID: S3_KEYS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3_KEYS.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+      LOCK_BACKEND: 'dynamodb',
+      LOCK_TABLE: 'probe-test-locks',
+      DYNAMODB_ENDPOINT: servers().dynamodb,
+      LOG_LEVEL: 'SILENT',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+    });
+    vi.resetModules();
+    const { handler } = await import('../../functions/aws/api.js');
+    const session = `s-${randomUUID()}`;
+    const first = (await handler(event('PUT', `/v1/sessions/${session}/state/plan`, '{"n":1}'), context)) as {
+      statusCode: number;
+      body: string;
+    };
+    expect(first.statusCode).toBe(503);
+    expect(JSON.parse(first.body)).toMatchObject({ code: 'backend-unsafe' });
+    expect((await probeRequests()).length).toBeGreaterThan(0);
+
+    await s3Control().reset();
+    await s3Control().honourConditions(false);
+    const second = (await handler(
+      event('PUT', `/v1/sessions/${session}/state/plan`, '{"n":2}'),
+      context,
+    )) as {
+      statusCode: number;
+      body: string;
+    };
+    expect(JSON.parse(second.body)).toMatchObject({ code: 'backend-unsafe' });
+    // Neither a probe nor the write reached the backend; only the reads of the write did.
+    const seen = await s3Control().requests();
+    expect(seen.filter((r) => r.path.includes('~probe'))).toEqual([]);
+    expect(seen.filter((r) => r.method === 'PUT' || r.method === 'DELETE')).toEqual([]);
+  });
+});

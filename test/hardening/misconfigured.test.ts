@@ -1,0 +1,162 @@
+/**
+ * A deployment that is wrong says so: a missing bucket or lock table, or refused credentials, is
+ * 503 `backend-unavailable` with one ERROR line naming the resource and the variable that configures
+ * it; a bad environment is one line per variable and exit status 1.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { ConfigError, loadConfig } from '../../lib/config.js';
+import { createOssDriver } from '../../lib/drivers/oss.js';
+import { createS3Driver } from '../../lib/drivers/s3.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { createDynamoDbLock } from '../../lib/lock/dynamodb.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
+import type { SessionLock } from '../../lib/lock/types.js';
+import { type ApiHarness, nodeHarness } from '../http/harness.js';
+import { OSS_CREDENTIALS } from '../servers/global-setup.js';
+
+const servers = () => inject('servers');
+const run = promisify(execFile);
+
+let api: ApiHarness | undefined;
+afterEach(async () => {
+  await api?.close();
+  api = undefined;
+});
+
+/** The local server over `driver` and `lock`, the ERROR lines its logger writes, and one write and one read. */
+async function attempt(driver: ObjectStoreDriver, lock: SessionLock = createMemoryLock()) {
+  api = await nodeHarness(driver, lock);
+  const errors = vi.spyOn(api.app.logger, 'error');
+  const write = await api.call('alice', 'PUT', '/v1/sessions/s/state/plan', { body: '{"a":1}' });
+  const read = await api.call('alice', 'GET', '/v1/sessions/s/state/plan');
+  const lease = await api.call('alice', 'POST', '/v1/sessions/s/lock', { body: '{}' });
+  return { write, read, lease, lines: errors.mock.calls.map((call) => String(call[0])) };
+}
+
+const expectUnavailable = (answer: {
+  status: number;
+  json: () => unknown;
+  headers: Record<string, string>;
+}) => {
+  expect(answer.status).toBe(503);
+  expect(answer.json()).toMatchObject({ code: 'backend-unavailable' });
+  expect(answer.headers['retry-after']).toBeDefined();
+};
+
+describe('a missing or refused backend resource', () => {
+  it('S3: a bucket that does not exist', async () => {
+    const driver = createS3Driver({
+      bucket: 'no-such-bucket',
+      endpoint: servers().s3,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    });
+    const { write, read, lines } = await attempt(driver);
+    expectUnavailable(write);
+    expectUnavailable(read);
+    expect(lines).toHaveLength(2);
+    for (const line of lines) expect(line).toMatch(/s3 bucket does not exist .*S3_BUCKET=/);
+  });
+
+  it('S3: credentials that are refused', async () => {
+    const driver = createS3Driver({
+      bucket: servers().bucket,
+      endpoint: servers().s3,
+      credentials: { accessKeyId: 'NOT-A-KEY', secretAccessKey: 'nope' },
+    });
+    const { write, read, lines } = await attempt(driver);
+    expectUnavailable(write);
+    expectUnavailable(read);
+    expect(lines[0]).toMatch(/s3 refused the credentials .*AWS_ACCESS_KEY_ID/);
+  });
+
+  it('OSS: a bucket that does not exist, and a wrong secret', async () => {
+    const missing = createOssDriver({
+      bucket: 'no-such-bucket',
+      endpoint: servers().oss,
+      ...OSS_CREDENTIALS,
+    });
+    const first = await attempt(missing);
+    expectUnavailable(first.write);
+    expect(first.lines[0]).toMatch(/oss bucket does not exist .*OSS_BUCKET=/);
+    await api?.close();
+    const refused = createOssDriver({
+      bucket: servers().bucket,
+      endpoint: servers().oss,
+      accessKeyId: OSS_CREDENTIALS.accessKeyId,
+      accessKeySecret: 'wrong',
+    });
+    const second = await attempt(refused);
+    expectUnavailable(second.write);
+    expectUnavailable(second.read);
+    expect(second.lines[0]).toMatch(/oss refused the credentials .*OSS_ACCESS_KEY_SECRET/);
+  });
+
+  it('DynamoDB: a lock table that does not exist', async () => {
+    const lock = createDynamoDbLock({
+      tableName: 'no-such-table',
+      endpoint: servers().dynamodb,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const { lease, lines } = await attempt(
+      createS3Driver({
+        bucket: servers().bucket,
+        endpoint: servers().s3,
+        credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+      }),
+      lock,
+    );
+    expectUnavailable(lease);
+    expect(lines).toEqual([expect.stringMatching(/dynamodb table does not exist .*LOCK_TABLE=/)]);
+  });
+});
+
+describe('a bad environment', () => {
+  it('is one readable line per variable, never a value', () => {
+    const refuse = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        return (error as ConfigError).problems;
+      }
+      throw new Error('accepted');
+    };
+    const problems = refuse({
+      PORT: 'eighty',
+      STORE_BACKEND: 'oss',
+      OSS_BUCKET: 'My_Bucket',
+      OSS_REGION: 'oss-cn-hangzhou',
+      OSS_ACCESS_KEY_SECRET: 'secret-value',
+      ALLOW_ANONYMOUS: 'true',
+    });
+    expect(problems).toHaveLength(2);
+    expect(problems[0]).toMatch(/^PORT: /);
+    expect(problems[1]).toMatch(/^OSS_BUCKET: an OSS bucket name is 3 to 63 lowercase letters/);
+    expect(problems.join('\n')).not.toMatch(/My_Bucket|eighty|secret-value/);
+    for (const name of ['ab', '-abc', 'abc-', 'a'.repeat(64), 'UPPER']) {
+      expect(refuse({ OSS_BUCKET: name, ALLOW_ANONYMOUS: 'true' })[0], name).toMatch(/^OSS_BUCKET: /);
+    }
+    expect(loadConfig({ OSS_BUCKET: 'agent-state-1', ALLOW_ANONYMOUS: 'true' }).OSS_BUCKET).toBe(
+      'agent-state-1',
+    );
+  });
+
+  it('stops the built local server with exit status 1 and no stack trace', async () => {
+    await run('node', ['scripts/build.mjs', 'local/server']);
+    const failed = await run('node', ['dist/local/server.mjs'], {
+      env: { ...process.env, NODE_OPTIONS: '', PORT: 'eighty', KEEPALIVE_MS: '5', ALLOW_ANONYMOUS: 'true' },
+    }).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed?.code).toBe(1);
+    const lines = (failed?.stderr ?? '').trim().split('\n');
+    expect(lines).toEqual([
+      expect.stringMatching(/^invalid configuration: PORT: /),
+      expect.stringMatching(/^invalid configuration: KEEPALIVE_MS: /),
+    ]);
+  });
+});
