@@ -3,7 +3,7 @@
  * start with the variable's name. Every variable is listed in the README.
  */
 import * as z from 'zod';
-import type { BackendResource } from './drivers/errors.js';
+import type { BackendResource } from './store/errors.js';
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);

@@ -1,5 +1,7 @@
 // Bundles the entry points with esbuild (target node20, so one bundle runs on Node 20 here and on
 // Node 22/24 in the clouds). `node scripts/build.mjs [names...]` builds some; no names builds all.
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { build } from 'esbuild';
 
 const ENTRIES = {
@@ -17,8 +19,8 @@ const ENTRIES = {
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const names = wanted.length > 0 ? wanted : Object.keys(ENTRIES);
 await Promise.all(
-  names.map((name) =>
-    build({
+  names.map(async (name) => {
+    const { outputFiles } = await build({
       entryPoints: [ENTRIES[name]],
       outfile: `dist/${name}.mjs`,
       bundle: true,
@@ -34,6 +36,14 @@ await Promise.all(
         js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
       },
       logLevel: 'warning',
-    }),
-  ),
+      write: false,
+    });
+    // Written whole, then renamed: a process starting a bundle never reads a half-written one.
+    for (const file of outputFiles) {
+      await mkdir(path.dirname(file.path), { recursive: true });
+      const partial = `${file.path}.${process.pid}.tmp`;
+      await writeFile(partial, file.contents);
+      await rename(partial, file.path);
+    }
+  }),
 );

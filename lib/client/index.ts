@@ -211,7 +211,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pause = (attempt: number) => sleep(Math.random() * Math.min(MAX_PAUSE_MS, 100 * 2 ** attempt));
 
 /** The problem code of a 409 or 503 answer (read from a clone: the answer stays readable). */
-async function retryCode(response: Response): Promise<string | undefined> {
+async function problemCodeOf(response: Response): Promise<string | undefined> {
   if (response.status !== 409 && response.status !== 503) return undefined;
   const p = (await response
     .clone()
@@ -262,7 +262,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         failure = error;
       }
       if (attempt < attempts) {
-        const code = response && (await retryCode(response));
+        const code = response && (await problemCodeOf(response));
         // A backend that does not honour write conditions stays so: no retry helps.
         const retryable = (!response || TRANSIENT.has(response.status)) && code !== 'backend-unsafe';
         if (IDEMPOTENT.has(method) && retryable) {

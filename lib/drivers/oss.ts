@@ -448,18 +448,18 @@ function withRetries(client: OSS, attempts: number): OSS {
 }
 
 /** OSS's codes for a missing bucket and refused credentials. */
-const UNAVAILABLE: Record<string, BackendResource> = {
-  NoSuchBucket: 'bucket',
-  InvalidAccessKeyId: 'credentials',
-  SignatureDoesNotMatch: 'credentials',
-  InvalidSecurityToken: 'credentials',
-  SecurityTokenExpired: 'credentials',
-};
+const UNAVAILABLE = new Map<string, BackendResource>([
+  ['NoSuchBucket', 'bucket'],
+  ['InvalidAccessKeyId', 'credentials'],
+  ['SignatureDoesNotMatch', 'credentials'],
+  ['InvalidSecurityToken', 'credentials'],
+  ['SecurityTokenExpired', 'credentials'],
+]);
 
 function mapError(error: unknown, key: string): ObjectStoreError {
   if (error instanceof ObjectStoreError) return error;
   const { status, code } = error as { status?: number; code?: string };
-  const unavailable = UNAVAILABLE[code ?? ''];
+  const unavailable = UNAVAILABLE.get(code ?? '');
   if (unavailable) return new UnavailableResourceError(unavailable, NAME, code as string, { cause: error });
   if (status === 404 || code === 'NoSuchKey') return new ObjectNotFoundError(key, NAME, { cause: error });
   if (status === 412 || code === 'PreconditionFailed' || code === 'FileAlreadyExists') {

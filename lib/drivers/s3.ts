@@ -592,19 +592,19 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /** S3's codes for a missing bucket and refused credentials (a HEAD's 404 cannot tell a missing bucket). */
-const UNAVAILABLE: Record<string, BackendResource> = {
-  NoSuchBucket: 'bucket',
-  InvalidAccessKeyId: 'credentials',
-  SignatureDoesNotMatch: 'credentials',
-  ExpiredToken: 'credentials',
-  InvalidToken: 'credentials',
-};
+const UNAVAILABLE = new Map<string, BackendResource>([
+  ['NoSuchBucket', 'bucket'],
+  ['InvalidAccessKeyId', 'credentials'],
+  ['SignatureDoesNotMatch', 'credentials'],
+  ['ExpiredToken', 'credentials'],
+  ['InvalidToken', 'credentials'],
+]);
 
 function mapError(error: unknown, key: string): ObjectStoreError {
   if (error instanceof ObjectStoreError) return error;
   const status = statusOf(error);
   const code = errorCode(error);
-  const unavailable = UNAVAILABLE[code ?? ''];
+  const unavailable = UNAVAILABLE.get(code ?? '');
   if (unavailable) return new UnavailableResourceError(unavailable, NAME, code as string, { cause: error });
   if (status === 404 || code === 'NoSuchKey' || code === 'NotFound') {
     return new ObjectNotFoundError(key, NAME, { cause: error });

@@ -7,12 +7,12 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { type Config, configuredBy, platformOf } from '../config.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
 import type { SessionLock } from '../lock/types.js';
+import { MisconfiguredBackendError } from '../store/errors.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
 import type { MetricsSink } from '../store/types.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
 import { openApiDocument } from './openapi.js';
-import { unavailableResource } from './problems.js';
 import { createRouter } from './router.js';
 import type { HttpHandler } from './types.js';
 
@@ -106,13 +106,9 @@ export function createApp(config: Config, parts: AppParts): App {
         code,
         ms: Math.round(ms),
       };
-      const resource = unavailableResource(error);
       // A deployment problem: one line naming the resource and what configures it, no stack.
-      if (resource)
-        logger.error(
-          `${resource.message}: check ${configuredBy(config, resource.backend, resource.resource)}`,
-          entry,
-        );
+      if (error instanceof MisconfiguredBackendError)
+        logger.error(`${error.message}: check ${configuredBy(config, error.backend, error.resource)}`, entry);
       else if (error) logger.error('request failed', { ...entry, error: error as Error });
       else logger.info('request', entry);
       metrics?.addMetric(code ? `Outcome_${code}` : `Outcome_${response.status}`, MetricUnit.Count, 1);

@@ -7,7 +7,7 @@ const GATEWAY_ERRORS = {
   '401': 'API Gateway JWT authorizer: {"message":"Unauthorized"}',
   '413': 'API Gateway: payload over 10 MB ({"message":"Request Entity Too Large"})',
   '429': 'API Gateway throttling ({"message":"Too Many Requests"})',
-  '503': 'API Gateway: {"message":"Service Unavailable"}',
+  '503': 'RFC 9457 problem `backend-unavailable` (Retry-After) or, for a write, `backend-unsafe`; or API Gateway: {"message":"Service Unavailable"}',
   '504': 'API Gateway: integration timeout after 30 s ({"message":"Endpoint request timed out"})',
 };
 
@@ -73,9 +73,20 @@ export function openApiDocument(): Record<string, unknown> {
           : {}),
       };
     }
+    const problemContent = {
+      'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+    };
+    if (route.auth && route.method !== 'GET' && route.method !== 'HEAD') {
+      const contended = '`contended`: other writers kept winning; nothing was written; Retry-After';
+      const known = responses['409'] as { description: string } | undefined;
+      responses['409'] = {
+        description: known ? `${known.description}; ${contended}` : `RFC 9457 problem ${contended}`,
+        content: problemContent,
+      };
+    }
     responses.default = {
       description: 'RFC 9457 problem; `code` is one of the stable codes',
-      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+      content: problemContent,
     };
     if (route.auth)
       for (const [status, description] of Object.entries(GATEWAY_ERRORS))

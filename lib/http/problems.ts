@@ -2,7 +2,6 @@
  * Every error the functions produce is an RFC 9457 `application/problem+json` body with a stable
  * `code`. One map turns typed errors into problems; anything unknown is a 500 that hides internals.
  */
-import { UnavailableResourceError } from '../drivers/errors.js';
 import { LockConflictError, LockLostError } from '../lock/types.js';
 import {
   AppendConflictError,
@@ -11,6 +10,7 @@ import {
   ContendedError,
   CorruptValueError,
   FencedError,
+  MisconfiguredBackendError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
   RestoreInProgressError,
@@ -84,13 +84,6 @@ export function problem(
   };
 }
 
-/** A missing bucket or table, or refused credentials, behind `error` (itself or its cause). */
-export function unavailableResource(error: unknown): UnavailableResourceError | undefined {
-  if (error instanceof UnavailableResourceError) return error;
-  const cause = (error as { cause?: unknown } | undefined)?.cause;
-  return cause instanceof UnavailableResourceError ? cause : undefined;
-}
-
 /**
  * Maps any error to its problem response; `internal` says whether it was unexpected, `log` whether
  * it must be logged all the same (a deployment problem: a missing bucket or table, refused credentials).
@@ -111,7 +104,7 @@ export function toProblem(
     internal: false,
     log,
   });
-  if (unavailableResource(error)) return unavailable(true);
+  if (error instanceof MisconfiguredBackendError) return unavailable(true);
   if (error instanceof HttpProblem)
     return r(problem(error.status, error.code, error.message, error.extra, error.headers));
   if (error instanceof ValidationError)

@@ -22,7 +22,7 @@ import {
   UpdateItemCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type BackendResource, UnavailableResourceError } from '../drivers/errors.js';
+import { type BackendResource, MisconfiguredBackendError } from '../store/errors.js';
 import {
   type AcquireOptions,
   checkLeaseMs,
@@ -59,12 +59,12 @@ export interface DynamoDbLockOptions {
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** DynamoDB's codes for a missing table and refused credentials. */
-const UNAVAILABLE: Record<string, BackendResource> = {
-  ResourceNotFoundException: 'table',
-  UnrecognizedClientException: 'credentials',
-  InvalidSignatureException: 'credentials',
-  ExpiredTokenException: 'credentials',
-};
+const UNAVAILABLE = new Map<string, BackendResource>([
+  ['ResourceNotFoundException', 'table'],
+  ['UnrecognizedClientException', 'credentials'],
+  ['InvalidSignatureException', 'credentials'],
+  ['ExpiredTokenException', 'credentials'],
+]);
 
 /** Creates the lock table (on-demand, TTL on `ttl`); for local servers and tests, infra does it in the cloud. */
 export async function createLockTable(client: DynamoDBClient, tableName: string): Promise<void> {
@@ -264,8 +264,10 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
   // A missing table or refused credentials is a deployment problem: say so, whatever the call.
   const named = (error: unknown): never => {
     const code = (error as { name?: string })?.name ?? '';
-    const resource = UNAVAILABLE[code];
-    throw resource ? new UnavailableResourceError(resource, 'dynamodb', code, { cause: error }) : error;
+    const resource = UNAVAILABLE.get(code);
+    if (!resource) throw error;
+    const what = resource === 'table' ? `lock table ${TableName} does not exist` : 'refused the credentials';
+    throw new MisconfiguredBackendError('dynamodb', resource, `dynamodb ${what} (${code})`, { cause: error });
   };
   return {
     acquire: (key, o) => lock.acquire(key, o).catch(named),

@@ -1,8 +1,8 @@
 /** What every part of the store shares: the driver, the clock, the tunables, and backend error mapping. */
-import { ObjectNotFoundError, ObjectStoreError } from '../drivers/errors.js';
+import { ObjectNotFoundError, ObjectStoreError, UnavailableResourceError } from '../drivers/errors.js';
 import type { ListedObject, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import type { ContentEncoding } from './encoding.js';
-import { BackendError, StoreError, ValidationError } from './errors.js';
+import { BackendError, MisconfiguredBackendError, StoreError, ValidationError } from './errors.js';
 import type { MetricsSink } from './types.js';
 
 /** Tunables of the store, with their defaults in `createStateStore`. */
@@ -38,6 +38,8 @@ export interface StoreContext {
 /** Maps a driver failure to a store error (keeping it as `cause`). */
 export function backendError(error: unknown): StoreError {
   if (error instanceof StoreError) return error;
+  if (error instanceof UnavailableResourceError)
+    return new MisconfiguredBackendError(error.backend, error.resource, error.message, { cause: error });
   if (error instanceof ObjectStoreError) {
     if (error.name === 'InvalidArgumentError') return new ValidationError('id', error.message);
     return new BackendError(error.message, error.retryable, { cause: error });

@@ -1,4 +1,7 @@
 /** Typed errors of the state store. Each carries the data a caller needs to decide what to do. */
+import type { BackendResource } from '../drivers/errors.js';
+
+export type { BackendResource };
 
 /** Base class of every store error. */
 export class StoreError extends Error {
@@ -78,6 +81,23 @@ export class BackendError extends StoreError {
     options?: { cause?: unknown },
   ) {
     super(message, options);
+  }
+}
+
+/**
+ * A bucket or lock table that does not exist, or credentials the backend refuses: the deployment is
+ * wrong, not the request. Retryable (503): it succeeds once the deployment is fixed.
+ */
+export class MisconfiguredBackendError extends BackendError {
+  override name = 'MisconfiguredBackendError';
+  constructor(
+    /** `s3`, `oss`, `dynamodb`. */
+    readonly backend: string,
+    readonly resource: BackendResource,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, true, options);
   }
 }
 

@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { DriverCapabilities, ObjectStoreDriver } from '../drivers/types.js';
 import { backendError } from './context.js';
-import { BackendUnsafeError } from './errors.js';
+import { BackendError, BackendUnsafeError } from './errors.js';
 
 /** A guarantee a driver may declare, and the write the backend must refuse if it holds. */
 interface Guarantee {
@@ -45,19 +45,20 @@ export const GUARANTEES: readonly Guarantee[] = [
   },
 ];
 
-/** The driver methods that change what is stored, or sign a change for someone else to make. */
-const WRITES = [
-  'put',
-  'delete',
-  'deleteMany',
-  'copy',
-  'presignPut',
-  'presignUpload',
-  'createMultipart',
-  'presignPart',
-  'completeMultipart',
-  'restore',
-] as const satisfies readonly (keyof ObjectStoreDriver)[];
+/**
+ * The driver methods that neither change what is stored nor sign a change for someone else to make;
+ * every other method waits for the probe (so a method added to the interface is guarded by default).
+ */
+const READS = new Set<string>([
+  'name',
+  'capabilities',
+  'get',
+  'head',
+  'list',
+  'listParts',
+  'presignGet',
+  'close',
+] satisfies (keyof ObjectStoreDriver)[]);
 
 /** A driver whose writes wait for the probe; `verify()` runs it now (the local server, at start). */
 export interface VerifiedDriver extends ObjectStoreDriver {
@@ -76,9 +77,10 @@ export interface VerifyOptions {
 export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string): Promise<void> {
   const key = `${prefix}~probe/${randomBytes(12).toString('hex')}`;
   const body = '{"probe":true}';
-  await driver.put(key, body, { ...PUT_OPTIONS, ifNoneMatch: '*' });
   let broken: string | undefined;
   try {
+    const createOnly = driver.capabilities.createOnly ? { ifNoneMatch: '*' as const } : {};
+    await driver.put(key, body, { ...PUT_OPTIONS, ...createOnly });
     for (const guarantee of GUARANTEES) {
       if (!guarantee.declared(driver.capabilities)) continue;
       try {
@@ -97,7 +99,7 @@ export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string)
 
 /**
  * Wraps a driver so that its first write waits for the probe (one per wrapper: make it once per
- * process), and every write after an unsafe verdict is refused. Reads are never delayed.
+ * process), and every write after an unsafe verdict is refused. Reads pass straight through.
  */
 export function verifiedDriver(driver: ObjectStoreDriver, options: VerifyOptions): VerifiedDriver {
   let verdict: Promise<void> | undefined;
@@ -108,19 +110,23 @@ export function verifiedDriver(driver: ObjectStoreDriver, options: VerifyOptions
         throw error;
       }
       verdict = undefined; // proved nothing: the next write probes again
-      throw backendError(error);
+      const failure = backendError(error);
+      // Whatever the probe met, the write it guards was not made: a retry may succeed.
+      throw failure instanceof BackendError && failure.retryable
+        ? failure
+        : new BackendError(`the backend probe failed: ${failure.message}`, true, { cause: error });
     });
     return verdict;
   };
-  const writes = Object.fromEntries(
-    WRITES.map((method) => {
-      const write = driver[method] as (...args: unknown[]) => Promise<unknown>;
-      const guarded = async (...args: unknown[]) => {
+  return new Proxy(driver, {
+    get(target, property, receiver) {
+      if (property === 'verify') return verify;
+      const value = Reflect.get(target, property, receiver);
+      if (typeof property !== 'string' || READS.has(property) || typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
         await verify();
-        return write.apply(driver, args);
+        return value.apply(target, args);
       };
-      return [method, guarded];
-    }),
-  );
-  return { ...driver, ...writes, verify };
+    },
+  }) as VerifiedDriver;
 }

@@ -399,7 +399,7 @@ class UserStore implements SessionStore {
     const marker = await this.sessions.forWrite(sessionId, read, options.token);
     for (let attempt = 0; ; attempt++) {
       if (attempt >= MAX_WRITE_ATTEMPTS)
-        throw new ContendedError('the list is too contended; nothing was deleted; retry');
+        throw new ContendedError('the list is too contended; it was not deleted; retry');
       if (attempt > 0) await backoff(attempt);
       const state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
       if (!state.exists || (state.count === 0 && state.type === 'start')) break;

@@ -86,6 +86,11 @@ const MALFORMED: Array<[string, (event: Record<string, unknown>) => void, string
     (e) => Object.assign(e, { body: 'this is not base64!', isBase64Encoded: true }),
     'body',
   ],
+  [
+    'a text body with a lone surrogate (the platform decoded it; it cannot be stored as sent)',
+    (e) => Object.assign(e, { body: '{"a":"\ud800"}', isBase64Encoded: false }),
+    'body',
+  ],
 ];
 
 interface Result {
@@ -117,6 +122,15 @@ describe('API Gateway v2 adapter: malformed events', () => {
     expect(result.headers['content-type']).toBe('application/problem+json');
     expect(JSON.parse(result.body)).toMatchObject({ code: 'internal', requestId: 'apigw-request-1' });
     expect(logged).toHaveBeenCalledTimes(1);
+  });
+
+  it('a base64 body of 3.5 MB (under the 4 MiB cap) is checked without overflowing the stack', async () => {
+    const body = Buffer.alloc(3.5 * 1024 * 1024, 'x').toString('base64');
+    const result = (await handler(
+      apigwEvent((e) => Object.assign(e, { body, isBase64Encoded: true })),
+      context,
+    )) as Result;
+    expect(result.statusCode).toBe(200);
   });
 
   it('without a request id in the event, the 500 carries a fresh one', async () => {

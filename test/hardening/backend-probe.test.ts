@@ -72,7 +72,8 @@ describe('the backend probe', () => {
     const probes = await probeRequests();
     const declared = GUARANTEES.filter((g) => g.declared(driver.capabilities)).length;
     expect(declared).toBe(2);
-    expect(probes.length).toBeGreaterThan(0);
+    // The create, a second create-only write, a wrong If-Match, the delete: within 2 per guarantee + 1.
+    expect(probes.map((p) => p.method)).toEqual(['PUT', 'PUT', 'PUT', 'DELETE']);
     expect(probes.length).toBeLessThanOrEqual(2 * declared + 1);
     expect(new Set(probes.map((p) => p.path.split('?')[0])).size).toBe(1);
     expect(probes.at(-1)?.method).toBe('DELETE');
@@ -88,7 +89,7 @@ describe('the backend probe', () => {
   });
 
   it('behind a proxy that drops If-None-Match / If-Match, the local server refuses every write and acknowledges nothing', async () => {
-    await s3Control().honourConditions(false);
+    await s3Control().ignoreConditions();
     const { api, errors } = await serverOver(s3Driver());
     const user = `u-${randomUUID()}`;
     const answers = await racingAppends(api, user, 's');
@@ -105,6 +106,19 @@ describe('the backend probe', () => {
     expect((await api.call(user, 'HEAD', '/v1/sessions/s')).status).toBe(404);
     expect(errors).toHaveBeenCalledTimes(1);
     expect(JSON.stringify(errors.mock.calls[0])).toMatch(/create-only/);
+    await api.close();
+  });
+
+  it('behind a proxy that drops only If-Match, writes are refused too, naming conditional overwrite', async () => {
+    await s3Control().ignoreConditions(['if-match']);
+    const { api, errors } = await serverOver(s3Driver());
+    const user = `u-${randomUUID()}`;
+    const save = await api.call(user, 'PUT', '/v1/sessions/s/state/plan', { body: '{"step":1}' });
+    expect(save.status).toBe(503);
+    expect(save.json()).toMatchObject({ code: 'backend-unsafe' });
+    expect(save.json().detail).toMatch(/s3 .*conditional overwrite \(If-Match\)/);
+    expect((await api.call(user, 'HEAD', '/v1/sessions/s')).status).toBe(404);
+    expect(errors).toHaveBeenCalledTimes(1);
     await api.close();
   });
 
@@ -166,7 +180,7 @@ describe('the Lambda handler (functions/aws/api.ts, API Gateway v2 events in-pro
   } as unknown as Context;
 
   it('answers its first write 503 backend-unsafe, and a second invocation of the module probes no more', async () => {
-    await s3Control().honourConditions(false);
+    await s3Control().ignoreConditions();
     Object.assign(process.env, {
       AWS_LAMBDA_FUNCTION_NAME: 'agent-state-api',
       STORE_BACKEND: 's3',
@@ -184,6 +198,14 @@ describe('the Lambda handler (functions/aws/api.ts, API Gateway v2 events in-pro
     vi.resetModules();
     const { handler } = await import('../../functions/aws/api.js');
     const session = `s-${randomUUID()}`;
+    // Health checks and reads stay cheap: they never wait for the probe.
+    const health = (await handler(event('GET', '/v1/health'), context)) as { statusCode: number };
+    expect(health.statusCode).toBe(200);
+    const read = (await handler(event('GET', `/v1/sessions/${session}/state/plan`), context)) as {
+      statusCode: number;
+    };
+    expect(read.statusCode).toBe(404);
+    expect(await probeRequests()).toEqual([]);
     const first = (await handler(event('PUT', `/v1/sessions/${session}/state/plan`, '{"n":1}'), context)) as {
       statusCode: number;
       body: string;
@@ -193,7 +215,7 @@ describe('the Lambda handler (functions/aws/api.ts, API Gateway v2 events in-pro
     expect((await probeRequests()).length).toBeGreaterThan(0);
 
     await s3Control().reset();
-    await s3Control().honourConditions(false);
+    await s3Control().ignoreConditions();
     const second = (await handler(
       event('PUT', `/v1/sessions/${session}/state/plan`, '{"n":2}'),
       context,

@@ -109,7 +109,9 @@ describe('a missing or refused backend resource', () => {
       lock,
     );
     expectUnavailable(lease);
-    expect(lines).toEqual([expect.stringMatching(/dynamodb table does not exist .*LOCK_TABLE=/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(/dynamodb lock table no-such-table does not exist .*LOCK_TABLE=/),
+    ]);
   });
 });
 

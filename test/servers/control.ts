@@ -14,8 +14,9 @@ export function frontControl(endpoint: string) {
     fault: (rule: FaultRule) => post('faults', rule),
     /** How long a restore of an archived object takes. */
     restoreDelay: (ms: number) => post('restore-delay', { ms }),
-    /** S3 front: `false` ignores If-Match / If-None-Match on writes, as a proxy dropping them would. */
-    honourConditions: (honour: boolean) => post('conditions', { honour }),
+    /** S3 front: ignores these conditions on writes (default both), as a proxy dropping them would. */
+    ignoreConditions: (ignore: Array<'if-match' | 'if-none-match'> = ['if-match', 'if-none-match']) =>
+      post('conditions', { ignore }),
     /** OSS front: a bucket with versioning `Enabled` or `Suspended` ignores x-oss-forbid-overwrite. */
     versioning: (status: 'Enabled' | 'Suspended' | 'Off') => post('versioning', { status }),
     /** Clears faults, delete failures, the request log and the modes above. */

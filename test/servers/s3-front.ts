@@ -22,7 +22,8 @@
  * Control API (JSON, under `/__front/`): `POST faults` adds a rule, `POST delete-failures` makes
  * DeleteObjects fail keys containing a text, `POST reset` clears both, `GET requests` lists what
  * was received (method, path, bytes), `POST restore-delay` (`{ ms }`) sets how long a restore takes,
- * `POST conditions` (`{ honour: false }`) ignores write conditions until `reset`.
+ * `POST conditions` (`{ ignore: ['if-match', 'if-none-match'] }`) ignores those write conditions
+ * until `reset`.
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -107,7 +108,8 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
   let deleteFailures: string[] = [];
   let received: Array<{ method: string; path: string; bytes: number }> = [];
   let restoreDelayMs = 300;
-  let honourConditions = true;
+  /** Write conditions ignored, as a proxy that drops them would (`if-match`, `if-none-match`). */
+  let ignoredConditions = new Set<string>();
   const uploads = new Map<string, Upload>();
 
   function takeFault(req: http.IncomingMessage, after: boolean): FaultRule | undefined {
@@ -163,9 +165,9 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     if (path === 'faults') faults.add(body as FaultRule);
     else if (path === 'delete-failures') deleteFailures.push(...(body as { match: string[] }).match);
     else if (path === 'restore-delay') restoreDelayMs = (body as { ms: number }).ms;
-    else if (path === 'conditions') honourConditions = (body as { honour: boolean }).honour;
+    else if (path === 'conditions') ignoredConditions = new Set((body as { ignore: string[] }).ignore);
     else if (path === 'reset') {
-      honourConditions = true;
+      ignoredConditions = new Set();
       faults.reset();
       deleteFailures = [];
       received = [];
@@ -190,9 +192,9 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
 
   /** Evaluates If-Match / If-None-Match against the current object; answers and returns false on failure. */
   async function conditionHolds(id: string, headers: http.IncomingHttpHeaders, res: http.ServerResponse) {
-    const ifMatch = headers['if-match'];
-    const ifNoneMatch = headers['if-none-match'];
-    if ((!ifMatch && !ifNoneMatch) || !honourConditions) return true;
+    const ifMatch = ignoredConditions.has('if-match') ? undefined : headers['if-match'];
+    const ifNoneMatch = ignoredConditions.has('if-none-match') ? undefined : headers['if-none-match'];
+    if (!ifMatch && !ifNoneMatch) return true;
     const current = await headUpstream(id);
     const exists = current.status === 200;
     const etag = bare(String(current.headers.etag ?? ''));

@@ -33,8 +33,12 @@ export async function guarded<T>(
   }
 }
 
-/** Canonical padded base64, as API Gateway and Function Compute encode bodies. */
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/**
+ * Canonical padded base64, as API Gateway and Function Compute encode bodies: checked by length and
+ * by re-encoding (a regular expression over a 4 MiB body overflows the stack).
+ */
+const isBase64 = (text: string) =>
+  text.length % 4 === 0 && Buffer.from(text, 'base64').toString('base64') === text;
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -72,8 +76,11 @@ export function eventParts(event: unknown): Omit<HttpRequest, 'query' | 'claims'
   const { body, isBase64Encoded } = event;
   if (body !== undefined && body !== null && typeof body !== 'string')
     throw malformed('body', 'not a string');
-  if (isBase64Encoded === true && typeof body === 'string' && !BASE64.test(body))
+  if (isBase64Encoded === true && typeof body === 'string' && !isBase64(body))
     throw malformed('body', 'flagged base64 but is not');
+  // A text body arrives decoded: a lone surrogate in it would be stored as U+FFFD, so it is refused.
+  if (isBase64Encoded !== true && typeof body === 'string' && !body.isWellFormed())
+    throw new ValidationError('body', 'is not valid UTF-8');
   return {
     method,
     path,
