@@ -7,7 +7,8 @@ const GATEWAY_ERRORS = {
   '401': 'API Gateway JWT authorizer: {"message":"Unauthorized"}',
   '413': 'API Gateway: payload over 10 MB ({"message":"Request Entity Too Large"})',
   '429': 'API Gateway throttling ({"message":"Too Many Requests"})',
-  '503': 'RFC 9457 problem `backend-unavailable` (Retry-After) or, for a write, `backend-unsafe`; or API Gateway: {"message":"Service Unavailable"}',
+  '503':
+    'RFC 9457 problem `backend-unavailable` (Retry-After) or, for a write, `backend-unsafe`; or API Gateway: {"message":"Service Unavailable"}',
   '504': 'API Gateway: integration timeout after 30 s ({"message":"Endpoint request timed out"})',
 };
 
