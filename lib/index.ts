@@ -1,4 +1,9 @@
-/** Package entry point: the object-storage drivers and their typed errors. */
+/**
+ * Package entry point (`agent-state-store`): the client, the store and every driver and lock.
+ * It imports every driver, so it loads both cloud SDKs (optional peers: install them to use it);
+ * import the subpaths instead to load only what you use (`agent-state-store/client`, `…/store`,
+ * `…/drivers/s3`, …; see `exports` in package.json).
+ */
 
 export {
   createHttpClient,
@@ -6,10 +11,10 @@ export {
   type HttpSessionStore,
   ListChangedError,
   PayloadTooLargeError,
+  ProtocolError,
   UnauthorizedError,
   type UploadWorkspaceOptions,
 } from './client/index.js';
-export * from './drivers/errors.js';
 export { createFsDriver, type FsDriver, type FsDriverOptions } from './drivers/fs.js';
 export type { FsPresignOptions } from './drivers/fs-transfer.js';
 export { createMemoryDriver, type MemoryDriverOptions } from './drivers/memory.js';
@@ -20,14 +25,6 @@ export {
   type OssDriverOptions,
 } from './drivers/oss.js';
 export { createS3Client, createS3Driver, S3_STORAGE_CLASSES, type S3DriverOptions } from './drivers/s3.js';
-export type * from './drivers/types.js';
+export * from './entries/store.js';
 export { createDynamoDbLock, createLockTable, type DynamoDbLockOptions } from './lock/dynamodb.js';
 export { createMemoryLock, type MemoryLockOptions } from './lock/memory.js';
-export * from './lock/types.js';
-export { type WithLockOptions, withLock } from './lock/with-lock.js';
-export * from './store/errors.js';
-export { chainHash, EMPTY_HASH } from './store/hash.js';
-export { LIMITS } from './store/ids.js';
-export { type VerifiedDriver, type VerifyOptions, verifiedDriver } from './store/probe.js';
-export { createStateStore, type StateStore, type StateStoreOptions } from './store/store.js';
-export type * from './store/types.js';

@@ -1,6 +1,10 @@
 // Bundles the entry points with esbuild (target node20, so one bundle runs on Node 20 here and on
-// Node 22/24 in the clouds). `node scripts/build.mjs [names...]` builds some; no names builds all.
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+// Node 22/24 in the clouds), and compiles the library (`lib` -> dist/lib/: ES modules and .d.ts,
+// what the npm package ships) with `tsc -p tsconfig.lib.json`. `node scripts/build.mjs [names...]`
+// builds some (`lib` is the library); no names builds all. Prints every file it wrote, with sizes.
+import { spawn } from 'node:child_process';
+import { mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { build } from 'esbuild';
 
@@ -15,35 +19,112 @@ const ENTRIES = {
   infra: 'scripts/infra.ts',
   lifecycle: 'scripts/lifecycle.ts',
 };
+/** The library: tsc output of lib/, the package's files (see `exports` in package.json). */
+const LIB = 'lib';
+const LIB_DIR = 'dist/lib';
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-const names = wanted.length > 0 ? wanted : Object.keys(ENTRIES);
-await Promise.all(
-  names.map(async (name) => {
-    const { outputFiles } = await build({
-      entryPoints: [ENTRIES[name]],
-      outfile: `dist/${name}.mjs`,
-      bundle: true,
-      platform: 'node',
-      target: 'node20',
-      format: 'esm',
-      minify: name.includes('/api'),
-      sourcemap: false,
-      // ali-oss pulls proxy-agent lazily; it is never used here.
-      external: ['proxy-agent'],
-      // ESM bundles of CommonJS packages need require.
-      banner: {
-        js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-      },
-      logLevel: 'warning',
-      write: false,
-    });
-    // Written whole, then renamed: a process starting a bundle never reads a half-written one.
-    for (const file of outputFiles) {
-      await mkdir(path.dirname(file.path), { recursive: true });
-      const partial = `${file.path}.${process.pid}.tmp`;
-      await writeFile(partial, file.contents);
-      await rename(partial, file.path);
+const names = wanted.length > 0 ? wanted : [...Object.keys(ENTRIES), LIB];
+const unknown = names.filter((n) => n !== LIB && !(n in ENTRIES));
+if (unknown.length > 0) {
+  console.error(
+    `unknown build target ${unknown.join(', ')}; known: ${[...Object.keys(ENTRIES), LIB].join(', ')}`,
+  );
+  process.exit(1);
+}
+
+const kb = (bytes) => `${(bytes / 1024).toFixed(1).padStart(8)} KB`;
+/** What was written, printed at the end: [path, bytes, note]. */
+const lines = [];
+
+/** Written whole, then renamed: a process starting a bundle never reads a half-written one. */
+async function writeWhole(file, contents) {
+  await mkdir(path.dirname(file), { recursive: true });
+  const partial = `${file}.${process.pid}.tmp`;
+  await writeFile(partial, contents);
+  await rename(partial, file);
+}
+
+async function bundle(name) {
+  const { outputFiles } = await build({
+    entryPoints: [ENTRIES[name]],
+    outfile: `dist/${name}.mjs`,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    minify: name.includes('/api'),
+    sourcemap: false,
+    // ali-oss pulls proxy-agent lazily; it is never used here.
+    external: ['proxy-agent'],
+    // ESM bundles of CommonJS packages need require.
+    banner: {
+      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+    },
+    logLevel: 'warning',
+    write: false,
+  });
+  for (const file of outputFiles) {
+    await writeWhole(file.path, file.contents);
+    lines.push([path.relative(process.cwd(), file.path), file.contents.length, 'bundle']);
+  }
+}
+
+async function filesUnder(dir) {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => []);
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath ?? e.path, e.name)));
+}
+
+function run(command, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: 'inherit' });
+    child.on('error', reject);
+    child.on('exit', (code, signal) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`${path.basename(args[0])} ${args.slice(1).join(' ')}: exit ${code ?? signal}`)),
+    );
+  });
+}
+
+/**
+ * tsc into a staging folder of this process, then each file renamed into dist/lib/ (whole files
+ * only, as for the bundles; concurrent builds write the same files), then files no longer emitted
+ * (a module removed from lib/) are deleted, so the package never ships stale modules.
+ */
+async function library() {
+  const staging = `dist/.lib-${process.pid}`;
+  await rm(staging, { recursive: true, force: true });
+  try {
+    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    await run(process.execPath, [tsc, '-p', 'tsconfig.lib.json', '--outDir', staging]);
+    const emitted = await filesUnder(staging);
+    let bytes = 0;
+    for (const file of emitted) {
+      const to = path.join(LIB_DIR, file);
+      await mkdir(path.dirname(to), { recursive: true });
+      bytes += (await stat(path.join(staging, file))).size;
+      await rename(path.join(staging, file), to);
     }
-  }),
-);
+    const keep = new Set(emitted);
+    for (const file of await filesUnder(LIB_DIR)) {
+      if (keep.has(file) || file.endsWith('.tmp')) continue;
+      await rm(path.join(LIB_DIR, file), { force: true });
+      await rmdir(path.dirname(path.join(LIB_DIR, file))).catch(() => {}); // when it became empty
+    }
+    const js = emitted.filter((f) => f.endsWith('.js')).length;
+    const dts = emitted.filter((f) => f.endsWith('.d.ts')).length;
+    lines.push([`${LIB_DIR}/`, bytes, `library: ${js} .js + ${dts} .d.ts (tsc -p tsconfig.lib.json)`]);
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+const results = await Promise.allSettled(names.map((name) => (name === LIB ? library() : bundle(name))));
+lines.sort((a, b) => a[0].localeCompare(b[0]));
+for (const [file, bytes, note] of lines) console.log(`${file.padEnd(24)}${kb(bytes)}  ${note}`);
+const failed = results.filter((r) => r.status === 'rejected');
+for (const { reason } of failed) console.error(`build failed: ${reason?.message ?? reason}`);
+if (failed.length > 0) process.exit(1);

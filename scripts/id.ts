@@ -1,5 +1,5 @@
 /** `npm run id -- <id>`: prints the URL form of a session id, key or archive id. */
-import { encodeUrlId } from '../lib/http/url-ids.js';
+import { encodeUrlId } from '../lib/protocol/url-ids.js';
 
 const id = process.argv[2];
 if (id === undefined) {

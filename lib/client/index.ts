@@ -9,6 +9,10 @@
  * uploaded straight to the object store with the presigned PUT or parts the API signs, and
  * downloaded the same way; a value larger than a request body is uploaded the same way and
  * committed; a value larger than an answer comes back as a 303 to a presigned URL, followed here.
+ *
+ * The protocol (lib/protocol) is the router's: URLs are built from its paths, every answer is
+ * validated with its schemas (an answer that is not what the protocol says is a `ProtocolError`),
+ * and every problem becomes the typed error its table names, carrying the answer's `X-Request-Id`.
  */
 
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -18,26 +22,23 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBrotliCompress, createBrotliDecompress, createGunzip, createGzip } from 'node:zlib';
-import { encodeUrlId } from '../http/url-ids.js';
-import { type Lease, LockConflictError, LockLostError } from '../lock/types.js';
+import type * as z from 'zod/mini';
+import type { Lease } from '../lock/types.js';
+import { PayloadTooLargeError, ProtocolError } from '../protocol/errors.js';
+import { paths } from '../protocol/paths.js';
+import { problemCodeOf, problemError } from '../protocol/problems.js';
+import { HEADER_NAMES, REQUEST_ID_HEADER, schemas } from '../protocol/schemas.js';
 import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 } from '../store/encoding.js';
 import {
   AppendConflictError,
   BackendError,
-  ContendedError,
-  CorruptValueError,
-  FencedError,
-  PreconditionFailedError,
-  PreconditionUnsupportedError,
   RestoreInProgressError,
   StoreError,
-  UnsupportedOperationError,
-  UploadMismatchError,
   UploadNotFoundError,
   ValidationError,
 } from '../store/errors.js';
 import { chainHash, EMPTY_HASH } from '../store/hash.js';
-import { checkId } from '../store/ids.js';
+import { MAX_APPEND_ITEMS, MAX_UPLOAD_PARTS, MIN_PART_BYTES } from '../store/limits.js';
 import type {
   AppendOptions,
   ArchiveInfo,
@@ -54,23 +55,8 @@ import type {
   WorkspaceUpload,
   WriteOptions,
 } from '../store/types.js';
-import { MAX_UPLOAD_PARTS, MIN_PART_BYTES } from '../store/workspaces.js';
 
-/** The request had no valid identity (401). */
-export class UnauthorizedError extends StoreError {
-  override name = 'UnauthorizedError';
-}
-
-/** The request or the answer was too large (413). */
-export class PayloadTooLargeError extends StoreError {
-  override name = 'PayloadTooLargeError';
-  constructor(
-    message: string,
-    readonly limit?: number,
-  ) {
-    super(message);
-  }
-}
+export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from '../protocol/errors.js';
 
 /**
  * A whole read of a list (or archive) found it rewritten before its end on every attempt: it changes
@@ -157,20 +143,6 @@ export interface HttpSessionStore extends SessionStore {
   downloadWorkspaceToFile(sessionId: string, name: string, file: string): Promise<boolean>;
 }
 
-interface Problem {
-  code?: string;
-  message?: string;
-  detail?: string;
-  field?: string;
-  count?: number;
-  hash?: string;
-  holder?: string;
-  expiresAt?: string;
-  currentEtag?: string | null;
-  limit?: number;
-  corruptKey?: string;
-}
-
 const MIB = 1024 * 1024;
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
@@ -179,8 +151,6 @@ const TRANSIENT = new Set([429, 500, 502, 503, 504]);
 const MAX_PAUSE_MS = 2000;
 /** Times a whole list read starts again when the list was rewritten meanwhile. */
 const LIST_READ_RESTARTS = 3;
-
-type DirectRequestJson = { method: 'GET' | 'PUT'; url: string; headers: Record<string, string> };
 
 /** Bytes to upload, read a part at a time. */
 interface Source {
@@ -211,14 +181,68 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pause = (attempt: number) => sleep(Math.random() * Math.min(MAX_PAUSE_MS, 100 * 2 ** attempt));
 
 /** The problem code of a 409 or 503 answer (read from a clone: the answer stays readable). */
-async function problemCodeOf(response: Response): Promise<string | undefined> {
+async function codeOf(response: Response): Promise<string | undefined> {
   if (response.status !== 409 && response.status !== 503) return undefined;
-  const p = (await response
-    .clone()
-    .json()
-    .catch(() => undefined)) as Problem | undefined;
-  return p?.code;
+  return problemCodeOf(
+    await response
+      .clone()
+      .json()
+      .catch(() => undefined),
+  );
 }
+
+/** The request id of an API answer (`X-Request-Id`), or of an object store's. */
+const requestIdOf = (response: Response) =>
+  response.headers.get(REQUEST_ID_HEADER) ??
+  response.headers.get('x-amz-request-id') ??
+  response.headers.get('x-oss-request-id') ??
+  undefined;
+
+/** `error`, carrying the request id of the answer it comes from. */
+function tagged<E extends StoreError>(error: E, response: Response | { requestId?: string | undefined }): E {
+  const id = response instanceof Response ? requestIdOf(response) : response.requestId;
+  if (id !== undefined) error.requestId = id;
+  return error;
+}
+
+/**
+ * The body of an answer, validated with the protocol's schema; a `ProtocolError` when it is not
+ * JSON or not of that schema (never a cast).
+ */
+async function bodyOf<S extends z.ZodMiniType>(
+  response: Response,
+  schema: S,
+  what: string,
+): Promise<z.output<S>> {
+  let value: unknown;
+  try {
+    value = await response.json();
+  } catch (error) {
+    throw tagged(
+      new ProtocolError(`${what}: the ${response.status} answer is not JSON`, response.status, {
+        cause: error,
+      }),
+      response,
+    );
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const at = issue?.path.length ? ` at ${issue.path.join('.')}` : '';
+    const expected = issue && 'expected' in issue ? ` (expected ${String(issue.expected)})` : '';
+    throw tagged(
+      new ProtocolError(
+        `${what}: malformed ${response.status} answer${at}: ${issue?.code ?? 'invalid'}${expected}`,
+        response.status,
+      ),
+      response,
+    );
+  }
+  return parsed.data;
+}
+
+/** A page of a list read, with the request id of its answer. */
+type PageRead<T> = ListPage<T> & { readonly requestId?: string | undefined };
 
 /** The wait its Retry-After (seconds) asks for, capped and jittered down to half; else the backoff. */
 function retryAfterPause(response: Response, attempt: number) {
@@ -262,7 +286,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         failure = error;
       }
       if (attempt < attempts) {
-        const code = response && (await problemCodeOf(response));
+        const code = response && (await codeOf(response));
         // A backend that does not honour write conditions stays so: no retry helps.
         const retryable = (!response || TRANSIENT.has(response.status)) && code !== 'backend-unsafe';
         if (IDEMPOTENT.has(method) && retryable) {
@@ -299,9 +323,9 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         if (!response.ok) {
           const text = await response.text();
           const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${response.status}`;
-          throw new BackendError(
-            `object store refused the ${request.method}: ${code}`,
-            response.status >= 500,
+          throw tagged(
+            new BackendError(`object store refused the ${request.method}: ${code}`, response.status >= 500),
+            response,
           );
         }
         return response;
@@ -313,67 +337,48 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     }
   }
 
-  /** Raises the typed error of a problem answer (or of a gateway's own error). */
+  /**
+   * Raises the typed error of an answer that is not a success: the protocol's table for its problem
+   * code, else one for its status (API Gateway's own answers carry only {"message": ...}).
+   */
   async function fail(response: Response): Promise<never> {
-    const p = ((await response.json().catch(() => ({}))) ?? {}) as Problem;
-    const detail = p.detail ?? p.message ?? `HTTP ${response.status}`;
-    switch (p.code ?? '') {
-      case 'invalid-request':
-        throw new ValidationError(p.field ?? 'request', detail);
-      case 'append-conflict':
-        throw new AppendConflictError(p.count ?? -1, p.hash ?? '');
-      case 'fenced':
-        throw new FencedError(-1, -1);
-      case 'lock-held':
-        throw new LockConflictError(p.holder ?? '', new Date(p.expiresAt ?? 0));
-      case 'lock-lost':
-        throw new LockLostError(detail);
-      case 'contended':
-        throw new ContendedError(detail);
-      case 'precondition-failed':
-        throw new PreconditionFailedError(p.currentEtag ?? null);
-      case 'precondition-unsupported':
-        throw new PreconditionUnsupportedError('the server backend');
-      case 'payload-too-large':
-        throw new PayloadTooLargeError(detail, p.limit);
-      case 'upload-mismatch':
-        throw new UploadMismatchError(detail);
-      case 'unsupported':
-        throw new UnsupportedOperationError('direct transfer', 'the server backend');
-      case 'backend-unsafe':
-        throw new BackendError(detail, false);
-      case 'internal':
-        if (p.corruptKey) throw new CorruptValueError(p.corruptKey);
-    }
-    // API Gateway's own answers carry only {"message": ...}.
-    if (response.status === 401 || response.status === 403) throw new UnauthorizedError(detail);
-    if (response.status === 413) throw new PayloadTooLargeError(detail);
-    throw new BackendError(detail, response.status >= 500 || response.status === 429);
+    if (response.status < 400)
+      throw tagged(new ProtocolError(`unexpected ${response.status} answer`, response.status), response);
+    throw problemError(response.status, await response.json().catch(() => undefined), requestIdOf(response));
   }
 
-  // Ids are checked here as the library checks them (an id with a lone surrogate cannot even be encoded).
-  const s = (sessionId: string) => `/v1/sessions/${encodeUrlId(checkId('sessionId', sessionId))}`;
-  const k = (key: string) => encodeUrlId(checkId('key', key));
-  const listPath = (sessionId: string, key: string) => `${s(sessionId)}/lists/${k(key)}`;
+  // `paths` checks ids as the library checks them (an id with a lone surrogate cannot even be encoded).
   const fence = (o: WriteOptions | undefined): Record<string, string> =>
-    o?.token === undefined ? {} : { 'fencing-token': String(o.token) };
+    o?.token === undefined ? {} : { [HEADER_NAMES.fencingToken]: String(o.token) };
+  const conditions = (o: SaveOptions): Record<string, string> => ({
+    ...fence(o),
+    ...(o.ifVersion !== undefined ? { [HEADER_NAMES.ifMatch]: `"${o.ifVersion}"` } : {}),
+    ...(o.ifAbsent ? { [HEADER_NAMES.ifNoneMatch]: '*' } : {}),
+  });
+  const leaseHeaders = (lease: { owner: string; token: number }) => ({
+    [HEADER_NAMES.lockOwner]: lease.owner,
+    [HEADER_NAMES.fencingToken]: String(lease.token),
+  });
+  const leaseOf = (lease: z.output<typeof schemas.Lease>): Lease => ({
+    ...lease,
+    expiresAt: new Date(lease.expiresAt),
+  });
   const remember = (sessionId: string, key: string, r: { count: number; hash: string }) =>
     known.set(`${sessionId}\u0000${key}`, { count: r.count, hash: r.hash });
 
   async function getVersioned<T>(sessionId: string, key: string): Promise<Versioned<T> | undefined> {
-    const response = await call('GET', `${s(sessionId)}/state/${k(key)}`);
+    const response = await call('GET', paths.value(sessionId, key));
     if (response.status === 404) return undefined;
+    if (response.status === 202) throw tagged(new RestoreInProgressError(`value ${key}`), response);
     if (response.status === 303) {
-      const located = (await response.json()) as {
-        etag: string;
-        download: { method: string; url: string; headers: Record<string, string> };
-      };
+      const located = await bodyOf(response, schemas.ValueLocation, 'get');
       const value = (await (await direct(located.download)).json()) as T;
       return { value, version: located.etag };
     }
-    if (!response.ok) return fail(response);
+    if (response.status !== 200) return fail(response);
     const version = (response.headers.get('etag') ?? '').replace(/^"(.*)"$/, '$1');
-    return { value: (await response.json()) as T, version };
+    // Any JSON value is a value: the schema only checks that the answer is JSON.
+    return { value: (await bodyOf(response, schemas.Value, 'get')) as T, version };
   }
 
   /**
@@ -385,31 +390,39 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
    * `read` finds nothing (an archive).
    */
   async function readWhole<T>(
-    read: (offset: number) => Promise<ListPage<T> | undefined>,
+    read: (offset: number) => Promise<PageRead<T> | undefined>,
     offset: number,
     changed: (attempts: number) => ListChangedError,
   ): Promise<ListPage<T> | undefined> {
     for (let attempt = 1; ; attempt++) {
       const first = await read(offset);
       // One answer is one snapshot.
-      if (!first || offset + first.items.length >= first.count) return first;
+      if (!first || offset + first.items.length >= first.count) return first && pageOnly(first);
       const { count, hash } = first;
       const items = offset === 0 ? first.items : [];
+      let last: PageRead<T> = first;
       while (items.length < count) {
         const page = await read(items.length);
         if (!page || page.count < count) break; // gone or shorter: rewritten
+        last = page;
         if (page.items.length === 0)
-          throw new PayloadTooLargeError(`item ${items.length} of the list is larger than an answer may be`);
+          throw tagged(
+            new PayloadTooLargeError(`item ${items.length} of the list is larger than an answer may be`),
+            page,
+          );
         for (const item of page.items.slice(0, count - items.length)) items.push(item);
       }
       if (items.length === count && chainHash(EMPTY_HASH, items) === hash)
         return { items: offset === 0 ? items : items.slice(offset), count, hash };
-      if (attempt > LIST_READ_RESTARTS) throw changed(attempt);
+      if (attempt > LIST_READ_RESTARTS) throw tagged(changed(attempt), last);
     }
   }
 
+  /** A page without its request id. */
+  const pageOnly = <T>({ items, count, hash }: PageRead<T>): ListPage<T> => ({ items, count, hash });
+
   async function appendList(sessionId: string, key: string, items: readonly unknown[], o: AppendOptions) {
-    const response = await call('POST', `${listPath(sessionId, key)}/items`, {
+    const response = await call('POST', paths.listItems(sessionId, key), {
       body: {
         items,
         expectedCount: o.expectedCount,
@@ -417,42 +430,34 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       },
       headers: fence(o),
     });
-    if (!response.ok) {
+    if (response.status !== 200) {
       if (response.status === 409) known.delete(`${sessionId}\u0000${key}`);
       return fail(response);
     }
-    const result = (await response.json()) as ListWriteResult;
+    const result: ListWriteResult = await bodyOf(response, schemas.ListWrite, 'appendList');
     remember(sessionId, key, result);
     return result;
   }
 
-  const w = (name: string) => `/workspaces/${encodeUrlId(checkId('workspace', name))}`;
-  const workspaceOf = (x: WorkspaceInfo & { lastModified: Date | string }): WorkspaceInfo => ({
+  const workspaceOf = (x: z.output<typeof schemas.Workspace>): WorkspaceInfo => ({
     ...x,
     lastModified: new Date(x.lastModified),
   });
 
   async function createValueUpload(sessionId: string, key: string, request: { size: number; md5: string }) {
-    const response = await call('POST', `${s(sessionId)}/state/${k(key)}/uploads`, { body: request });
-    if (!response.ok) return fail(response);
-    const started = (await response.json()) as {
-      uploadId: string;
-      upload: DirectRequestJson;
-      expiresAt: string;
-    };
+    const response = await call('POST', paths.valueUploads(sessionId, key), { body: request });
+    if (response.status !== 201) return fail(response);
+    const started = await bodyOf(response, schemas.ValueUpload, 'createValueUpload');
     return { ...started, expiresAt: new Date(started.expiresAt) };
   }
 
   async function commitValueUpload(sessionId: string, key: string, uploadId: string, o: SaveOptions = {}) {
-    const headers = fence(o);
-    if (o.ifVersion !== undefined) headers['if-match'] = `"${o.ifVersion}"`;
-    if (o.ifAbsent) headers['if-none-match'] = '*';
-    const response = await call('POST', `${s(sessionId)}/state/${k(key)}/uploads/${encodeUrlId(uploadId)}`, {
-      headers,
+    const response = await call('POST', paths.valueUpload(sessionId, key, uploadId), {
+      headers: conditions(o),
     });
-    if (response.status === 404) throw new UploadNotFoundError(uploadId);
-    if (!response.ok) return fail(response);
-    return { version: ((await response.json()) as { etag: string }).etag };
+    if (response.status === 404) throw tagged(new UploadNotFoundError(uploadId), response);
+    if (response.status !== 200) return fail(response);
+    return { version: (await bodyOf(response, schemas.Etag, 'commitValueUpload')).etag };
   }
 
   async function createWorkspaceUpload(
@@ -461,12 +466,12 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     request: Parameters<SessionStore['createWorkspaceUpload']>[2],
     o?: WriteOptions,
   ): Promise<WorkspaceUpload> {
-    const response = await call('POST', `${s(sessionId)}${w(name)}/uploads`, {
+    const response = await call('POST', paths.workspaceUploads(sessionId, name), {
       body: request,
       headers: fence(o),
     });
-    if (!response.ok) return fail(response);
-    const upload = (await response.json()) as WorkspaceUpload & { expiresAt: string };
+    if (response.status !== 201) return fail(response);
+    const upload = await bodyOf(response, schemas.WorkspaceUpload, 'createWorkspaceUpload');
     return { ...upload, expiresAt: new Date(upload.expiresAt) };
   }
 
@@ -476,23 +481,33 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     uploadId: string,
     o?: WriteOptions,
   ) {
-    const response = await call('POST', `${s(sessionId)}${w(name)}/uploads/${encodeUrlId(uploadId)}`, {
+    const response = await call('POST', paths.workspaceUpload(sessionId, name, uploadId), {
       headers: fence(o),
     });
-    if (response.status === 404) throw new UploadNotFoundError(uploadId);
-    if (!response.ok) return fail(response);
-    return workspaceOf((await response.json()) as WorkspaceInfo);
+    if (response.status === 404) throw tagged(new UploadNotFoundError(uploadId), response);
+    if (response.status !== 200) return fail(response);
+    return workspaceOf(await bodyOf(response, schemas.Workspace, 'completeWorkspaceUpload'));
   }
 
   async function getWorkspace(sessionId: string, name: string): Promise<WorkspaceDownload | undefined> {
-    const response = await call('GET', `${s(sessionId)}${w(name)}`);
+    const response = await call('GET', paths.workspace(sessionId, name));
     if (response.status === 404) return undefined;
-    if (!response.ok) return fail(response);
-    const found = (await response.json()) as WorkspaceDownload & { expiresAt?: string };
-    const info = workspaceOf(found);
-    return found.status === 'ready'
-      ? { ...info, status: 'ready', download: found.download, expiresAt: new Date(found.expiresAt ?? 0) }
-      : { ...info, status: 'restoring' };
+    if (response.status === 202) {
+      const {
+        status: _,
+        detail: __,
+        ...info
+      } = await bodyOf(response, schemas.WorkspaceRestoring, 'getWorkspace');
+      return { ...workspaceOf(info), status: 'restoring' };
+    }
+    if (response.status !== 200) return fail(response);
+    const {
+      status: _,
+      download,
+      expiresAt,
+      ...info
+    } = await bodyOf(response, schemas.WorkspaceDownload, 'getWorkspace');
+    return { ...workspaceOf(info), status: 'ready', download, expiresAt: new Date(expiresAt) };
   }
 
   /**
@@ -514,7 +529,8 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         { ...stored, md5: md5Base64(body), sha256: sha256Base64(body) },
         o,
       );
-      await direct(started.upload as DirectRequestJson, body);
+      if (!started.upload) throw new ProtocolError('createWorkspaceUpload: no upload in the answer', 201);
+      await direct(started.upload, body);
       return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
     }
     const partBytes = Math.max(
@@ -534,12 +550,17 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       o,
     );
     const urls = started.parts ?? [];
+    if (urls.length !== parts.length)
+      throw new ProtocolError(
+        `createWorkspaceUpload: ${urls.length} part URLs for ${parts.length} parts`,
+        201,
+      );
     let next = 0;
     const worker = async () => {
       while (next < urls.length) {
         const i = next++;
         const part = parts[i] as (typeof parts)[number];
-        await direct(urls[i] as DirectRequestJson, await source.read(part.offset, part.size));
+        await direct(urls[i] as (typeof urls)[number], await source.read(part.offset, part.size));
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, o.concurrency ?? 4) }, worker));
@@ -559,6 +580,23 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     };
   }
 
+  /** A page of a list or an archive, as the server answers it; undefined for a 404 when `absent` allows. */
+  async function readPage<T>(
+    path: string,
+    offset: number | undefined,
+    limit: number | undefined,
+    archived?: string,
+  ): Promise<PageRead<T> | undefined> {
+    const response = await call('GET', path, { query: { offset, limit } });
+    if (archived !== undefined) {
+      if (response.status === 404) return undefined;
+      if (response.status === 202) throw tagged(new RestoreInProgressError(`archive ${archived}`), response);
+    }
+    if (response.status !== 200) return fail(response);
+    const page = await bodyOf(response, schemas.ListPage, archived === undefined ? 'getList' : 'getArchive');
+    return { ...(page as ListPage<T>), requestId: requestIdOf(response) };
+  }
+
   return {
     createValueUpload,
     commitValueUpload,
@@ -566,18 +604,15 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     completeWorkspaceUpload,
     getWorkspace,
     async locateValue(sessionId, key) {
-      const response = await call('GET', `${s(sessionId)}/state/${k(key)}`);
+      const response = await call('GET', paths.value(sessionId, key));
       if (response.status === 404) return undefined;
+      if (response.status === 202) throw tagged(new RestoreInProgressError(`value ${key}`), response);
       if (response.status !== 303) {
-        if (!response.ok) return fail(response);
-        throw new ValidationError('key', 'the value is small enough to be read with get');
+        if (response.status !== 200) return fail(response);
+        await response.body?.cancel();
+        throw tagged(new ValidationError('key', 'the value is small enough to be read with get'), response);
       }
-      const located = (await response.json()) as {
-        etag: string;
-        size: number;
-        download: DirectRequestJson;
-        expiresAt: string;
-      };
+      const located = await bodyOf(response, schemas.ValueLocation, 'locateValue');
       return {
         download: located.download,
         version: located.etag,
@@ -586,13 +621,13 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       };
     },
     async listWorkspaces(sessionId) {
-      const response = await call('GET', `${s(sessionId)}/workspaces`);
-      if (!response.ok) return fail(response);
-      return ((await response.json()) as { workspaces: WorkspaceInfo[] }).workspaces.map(workspaceOf);
+      const response = await call('GET', paths.workspaces(sessionId));
+      if (response.status !== 200) return fail(response);
+      return (await bodyOf(response, schemas.Workspaces, 'listWorkspaces')).workspaces.map(workspaceOf);
     },
     async deleteWorkspace(sessionId, name, o) {
-      const response = await call('DELETE', `${s(sessionId)}${w(name)}`, { headers: fence(o) });
-      if (!response.ok) await fail(response);
+      const response = await call('DELETE', paths.workspace(sessionId, name), { headers: fence(o) });
+      if (response.status !== 204) await fail(response);
     },
     async uploadWorkspace(sessionId, name, data, o = {}) {
       const body = encodeBody(data, o.encoding ?? 'gzip');
@@ -644,9 +679,6 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     },
     getVersioned,
     async save(sessionId, key, value, o: SaveOptions = {}) {
-      const headers = fence(o);
-      if (o.ifVersion !== undefined) headers['if-match'] = `"${o.ifVersion}"`;
-      if (o.ifAbsent) headers['if-none-match'] = '*';
       const text = JSON.stringify(value);
       if (text !== undefined && Buffer.byteLength(text) > bodyLimit - 1024) {
         // Too large for a request body: upload it straight to the store, then commit it as a save.
@@ -658,13 +690,16 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         await direct(started.upload, bytes);
         return commitValueUpload(sessionId, key, started.uploadId, o);
       }
-      const response = await call('PUT', `${s(sessionId)}/state/${k(key)}`, { body: value, headers });
-      if (!response.ok) return fail(response);
-      return { version: ((await response.json()) as { etag: string }).etag };
+      const response = await call('PUT', paths.value(sessionId, key), {
+        body: value,
+        headers: conditions(o),
+      });
+      if (response.status !== 200) return fail(response);
+      return { version: (await bodyOf(response, schemas.Etag, 'save')).etag };
     },
     async deleteKey(sessionId, key, o) {
-      const response = await call('DELETE', `${s(sessionId)}/state/${k(key)}`, { headers: fence(o) });
-      if (!response.ok) await fail(response);
+      const response = await call('DELETE', paths.value(sessionId, key), { headers: fence(o) });
+      if (response.status !== 204) await fail(response);
     },
     async saveList(sessionId, key, items, o) {
       // When the client knows the list and the new one extends it, only the new items travel.
@@ -676,7 +711,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       ) {
         try {
           const extra = items.slice(last.count);
-          if (extra.length <= 1000) {
+          if (extra.length <= MAX_APPEND_ITEMS) {
             return await appendList(sessionId, key, extra, {
               expectedCount: last.count,
               expectedHash: last.hash,
@@ -687,9 +722,9 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
           if (!(error instanceof AppendConflictError)) throw error;
         }
       }
-      const response = await call('PUT', listPath(sessionId, key), { body: items, headers: fence(o) });
-      if (!response.ok) return fail(response);
-      const result = (await response.json()) as ListWriteResult;
+      const response = await call('PUT', paths.list(sessionId, key), { body: items, headers: fence(o) });
+      if (response.status !== 200) return fail(response);
+      const result: ListWriteResult = await bodyOf(response, schemas.ListWrite, 'saveList');
       remember(sessionId, key, result);
       return result;
     },
@@ -702,18 +737,16 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
      * the whole list's.
      */
     async getList<T>(sessionId: string, key: string, page: PageOptions = {}) {
-      const read = async (offset: number | undefined, limit?: number) => {
-        const response = await call('GET', listPath(sessionId, key), { query: { offset, limit } });
-        if (!response.ok) return fail(response);
-        return (await response.json()) as ListPage<T>;
-      };
+      const path = paths.list(sessionId, key);
+      // Never undefined: a list read answers an absent list as empty.
+      const read = async (offset: number | undefined, limit?: number) =>
+        (await readPage<T>(path, offset, limit)) as PageRead<T>;
       if (page.limit !== undefined) {
-        const result = await read(page.offset, page.limit);
+        const result = pageOnly(await read(page.offset, page.limit));
         remember(sessionId, key, result);
         return result;
       }
       try {
-        // Never undefined: a list read answers an absent list as empty.
         const result = (await readWhole(
           read,
           page.offset ?? 0,
@@ -727,33 +760,28 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       }
     },
     async deleteList(sessionId, key, o) {
-      const response = await call('DELETE', listPath(sessionId, key), { headers: fence(o) });
+      const response = await call('DELETE', paths.list(sessionId, key), { headers: fence(o) });
       known.delete(`${sessionId}\u0000${key}`);
-      if (!response.ok) await fail(response);
+      if (response.status !== 204) await fail(response);
     },
     async listArchives(sessionId, key) {
-      const response = await call('GET', `${listPath(sessionId, key)}/archives`);
-      if (!response.ok) return fail(response);
-      const { archives } = (await response.json()) as {
-        archives: Array<Omit<ArchiveInfo, 'archivedAt'> & { archivedAt: string }>;
-      };
-      return archives.map((a) => ({ ...a, archivedAt: new Date(a.archivedAt) }));
+      const response = await call('GET', paths.archives(sessionId, key));
+      if (response.status !== 200) return fail(response);
+      const { archives } = await bodyOf(response, schemas.Archives, 'listArchives');
+      return archives.map((a): ArchiveInfo => ({ ...a, archivedAt: new Date(a.archivedAt) }));
     },
     /**
      * Without `limit`, every item from `offset` (default 0) of the archive, read and checked as
      * `getList` reads a list. With `limit`, the page the server answers (cut to fit an answer).
      */
     async getArchive<T>(sessionId: string, key: string, archiveId: string, page: PageOptions = {}) {
-      const read = async (offset: number | undefined, limit?: number) => {
-        const response = await call('GET', `${listPath(sessionId, key)}/archives/${encodeUrlId(archiveId)}`, {
-          query: { offset, limit },
-        });
-        if (response.status === 404) return undefined;
-        if (response.status === 202) throw new RestoreInProgressError(`archive ${archiveId}`);
-        if (!response.ok) return fail(response);
-        return (await response.json()) as ListPage<T>;
-      };
-      if (page.limit !== undefined) return read(page.offset, page.limit);
+      const path = paths.archive(sessionId, key, archiveId);
+      const read = (offset: number | undefined, limit?: number) =>
+        readPage<T>(path, offset, limit, archiveId);
+      if (page.limit !== undefined) {
+        const result = await read(page.offset, page.limit);
+        return result && pageOnly(result);
+      }
       return readWhole(
         read,
         page.offset ?? 0,
@@ -761,28 +789,25 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       );
     },
     async exists(sessionId) {
-      const response = await call('HEAD', s(sessionId));
+      const response = await call('HEAD', paths.session(sessionId));
       if (response.status === 404) return false;
-      if (!response.ok) return fail(response);
+      if (response.status !== 200) return fail(response);
       return true;
     },
     async delete(sessionId, o) {
-      const response = await call('DELETE', s(sessionId), { headers: fence(o) });
+      const response = await call('DELETE', paths.session(sessionId), { headers: fence(o) });
       for (const name of known.keys()) if (name.startsWith(`${sessionId}\u0000`)) known.delete(name);
-      if (!response.ok) await fail(response);
+      if (response.status !== 204) await fail(response);
     },
     async deleteAllSessions() {
-      const response = await call('DELETE', '/v1/sessions', { query: { all: 'true' } });
+      const response = await call('DELETE', paths.sessions(), { query: { all: 'true' } });
       known.clear();
-      if (!response.ok) await fail(response);
+      if (response.status !== 204) await fail(response);
     },
     async listSessionIds(o = {}) {
-      const response = await call('GET', '/v1/sessions', { query: { limit: o.limit, cursor: o.cursor } });
-      if (!response.ok) return fail(response);
-      const page = (await response.json()) as {
-        sessions: Array<{ sessionId: string; lastActivity: string }>;
-        nextCursor: string | null;
-      };
+      const response = await call('GET', paths.sessions(), { query: { limit: o.limit, cursor: o.cursor } });
+      if (response.status !== 200) return fail(response);
+      const page = await bodyOf(response, schemas.SessionPage, 'listSessionIds');
       return {
         sessions: page.sessions.map((x) => ({
           sessionId: x.sessionId,
@@ -792,25 +817,18 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       } satisfies SessionPage;
     },
     async acquireLock(sessionId, o = {}) {
-      const response = await call('POST', `${s(sessionId)}/lock`, { body: o });
-      if (!response.ok) return fail(response);
-      const lease = (await response.json()) as Omit<Lease, 'expiresAt'> & { expiresAt: string };
-      return { ...lease, expiresAt: new Date(lease.expiresAt) };
+      const response = await call('POST', paths.lock(sessionId), { body: o });
+      if (response.status !== 200) return fail(response);
+      return leaseOf(await bodyOf(response, schemas.Lease, 'acquireLock'));
     },
     async renewLock(sessionId, lease, o = {}) {
-      const response = await call('PUT', `${s(sessionId)}/lock`, {
-        body: o,
-        headers: { 'lock-owner': lease.owner, 'fencing-token': String(lease.token) },
-      });
-      if (!response.ok) return fail(response);
-      const renewed = (await response.json()) as Omit<Lease, 'expiresAt'> & { expiresAt: string };
-      return { ...renewed, expiresAt: new Date(renewed.expiresAt) };
+      const response = await call('PUT', paths.lock(sessionId), { body: o, headers: leaseHeaders(lease) });
+      if (response.status !== 200) return fail(response);
+      return leaseOf(await bodyOf(response, schemas.Lease, 'renewLock'));
     },
     async releaseLock(sessionId, lease) {
-      const response = await call('DELETE', `${s(sessionId)}/lock`, {
-        headers: { 'lock-owner': lease.owner, 'fencing-token': String(lease.token) },
-      });
-      if (!response.ok) await fail(response);
+      const response = await call('DELETE', paths.lock(sessionId), { headers: leaseHeaders(lease) });
+      if (response.status !== 204) await fail(response);
     },
   };
 }

@@ -226,3 +226,14 @@ export function withoutDirectTransfer(backend: string): DirectTransfer {
     restore: async () => 'done',
   };
 }
+
+/**
+ * Parses `x-amz-restore` (and `x-oss-restore`, the same syntax):
+ * `ongoing-request="false", expiry-date="Fri, 21 Dec 2012 00:00:00 GMT"`. Here rather than in s3.ts,
+ * so that the OSS driver does not load the AWS SDK.
+ */
+export function parseRestore(header: string): { ongoing: boolean; expiresAt?: Date } {
+  const ongoing = /ongoing-request="true"/i.test(header);
+  const expiry = /expiry-date="([^"]+)"/i.exec(header)?.[1];
+  return { ongoing, ...(expiry ? { expiresAt: new Date(expiry) } : {}) };
+}

@@ -17,6 +17,7 @@ import {
   deleteBatches,
   encodeTags,
   listLimit,
+  parseRestore,
   toBytes,
 } from './common.js';
 import {
@@ -28,7 +29,6 @@ import {
   UnavailableResourceError,
   UnsupportedError,
 } from './errors.js';
-import { parseRestore } from './s3.js';
 import type {
   DeleteFailure,
   DriverCapabilities,

@@ -38,6 +38,7 @@ import {
   deleteBatches,
   encodeTags,
   listLimit,
+  parseRestore,
   toBytes,
 } from './common.js';
 import {
@@ -573,13 +574,6 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
     });
     return { method: 'PUT', url, headers, expiresAt: new Date(Date.now() + expiresIn * 1000) };
   }
-}
-
-/** Parses `x-amz-restore`: `ongoing-request="false", expiry-date="Fri, 21 Dec 2012 00:00:00 GMT"`. */
-export function parseRestore(header: string): { ongoing: boolean; expiresAt?: Date } {
-  const ongoing = /ongoing-request="true"/i.test(header);
-  const expiry = /expiry-date="([^"]+)"/i.exec(header)?.[1];
-  return { ongoing, ...(expiry ? { expiresAt: new Date(expiry) } : {}) };
 }
 
 function statusOf(error: unknown): number | undefined {

@@ -23,7 +23,7 @@ export interface AuthOptions {
 }
 
 const unauthorized = (detail: string) =>
-  new HttpProblem(401, 'unauthorized', detail, {}, { 'www-authenticate': 'Bearer' });
+  new HttpProblem('unauthorized', detail, {}, { 'www-authenticate': 'Bearer' });
 
 function userFrom(claims: Readonly<Record<string, unknown>>, claim: string): string {
   const value = claims[claim];

@@ -1,7 +1,9 @@
 /** The OpenAPI 3.1 document, generated from the route table and the zod schemas (committed as openapi.json). */
 import * as z from 'zod';
+import { PROBLEMS, type ProblemCode } from '../protocol/problems.js';
+import { HEADER_NAMES, type HeaderKey, schemaName, schemas } from '../protocol/schemas.js';
+import { PLAIN_ID } from '../store/ids.js';
 import { ROUTES } from './router.js';
-import { schemas } from './schemas.js';
 
 const GATEWAY_ERRORS = {
   '401': 'API Gateway JWT authorizer: {"message":"Unauthorized"}',
@@ -12,28 +14,35 @@ const GATEWAY_ERRORS = {
   '504': 'API Gateway: integration timeout after 30 s ({"message":"Endpoint request timed out"})',
 };
 
-const PARAMS: Record<string, { in: 'query' | 'header'; schema: unknown; description: string }> = {
-  limit: { in: 'query', schema: { type: 'integer', minimum: 0 }, description: 'page size' },
-  offset: { in: 'query', schema: { type: 'integer', minimum: 0 }, description: 'first item' },
-  cursor: { in: 'query', schema: { type: 'string' }, description: 'nextCursor of the previous page' },
-  all: { in: 'query', schema: { type: 'string', enum: ['true'] }, description: 'must be true' },
-  'If-Match': {
-    in: 'header',
-    schema: { type: 'string' },
-    description: 'a quoted entity tag: "<etag>" or "<hash>"',
-  },
-  'If-None-Match': { in: 'header', schema: { type: 'string', enum: ['*'] }, description: 'create only' },
-  'Fencing-Token': {
-    in: 'header',
-    schema: { type: 'string', pattern: '^[0-9]{1,16}$' },
-    description: 'the lease token',
-  },
-  'Lock-Owner': {
-    in: 'header',
-    schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
-    description: 'lease owner',
-  },
+/** The JSON Schema of a zod schema, as the document embeds it. */
+const jsonSchema = (schema: z.core.$ZodType, io: 'input' | 'output' = 'output') => {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    unrepresentable: 'any',
+    io,
+  });
+  return rest as Record<string, unknown>;
 };
+
+/** The parameters of a route's query or headers schema (a parameter's description is lifted out of its schema). */
+function parametersOf(
+  shape: Readonly<Record<string, z.core.$ZodType>> | undefined,
+  where: 'query' | 'header',
+) {
+  return Object.entries(shape ?? {}).map(([key, schema]) => {
+    const { description, ...rest } = jsonSchema(schema, 'input');
+    return {
+      name: where === 'header' ? HEADER_NAMES[key as HeaderKey] : key,
+      in: where,
+      ...(z.safeParse(schema, undefined).success ? {} : { required: true }),
+      schema: rest,
+      ...(description ? { description } : {}),
+    };
+  });
+}
+
+/** The `$ref` of a body schema. */
+const ref = (schema: z.core.$ZodType) => ({ $ref: `#/components/schemas/${schemaName(schema) ?? 'Value'}` });
 
 /** Builds the document. */
 export function openApiDocument(): Record<string, unknown> {
@@ -53,30 +62,37 @@ export function openApiDocument(): Record<string, unknown> {
       description:
         m[1] === 'archiveId'
           ? 'decimal archive id, as listed; an id that names no archive, whatever its form, is 404'
-          : 'the id itself when made of [A-Za-z0-9._-] (not . or ..), else ~ + unpadded base64url of its UTF-8',
+          : `the id itself when it matches ${PLAIN_ID.source} (not . or ..), else ~ + unpadded base64url of its UTF-8`,
     }));
-    const others = [...(route.query ?? []), ...(route.headers ?? [])].map((name) => ({
-      name,
-      ...PARAMS[name],
-    }));
+    const others = [
+      ...parametersOf(route.query?.shape, 'query'),
+      ...parametersOf(route.headers?.shape, 'header'),
+    ];
     const responses: Record<string, unknown> = {};
     for (const [status, schema] of Object.entries(route.answers)) {
       responses[status] = {
-        description: status.startsWith('2') ? 'success' : 'RFC 9457 problem',
-        ...(schema
-          ? {
-              content: {
-                [schema === 'Problem' ? 'application/problem+json' : 'application/json']: {
-                  schema: { $ref: `#/components/schemas/${schema}` },
-                },
-              },
-            }
-          : {}),
+        description: status.startsWith('2')
+          ? 'success'
+          : status === '303'
+            ? 'too large for an answer: read it from the URL in Location'
+            : 'not found',
+        ...(schema ? { content: { 'application/json': { schema: ref(schema) } } } : {}),
       };
     }
     const problemContent = {
       'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
     };
+    const byStatus = new Map<number, ProblemCode[]>();
+    for (const code of route.problems ?? []) {
+      const status = PROBLEMS[code].status;
+      byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+    }
+    for (const [status, codes] of byStatus) {
+      responses[status] = {
+        description: `RFC 9457 problem ${codes.map((c) => `\`${c}\``).join(', ')}`,
+        content: problemContent,
+      };
+    }
     if (route.auth && route.method !== 'GET' && route.method !== 'HEAD') {
       const contended = '`contended`: other writers kept winning; nothing was written; Retry-After';
       const known = responses['409'] as { description: string } | undefined;
@@ -101,8 +117,8 @@ export function openApiDocument(): Record<string, unknown> {
       ...(route.body
         ? {
             requestBody: {
-              required: route.body !== 'LockRequest' && route.body !== 'RenewRequest',
-              content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.body}` } } },
+              required: route.emptyBody === undefined,
+              content: { 'application/json': { schema: ref(route.body) } },
             },
           }
         : {}),

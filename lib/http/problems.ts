@@ -1,8 +1,10 @@
 /**
  * Every error the functions produce is an RFC 9457 `application/problem+json` body with a stable
- * `code`. One map turns typed errors into problems; anything unknown is a 500 that hides internals.
+ * `code`, its status and title from the protocol's table (lib/protocol/problems.ts). One map turns
+ * typed errors into problems; anything unknown is a 500 that hides internals.
  */
 import { LockConflictError, LockLostError } from '../lock/types.js';
+import { PROBLEMS, type ProblemCode, problemType } from '../protocol/problems.js';
 import {
   AppendConflictError,
   BackendError,
@@ -21,10 +23,9 @@ import {
 } from '../store/errors.js';
 import type { HttpResponse } from './types.js';
 
-/** A problem the router raises itself. */
+/** A problem the router raises itself (its status is the code's). */
 export class HttpProblem extends Error {
   constructor(
-    readonly status: number,
     readonly code: ProblemCode,
     detail: string,
     readonly extra: Record<string, unknown> = {},
@@ -34,52 +35,27 @@ export class HttpProblem extends Error {
   }
 }
 
-/** Every problem code, with its title: the one list the OpenAPI document and clients read. */
-export const TITLES = {
-  'invalid-request': 'Invalid request',
-  unauthorized: 'Unauthorized',
-  'not-found': 'Not found',
-  'method-not-allowed': 'Method not allowed',
-  'append-conflict': 'Append conflict',
-  fenced: 'Fenced',
-  'lock-held': 'Lock held',
-  'lock-lost': 'Lock lost',
-  'precondition-failed': 'Precondition failed',
-  'payload-too-large': 'Payload too large',
-  'precondition-unsupported': 'Precondition unsupported',
-  'backend-unavailable': 'Backend unavailable',
-  'backend-unsafe': 'Backend does not honour write conditions',
-  contended: 'Contended',
-  'upload-mismatch': 'Upload does not match',
-  unsupported: 'Not supported by this backend',
-  internal: 'Internal error',
-} as const satisfies Record<string, string>;
-
-/** A problem code. */
-export type ProblemCode = keyof typeof TITLES;
-
-/** Every problem code. */
-export const PROBLEM_CODES = Object.keys(TITLES) as [ProblemCode, ...ProblemCode[]];
-
-/** The problem response for a status, code and detail. */
+/**
+ * The problem response of a code; `status` overrides the code's only where HTTP itself fixes it
+ * (a parser's 408 or 431). A code whose answers carry Retry-After gets 1 second unless told.
+ */
 export function problem(
-  status: number,
   code: ProblemCode,
   detail: string,
   extra: Record<string, unknown> = {},
   headers: Record<string, string> = {},
+  status: number = PROBLEMS[code].status,
 ): HttpResponse {
-  const body = {
-    type: `urn:agent-state:problem:${code}`,
-    title: TITLES[code],
-    status,
-    detail,
-    code,
-    ...extra,
-  };
+  const spec: { title: string; retryAfter?: true } = PROBLEMS[code];
+  const body = { type: problemType(code), title: spec.title, status, detail, code, ...extra };
   return {
     status,
-    headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store', ...headers },
+    headers: {
+      'content-type': 'application/problem+json',
+      'cache-control': 'no-store',
+      ...(spec.retryAfter ? { 'retry-after': '1' } : {}),
+      ...headers,
+    },
     body: JSON.stringify(body),
   };
 }
@@ -94,31 +70,23 @@ export function toProblem(
 ): { response: HttpResponse; internal: boolean; log?: boolean } {
   const r = (response: HttpResponse) => ({ response, internal: false });
   const unavailable = (log: boolean) => ({
-    response: problem(
-      503,
-      'backend-unavailable',
-      'the storage backend is unavailable; retry',
-      {},
-      { 'retry-after': '1' },
-    ),
+    response: problem('backend-unavailable', 'the storage backend is unavailable; retry'),
     internal: false,
     log,
   });
   if (error instanceof MisconfiguredBackendError) return unavailable(true);
-  if (error instanceof HttpProblem)
-    return r(problem(error.status, error.code, error.message, error.extra, error.headers));
+  if (error instanceof HttpProblem) return r(problem(error.code, error.message, error.extra, error.headers));
   if (error instanceof ValidationError)
-    return r(problem(400, 'invalid-request', error.message, { field: error.field }));
+    return r(problem('invalid-request', error.message, { field: error.field }));
   if (error instanceof AppendConflictError) {
-    return r(problem(409, 'append-conflict', error.message, { count: error.count, hash: error.hash }));
+    return r(problem('append-conflict', error.message, { count: error.count, hash: error.hash }));
   }
   if (error instanceof FencedError)
-    return r(problem(409, 'fenced', 'a newer fencing token has been seen; nothing was written'));
+    return r(problem('fenced', 'a newer fencing token has been seen; nothing was written'));
   if (error instanceof LockConflictError) {
     const seconds = Math.max(1, Math.ceil((error.expiresAt.getTime() - Date.now()) / 1000));
     return r(
       problem(
-        409,
         'lock-held',
         'the session is locked by another owner',
         { holder: error.holder, expiresAt: error.expiresAt.toISOString() },
@@ -126,21 +94,17 @@ export function toProblem(
       ),
     );
   }
-  if (error instanceof LockLostError) return r(problem(409, 'lock-lost', error.message));
-  if (error instanceof ContendedError)
-    return r(problem(409, 'contended', error.message, {}, { 'retry-after': '1' }));
-  if (error instanceof BackendUnsafeError) return r(problem(503, 'backend-unsafe', error.message));
+  if (error instanceof LockLostError) return r(problem('lock-lost', error.message));
+  if (error instanceof ContendedError) return r(problem('contended', error.message));
+  if (error instanceof BackendUnsafeError) return r(problem('backend-unsafe', error.message));
   if (error instanceof PreconditionFailedError) {
     return r(
-      problem(412, 'precondition-failed', 'the value has another version', {
-        currentEtag: error.currentVersion,
-      }),
+      problem('precondition-failed', 'the value has another version', { currentEtag: error.currentVersion }),
     );
   }
   if (error instanceof PreconditionUnsupportedError) {
     return r(
       problem(
-        501,
         'precondition-unsupported',
         `${error.backend} cannot evaluate this condition; nothing was written`,
       ),
@@ -154,16 +118,16 @@ export function toProblem(
       body: JSON.stringify({ status: 'restoring', detail: error.message }),
     });
   }
-  if (error instanceof UploadNotFoundError) return r(problem(404, 'not-found', error.message));
-  if (error instanceof UploadMismatchError) return r(problem(422, 'upload-mismatch', error.message));
-  if (error instanceof UnsupportedOperationError) return r(problem(501, 'unsupported', error.message));
+  if (error instanceof UploadNotFoundError) return r(problem('not-found', error.message));
+  if (error instanceof UploadMismatchError) return r(problem('upload-mismatch', error.message));
+  if (error instanceof UnsupportedOperationError) return r(problem('unsupported', error.message));
   if (error instanceof CorruptValueError) {
     // Only that key is affected; the answer says which (a key the caller named), nothing else.
     return {
-      response: problem(500, 'internal', 'the stored value is corrupt', { requestId, corruptKey: error.key }),
+      response: problem('internal', 'the stored value is corrupt', { requestId, corruptKey: error.key }),
       internal: true,
     };
   }
   if (error instanceof BackendError && error.retryable) return unavailable(false);
-  return { response: problem(500, 'internal', 'internal error', { requestId }), internal: true };
+  return { response: problem('internal', 'internal error', { requestId }), internal: true };
 }

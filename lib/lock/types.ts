@@ -1,5 +1,5 @@
 /** The execution guard: leases with fencing tokens, one lock per (user, session). */
-import { ValidationError } from '../store/errors.js';
+import { StoreError, ValidationError } from '../store/errors.js';
 import { encodeId } from '../store/ids.js';
 
 /** A granted lease. */
@@ -17,7 +17,7 @@ export interface AcquireOptions {
   readonly leaseMs?: number;
   /** How long to wait for a held lock, 0 to 10,000 ms; default 0. */
   readonly waitMs?: number;
-  /** 1 to 128 characters of `[A-Za-z0-9._:-]`; default a new UUID. Only an explicit owner is reentrant. */
+  /** An owner name (`OWNER_PATTERN`); default a new UUID. Only an explicit owner is reentrant. */
   readonly owner?: string;
 }
 
@@ -37,7 +37,7 @@ export interface SessionLock {
 }
 
 /** The lock is held by someone else (never says their token). */
-export class LockConflictError extends Error {
+export class LockConflictError extends StoreError {
   override name = 'LockConflictError';
   constructor(
     readonly holder: string,
@@ -48,7 +48,7 @@ export class LockConflictError extends Error {
 }
 
 /** The caller no longer holds the lease it names. */
-export class LockLostError extends Error {
+export class LockLostError extends StoreError {
   override name = 'LockLostError';
   constructor(message = 'the lease is no longer held') {
     super(message);
@@ -57,7 +57,10 @@ export class LockLostError extends Error {
 
 export const LEASE_MS = { min: 1000, max: 900_000, default: 60_000 } as const;
 export const WAIT_MS = { min: 0, max: 10_000, default: 0 } as const;
-const OWNER = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A lease owner name: 1 to 128 characters of letters, digits and `._:-`. */
+export const OWNER_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** What `OWNER_PATTERN` asks for, as a refusal says it. */
+export const OWNER_RULE = 'must be 1 to 128 letters, digits or any of . _ : -';
 
 /** The stored name of a lock key, encoded as the store encodes ids. */
 export function lockName(key: LockKey): string {
@@ -67,8 +70,8 @@ export function lockName(key: LockKey): string {
 
 /** Checks an owner name. */
 export function checkOwner(owner: unknown, field = 'owner'): string {
-  if (typeof owner !== 'string' || !OWNER.test(owner)) {
-    throw new ValidationError(field, 'must be 1 to 128 characters of [A-Za-z0-9._:-]');
+  if (typeof owner !== 'string' || !OWNER_PATTERN.test(owner)) {
+    throw new ValidationError(field, OWNER_RULE);
   }
   return owner;
 }

@@ -6,6 +6,8 @@ export type { BackendResource };
 /** Base class of every store error. */
 export class StoreError extends Error {
   override name = 'StoreError';
+  /** The `X-Request-Id` of the answer it comes from, when the typed HTTP client raised it. */
+  declare requestId?: string;
 }
 
 /** An id, key, value or option was refused before anything was read or written. */

@@ -5,8 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-
-const PREFIX = 'sha256:';
+import { HASH_PATTERN, HASH_PREFIX as PREFIX } from './limits.js';
 
 /** The hash of the empty list. */
 export const EMPTY_HASH = `${PREFIX}${createHash('sha256').update('').digest('hex')}`;
@@ -30,5 +29,5 @@ export function chainHash(from: string, items: readonly unknown[]): string {
 
 /** True for a well-formed hash string. */
 export function isHash(value: unknown): value is string {
-  return typeof value === 'string' && /^sha256:[0-9a-f]{64}$/.test(value);
+  return typeof value === 'string' && HASH_PATTERN.test(value);
 }

@@ -27,7 +27,10 @@ export const ANONYMOUS = 'anon';
 /** Digits of generation and sequence numbers in names (2^53 has 16), so name order is number order. */
 const NUMBER_DIGITS = 16;
 
-const PLAIN = /^[A-Za-z0-9._-]+$/;
+/** An id written as itself, in object names and in URLs (and not `.` or `..`). */
+export const PLAIN_ID = /^[A-Za-z0-9._-]+$/;
+/** Unpadded base64url, the form of any other id (after `!` in object names, `~` in URLs). */
+export const BASE64URL = /^[A-Za-z0-9_-]+$/;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -58,7 +61,7 @@ export function checkPrefix(prefix: string): string {
 }
 
 function needsEncoding(kind: IdKind, id: string): boolean {
-  if (!PLAIN.test(id) || id === '.' || id === '..') return true;
+  if (!PLAIN_ID.test(id) || id === '.' || id === '..') return true;
   if (kind === 'userId' && id === ANONYMOUS) return true;
   if (kind === 'key' && (id.endsWith('.list') || id.endsWith('.json'))) return true;
   return false;
@@ -75,7 +78,7 @@ export function decodeId(kind: IdKind, segment: string): string {
   let id = segment;
   if (segment.startsWith('!')) {
     const body = segment.slice(1);
-    if (!/^[A-Za-z0-9_-]+$/.test(body)) throw new ValidationError(kind, 'not an encoded id');
+    if (!BASE64URL.test(body)) throw new ValidationError(kind, 'not an encoded id');
     id = Buffer.from(body, 'base64url').toString('utf8');
   }
   if (encodeId(kind, id) !== segment) throw new ValidationError(kind, 'not an encoded id');

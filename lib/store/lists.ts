@@ -34,6 +34,7 @@ import {
 } from './errors.js';
 import { chainHash, EMPTY_HASH, isHash } from './hash.js';
 import { padNumber, parseSlotName, type UserLayout } from './ids.js';
+import { ARCHIVE_ID_PATTERN, HASH_PREFIX } from './limits.js';
 import type { Marker } from './sessions.js';
 import type { ArchiveInfo, ListPage, ListWriteResult, PageOptions } from './types.js';
 import { readRestoring } from './workspaces.js';
@@ -81,8 +82,6 @@ export const EMPTY_STATE: ListState = {
   hash: EMPTY_HASH,
   folded: -1,
 };
-/** Most items one append may carry. */
-export const MAX_APPEND_ITEMS = 1000;
 
 /** List operations of one user's session key. */
 export class Lists {
@@ -465,7 +464,7 @@ export class Lists {
 
   /** Archives a sealed generation; the archive's name carries its count and hash, so listing them reads no bodies. */
   private async archive(s: string, k: string, inc: string, content: Content): Promise<void> {
-    const name = `${this.layout.archive(s, k, inc, content.gen)}~${padNumber(content.count)}~${content.hash.slice('sha256:'.length)}`;
+    const name = `${this.layout.archive(s, k, inc, content.gen)}~${padNumber(content.count)}~${content.hash.slice(HASH_PREFIX.length)}`;
     try {
       const encoding = this.ctx.archiveEncoding;
       const body = encodeBody(Buffer.from(jsonBody(content.items), 'utf8'), encoding);
@@ -513,7 +512,7 @@ export class Lists {
       out.push({
         archiveId: String(Number(match[1])),
         count: Number(match[2]),
-        hash: `sha256:${match[3]}`,
+        hash: `${HASH_PREFIX}${match[3]}`,
         archivedAt: object.lastModified,
       });
     }
@@ -529,7 +528,7 @@ export class Lists {
     page: PageOptions,
   ): Promise<ListPage | undefined> {
     // Archive ids are decimal: any other form names no archive.
-    if (!/^\d{1,16}$/.test(archiveId)) return undefined;
+    if (!ARCHIVE_ID_PATTERN.test(archiveId)) return undefined;
     const prefix = `${this.layout.archive(s, k, inc, Number(archiveId))}~`;
     const [found] = (await this.ctx.driver.list({ prefix, limit: 1 })).objects;
     // An archive in a cold class is restored first (RestoreInProgressError until it is readable).

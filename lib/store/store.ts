@@ -28,7 +28,8 @@ import {
 } from './errors.js';
 import { chainHash, EMPTY_HASH } from './hash.js';
 import { checkId, checkPrefix, decodeId, layoutFor, type UserLayout } from './ids.js';
-import { EMPTY_STATE, type ListState, Lists, MAX_APPEND_ITEMS, slicePage } from './lists.js';
+import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE } from './limits.js';
+import { EMPTY_STATE, type ListState, Lists, slicePage } from './lists.js';
 import { type Marker, Sessions } from './sessions.js';
 import type {
   AppendOptions,
@@ -529,7 +530,10 @@ class UserStore implements SessionStore {
     const failures: Array<{ key: string; code: string; message: string }> = [];
     let cursor: string | null = null;
     do {
-      const page: SessionPage = await this.listSessionIds({ limit: 1000, ...(cursor ? { cursor } : {}) });
+      const page: SessionPage = await this.listSessionIds({
+        limit: MAX_SESSION_PAGE,
+        ...(cursor ? { cursor } : {}),
+      });
       for (const { sessionId } of page.sessions) {
         await this.delete(sessionId).catch((error: unknown) => {
           if (error instanceof PartialDeleteError) failures.push(...error.failures);
@@ -542,9 +546,9 @@ class UserStore implements SessionStore {
   }
 
   async listSessionIds(options: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
-    const limit = options.limit ?? 1000;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000)
-      throw new ValidationError('limit', 'must be 1 to 1000');
+    const limit = options.limit ?? MAX_SESSION_PAGE;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SESSION_PAGE)
+      throw new ValidationError('limit', `must be 1 to ${MAX_SESSION_PAGE}`);
     let startAfter: string | undefined;
     if (options.cursor !== undefined) {
       // A cursor is a session id's encoded segment: it cannot name a position outside this user's markers.

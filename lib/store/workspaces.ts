@@ -23,6 +23,7 @@ import {
 } from './errors.js';
 import { decodeId, type UserLayout } from './ids.js';
 import { parseIJson } from './ijson.js';
+import { MAX_SINGLE_BYTES, MAX_UPLOAD_PARTS, MD5_PATTERN, MIN_PART_BYTES, SHA256_PATTERN } from './limits.js';
 import type { Sessions } from './sessions.js';
 import type {
   DirectRequest,
@@ -33,14 +34,6 @@ import type {
   WorkspaceUploadRequest,
   WriteOptions,
 } from './types.js';
-
-const MIB = 1024 * 1024;
-/** Largest single PUT (S3 and OSS: 5 GiB), and largest part. */
-export const MAX_SINGLE_BYTES = 5 * 1024 * MIB;
-/** Most parts of one upload: every part URL fits one answer (1,000 × 5 GiB ≈ 5 TiB). */
-export const MAX_UPLOAD_PARTS = 1000;
-/** Smallest part but the last (S3's limit; OSS's is lower). */
-export const MIN_PART_BYTES = 5 * MIB;
 
 /** Backend storage classes of each tier. */
 const CLASSES: Record<string, Record<StorageTier, string>> = {
@@ -57,8 +50,6 @@ export function tierOf(storageClass: string | undefined): StorageTier {
   return 'standard';
 }
 
-const MD5 = /^[A-Za-z0-9+/]{22}==$/;
-const SHA256 = /^[A-Za-z0-9+/]{43}=$/;
 const UPLOAD_ID = /^[0-9a-f]{24}$/;
 const hexOf = (base64: string) => Buffer.from(base64, 'base64').toString('hex');
 
@@ -79,12 +70,13 @@ function checkUploadRequest(r: WorkspaceUploadRequest) {
   const contentEncoding = r.contentEncoding ?? 'identity';
   if (!CONTENT_ENCODINGS.includes(contentEncoding as ContentEncoding))
     throw new ValidationError('contentEncoding', `must be one of ${CONTENT_ENCODINGS}`);
-  if (r.sha256 !== undefined && !SHA256.test(r.sha256))
+  if (r.sha256 !== undefined && !SHA256_PATTERN.test(r.sha256))
     throw new ValidationError('sha256', 'must be a base64 SHA-256');
   if (r.parts === undefined) {
     if (size > MAX_SINGLE_BYTES)
       throw new ValidationError('size', `over ${MAX_SINGLE_BYTES} bytes needs parts`);
-    if (r.md5 === undefined || !MD5.test(r.md5)) throw new ValidationError('md5', 'must be a base64 MD5');
+    if (r.md5 === undefined || !MD5_PATTERN.test(r.md5))
+      throw new ValidationError('md5', 'must be a base64 MD5');
     return { ...r, storageClass, contentEncoding };
   }
   if (r.parts.length < 1 || r.parts.length > MAX_UPLOAD_PARTS)
@@ -101,7 +93,7 @@ function checkUploadRequest(r: WorkspaceUploadRequest) {
         `parts.${i}.size`,
         `must be ${MIN_PART_BYTES} to ${MAX_SINGLE_BYTES} bytes (the last at least 1)`,
       );
-    if (!MD5.test(part.md5)) throw new ValidationError(`parts.${i}.md5`, 'must be a base64 MD5');
+    if (!MD5_PATTERN.test(part.md5)) throw new ValidationError(`parts.${i}.md5`, 'must be a base64 MD5');
     total += part.size;
   }
   if (total !== size) throw new ValidationError('size', 'must be the sum of the part sizes');
@@ -326,7 +318,8 @@ export class Workspaces {
     const { size, md5 } = request;
     if (!Number.isSafeInteger(size) || size < 1 || size > this.ctx.maxValueBytes)
       throw new ValidationError('size', `must be 1 to ${this.ctx.maxValueBytes} bytes`);
-    if (typeof md5 !== 'string' || !MD5.test(md5)) throw new ValidationError('md5', 'must be a base64 MD5');
+    if (typeof md5 !== 'string' || !MD5_PATTERN.test(md5))
+      throw new ValidationError('md5', 'must be a base64 MD5');
     const uploadId = randomBytes(12).toString('hex');
     const put = await this.ctx.driver.presignUpload(this.layout.valueUpload(s, k, uploadId), {
       contentLength: size,

@@ -16,9 +16,12 @@ import type { HttpRequest, HttpResponse } from '../types.js';
 import { eventParts, eventRequestId, guarded, logTo } from './guard.js';
 
 /** The neutral request of an API Gateway v2 event; `ValidationError` when the event is malformed. */
-export function fromApiGateway(event: APIGatewayProxyEventV2WithJWTAuthorizer): HttpRequest {
+export function fromApiGateway(
+  event: APIGatewayProxyEventV2WithJWTAuthorizer,
+  requestId: string = eventRequestId(event),
+): HttpRequest {
   return {
-    ...eventParts(event),
+    ...eventParts(event, requestId),
     query: Object.fromEntries(new URLSearchParams(event.rawQueryString ?? '')),
     claims: event.requestContext.authorizer?.jwt?.claims,
   };
@@ -37,8 +40,13 @@ export function toApiGateway(response: HttpResponse): APIGatewayProxyStructuredR
 /** The Lambda handler: middy chain (logger context, EMF metrics), then the router. */
 export function createApiGatewayHandler(app: App) {
   const onError = logTo(app.logger);
-  const base = async (event: APIGatewayProxyEventV2WithJWTAuthorizer, _context: Context) =>
-    toApiGateway(await guarded(eventRequestId(event), onError, () => app.handle(fromApiGateway(event))));
+  const base = async (event: APIGatewayProxyEventV2WithJWTAuthorizer, _context: Context) => {
+    // API Gateway's request id (one generated here for an event without one): in logs and X-Request-Id.
+    const requestId = eventRequestId(event);
+    return toApiGateway(
+      await guarded(requestId, onError, () => app.handle(fromApiGateway(event, requestId))),
+    );
+  };
   const handler = middy(base).use(injectLambdaContext(app.logger));
   return app.metrics ? handler.use(logMetrics(app.metrics)) : handler;
 }

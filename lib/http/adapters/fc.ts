@@ -38,8 +38,8 @@ function parseEvent(raw: Buffer | string | FcHttpEvent): unknown {
 }
 
 /** The neutral request of a parsed event; `ValidationError` when it is malformed. */
-function requestOf(event: unknown): HttpRequest {
-  const parts = eventParts(event);
+function requestOf(event: unknown, requestId?: string): HttpRequest {
+  const parts = eventParts(event, requestId);
   const query = (event as { queryParameters?: unknown }).queryParameters ?? {};
   if (typeof query !== 'object' || Object.values(query).some((v) => typeof v !== 'string'))
     throw malformed('queryParameters', 'not a map of strings');
@@ -65,8 +65,10 @@ export function createFunctionComputeHandler(app: App) {
   const onError = logTo(app.logger);
   return async (raw: Buffer | string | FcHttpEvent, _context?: unknown): Promise<FcHttpResult> => {
     const event = parseEvent(raw);
+    // Function Compute's request id (one generated here for an event without one): in logs and X-Request-Id.
+    const requestId = eventRequestId(event);
     return toFunctionCompute(
-      await guarded(eventRequestId(event), onError, () => app.handle(requestOf(event))),
+      await guarded(requestId, onError, () => app.handle(requestOf(event, requestId))),
     );
   };
 }

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { REQUEST_ID_HEADER } from '../../protocol/schemas.js';
 import { ValidationError } from '../../store/errors.js';
 import { toProblem } from '../problems.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
@@ -18,7 +19,18 @@ export const logTo =
   (error, requestId) =>
     logger.error('request failed', { requestId, error: error as Error });
 
-/** What `answer` resolves to; whatever it throws becomes the request's problem answer. */
+/** An answer with the request's id in its `X-Request-Id` header. */
+export function withRequestId<A extends { readonly headers: Record<string, string> }>(
+  answer: A,
+  requestId: string,
+): A {
+  return { ...answer, headers: { ...answer.headers, [REQUEST_ID_HEADER.toLowerCase()]: requestId } };
+}
+
+/**
+ * What `answer` resolves to; whatever it throws becomes the request's problem answer (with its
+ * `X-Request-Id`: the router sets it on the answers it makes).
+ */
 export async function guarded<T>(
   requestId: string,
   onError: OnError,
@@ -29,7 +41,7 @@ export async function guarded<T>(
   } catch (error) {
     const { response, internal } = toProblem(error, requestId);
     if (internal) onError(error, requestId);
-    return response;
+    return withRequestId(response, requestId);
   }
 }
 
@@ -56,9 +68,13 @@ export function eventRequestId(event: unknown): string {
 
 /**
  * The parts API Gateway v2 and Function Compute 3 HTTP events share (`requestContext.http.method`,
- * `rawPath`, `headers`, `body`, `isBase64Encoded`), checked; a `ValidationError` names the first bad field.
+ * `rawPath`, `headers`, `body`, `isBase64Encoded`), checked; a `ValidationError` names the first bad
+ * field. `requestId` is the event's (or, when it has none, the one the adapter generated for it).
  */
-export function eventParts(event: unknown): Omit<HttpRequest, 'query' | 'claims'> {
+export function eventParts(
+  event: unknown,
+  requestId: string = eventRequestId(event),
+): Omit<HttpRequest, 'query' | 'claims'> {
   if (!isObject(event)) throw malformed('event', 'not a JSON object');
   const context = event.requestContext;
   if (!isObject(context)) throw malformed('requestContext', 'missing');
@@ -86,6 +102,6 @@ export function eventParts(event: unknown): Omit<HttpRequest, 'query' | 'claims'
     path,
     headers,
     body: body ? Buffer.from(body, isBase64Encoded === true ? 'base64' : 'utf8') : undefined,
-    requestId: eventRequestId(event),
+    requestId,
   };
 }

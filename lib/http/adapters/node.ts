@@ -10,7 +10,7 @@ import { ValidationError } from '../../store/errors.js';
 import { problem, toProblem } from '../problems.js';
 import { ROUTES } from '../router.js';
 import type { HttpHandler, HttpResponse } from '../types.js';
-import { guarded, type OnError } from './guard.js';
+import { guarded, type OnError, withRequestId } from './guard.js';
 
 /** Presigned transfers the local server answers itself (the fs driver's, under `/v1/blobs/`). */
 export interface BlobServer {
@@ -75,7 +75,7 @@ export function createNodeServer(
       const body = await readBody(req, blobs.limitBytes);
       if (!body) return undefined;
       if (body.length > blobs.limitBytes)
-        return problem(413, 'payload-too-large', 'the blob is too large', { limit: blobs.limitBytes });
+        return problem('payload-too-large', 'the blob is too large', { limit: blobs.limitBytes });
       const blob = await blobs.serveBlob(method, path.slice(BLOBS.length), headers, body);
       return {
         status: blob.status,
@@ -154,15 +154,19 @@ async function readBody(req: http.IncomingMessage, limit: number): Promise<Buffe
   return Buffer.concat(chunks);
 }
 
-/** Writes an answer; when Node refuses it (a bad header), the 500 problem instead, or a reset if too late. */
+/**
+ * Writes an answer, with its `X-Request-Id` (blob transfers and `OPTIONS *` are answered here, not
+ * by the router); when Node refuses it (a bad header), the 500 problem instead, or a reset if too late.
+ */
 function send(res: http.ServerResponse, answer: Answer, requestId: string, onError: OnError): void {
   try {
-    res.writeHead(answer.status, answer.headers);
+    const { status, headers } = withRequestId(answer, requestId);
+    res.writeHead(status, headers);
     res.end(answer.body);
   } catch (error) {
     onError(error, requestId);
     if (res.headersSent) return void res.destroy();
-    const internal = toProblem(error, requestId).response;
+    const internal = withRequestId(toProblem(error, requestId).response, requestId);
     res.writeHead(internal.status, internal.headers).end(internal.body);
   }
 }
@@ -173,7 +177,11 @@ function refuse(error: Error & { code?: string }, socket: Duplex): void {
   const inFlight = (socket as { _httpMessage?: http.ServerResponse })._httpMessage?.headersSent;
   if (error.code === 'ECONNRESET' || !socket.writable || inFlight) return void socket.destroy();
   const [status, detail] = PARSE_ERRORS[error.code ?? ''] ?? [400, 'the request is not valid HTTP/1.1'];
-  const { headers, body = '' } = problem(status, 'invalid-request', detail);
+  // No request was parsed, so none has an id yet: this answer gets its own.
+  const { headers, body = '' } = withRequestId(
+    problem('invalid-request', detail, {}, {}, status),
+    randomUUID(),
+  );
   const head = { ...headers, 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
   const lines = Object.entries(head).map(([name, value]) => `${name}: ${value}\r\n`);
   socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${lines.join('')}\r\n${body}`, () =>

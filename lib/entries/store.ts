@@ -1,0 +1,18 @@
+/**
+ * `agent-state-store/store`: the state store, its types and errors, the lock's interface, errors and
+ * `withLock`, and the driver interface with its errors: no driver. Each driver and each lock has a
+ * subpath of its own (`agent-state-store/drivers/s3`, `…/drivers/oss`, `…/drivers/fs`,
+ * `…/drivers/memory`, `…/lock/dynamodb`, `…/lock/memory`), so embedding the store with S3 never
+ * loads the OSS SDK, and the reverse.
+ */
+
+export * from '../drivers/errors.js';
+export type * from '../drivers/types.js';
+export * from '../lock/types.js';
+export { type WithLockOptions, withLock } from '../lock/with-lock.js';
+export * from '../store/errors.js';
+export { chainHash, EMPTY_HASH } from '../store/hash.js';
+export { LIMITS } from '../store/ids.js';
+export { type VerifiedDriver, type VerifyOptions, verifiedDriver } from '../store/probe.js';
+export { createStateStore, type StateStore, type StateStoreOptions } from '../store/store.js';
+export type * from '../store/types.js';

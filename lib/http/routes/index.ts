@@ -1,0 +1,22 @@
+/** The route table: every route of the API, by resource. */
+import { ARCHIVE_ROUTES } from './archives.js';
+import { LIST_ROUTES } from './lists.js';
+import { LOCK_ROUTES } from './lock.js';
+import { META_ROUTES } from './meta.js';
+import type { Route } from './route.js';
+import { SESSION_ROUTES } from './sessions.js';
+import { STATE_ROUTES } from './state.js';
+import { WORKSPACE_ROUTES } from './workspaces.js';
+
+/** Every route of the API. */
+export const ROUTES: readonly Route[] = [
+  ...META_ROUTES,
+  ...SESSION_ROUTES,
+  ...STATE_ROUTES,
+  ...LIST_ROUTES,
+  ...ARCHIVE_ROUTES,
+  ...WORKSPACE_ROUTES,
+  ...LOCK_ROUTES,
+];
+
+export { COMMON_PROBLEMS, type Route, type RouteContext, type RouterDeps } from './route.js';

@@ -1,0 +1,56 @@
+/** The session lock: acquire, renew and release a lease (it never creates the session). */
+import { PATHS } from '../../protocol/paths.js';
+import { headers, schemas } from '../../protocol/schemas.js';
+import { json, noContent, route } from './route.js';
+
+const leaseJson = (lease: { owner: string; token: number; expiresAt: Date; leaseMs: number }) => ({
+  ...lease,
+  expiresAt: lease.expiresAt.toISOString(),
+});
+
+export const LOCK_ROUTES = [
+  route({
+    method: 'POST',
+    pattern: PATHS.lock,
+    summary: 'Acquire the session lock (does not create the session)',
+    auth: true,
+    body: schemas.LockRequest,
+    emptyBody: {},
+    answers: { 200: schemas.Lease },
+    problems: ['lock-held'],
+    handle: async (c) => {
+      const lease = await c.deps.lock.acquire({ userId: c.userId, sessionId: c.params.sessionId }, c.body);
+      return json(200, leaseJson(lease));
+    },
+  }),
+  route({
+    method: 'PUT',
+    pattern: PATHS.lock,
+    summary: 'Renew the lease (Lock-Owner and Fencing-Token headers)',
+    auth: true,
+    body: schemas.RenewRequest,
+    emptyBody: {},
+    headers: headers.lease,
+    answers: { 200: schemas.Lease },
+    problems: ['lock-lost'],
+    handle: async (c) => {
+      const key = { userId: c.userId, sessionId: c.params.sessionId };
+      const lease = await c.deps.lock.renew(key, c.headers.lockOwner, c.headers.fencingToken, c.body);
+      return json(200, leaseJson(lease));
+    },
+  }),
+  route({
+    method: 'DELETE',
+    pattern: PATHS.lock,
+    summary: 'Release the lease (Lock-Owner and Fencing-Token headers)',
+    auth: true,
+    headers: headers.lease,
+    answers: { 204: null },
+    problems: ['lock-lost'],
+    handle: async (c) => {
+      const key = { userId: c.userId, sessionId: c.params.sessionId };
+      await c.deps.lock.release(key, c.headers.lockOwner, c.headers.fencingToken);
+      return noContent();
+    },
+  }),
+];

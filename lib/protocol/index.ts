@@ -1,0 +1,57 @@
+/**
+ * The HTTP protocol, shared by the router (lib/http) and the typed client (lib/client): problem
+ * codes, patterns and limits, paths, and the request and answer schemas. It depends only on the
+ * store's and the lock's pure modules (errors, ids, limits) and zod: no SDK, no node:http.
+ */
+
+export { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../lock/types.js';
+export { BASE64URL, LIMITS, PLAIN_ID } from '../store/ids.js';
+export {
+  ARCHIVE_ID_PATTERN,
+  HASH_PATTERN,
+  HASH_PREFIX,
+  MAX_APPEND_ITEMS,
+  MAX_SESSION_PAGE,
+  MAX_SINGLE_BYTES,
+  MAX_UPLOAD_PARTS,
+  MD5_PATTERN,
+  MIN_PART_BYTES,
+  SHA256_PATTERN,
+} from '../store/limits.js';
+export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from './errors.js';
+export {
+  PATH_PARAMS,
+  PATHS,
+  type ParamNames,
+  type PathBuilder,
+  type PathName,
+  type PathParam,
+  type PathParams,
+  paths,
+  patternSegments,
+} from './paths.js';
+export {
+  isProblemCode,
+  PROBLEM_CODES,
+  PROBLEMS,
+  Problem,
+  type ProblemCode,
+  type ProblemFields,
+  type ProblemSpec,
+  problemCodeOf,
+  problemError,
+  problemType,
+} from './problems.js';
+export {
+  FENCING_TOKEN_PATTERN,
+  HEADER_NAMES,
+  type HeaderKey,
+  headers,
+  IDEMPOTENCY_KEY_PATTERN,
+  queries,
+  REQUEST_ID_HEADER,
+  type SchemaName,
+  schemaName,
+  schemas,
+} from './schemas.js';
+export { decodeUrlId, encodeUrlId } from './url-ids.js';

@@ -1,0 +1,198 @@
+/**
+ * The problem codes, defined once: each code's HTTP status, title, and the typed error the client
+ * raises for it. The router answers every error as an RFC 9457 `application/problem+json` body with
+ * one of these codes (lib/http/problems.ts builds it from this table); the client turns it back into
+ * the typed error with `problemError`.
+ */
+import * as z from 'zod/mini';
+import { LockConflictError, LockLostError } from '../lock/types.js';
+import {
+  AppendConflictError,
+  BackendError,
+  ContendedError,
+  CorruptValueError,
+  FencedError,
+  PreconditionFailedError,
+  PreconditionUnsupportedError,
+  type StoreError,
+  UnsupportedOperationError,
+  UploadMismatchError,
+  ValidationError,
+} from '../store/errors.js';
+import { PayloadTooLargeError, ProtocolError, UnauthorizedError } from './errors.js';
+
+/** What the client reads of a problem body (any member may be missing: gateways answer `{message}`). */
+export interface ProblemFields {
+  readonly field?: string | undefined;
+  readonly count?: number | undefined;
+  readonly hash?: string | undefined;
+  readonly holder?: string | undefined;
+  readonly expiresAt?: string | undefined;
+  readonly currentEtag?: string | null | undefined;
+  readonly currentHash?: string | undefined;
+  readonly limit?: number | undefined;
+  readonly corruptKey?: string | undefined;
+}
+
+/** One problem code. */
+export interface ProblemSpec {
+  /** The HTTP status it is answered with. */
+  readonly status: number;
+  readonly title: string;
+  /** Whether its answer carries `Retry-After` (seconds; 1 unless the router says otherwise). */
+  readonly retryAfter?: true;
+  /** The typed error the client raises for it: from the problem's members and its detail. */
+  readonly error: (p: ProblemFields, detail: string, status: number) => StoreError;
+}
+
+/** Every problem code. */
+export const PROBLEMS = {
+  'invalid-request': {
+    status: 400,
+    title: 'Invalid request',
+    // The detail is the ValidationError's message, which already starts with the field.
+    error: (p, detail) => {
+      const field = p.field ?? 'request';
+      return new ValidationError(
+        field,
+        detail.startsWith(`${field}: `) ? detail.slice(field.length + 2) : detail,
+      );
+    },
+  },
+  unauthorized: { status: 401, title: 'Unauthorized', error: (_, detail) => new UnauthorizedError(detail) },
+  'not-found': { status: 404, title: 'Not found', error: (_, detail, s) => new ProtocolError(detail, s) },
+  'method-not-allowed': {
+    status: 405,
+    title: 'Method not allowed',
+    error: (_, detail, s) => new ProtocolError(detail, s),
+  },
+  'append-conflict': {
+    status: 409,
+    title: 'Append conflict',
+    error: (p) => new AppendConflictError(p.count ?? -1, p.hash ?? ''),
+  },
+  fenced: { status: 409, title: 'Fenced', error: () => new FencedError(-1, -1) },
+  'lock-held': {
+    status: 409,
+    title: 'Lock held',
+    retryAfter: true,
+    error: (p) => new LockConflictError(p.holder ?? '', new Date(p.expiresAt ?? 0)),
+  },
+  'lock-lost': { status: 409, title: 'Lock lost', error: (_, detail) => new LockLostError(detail) },
+  'precondition-failed': {
+    status: 412,
+    title: 'Precondition failed',
+    error: (p) => new PreconditionFailedError(p.currentEtag ?? p.currentHash ?? null),
+  },
+  'payload-too-large': {
+    status: 413,
+    title: 'Payload too large',
+    error: (p, detail) => new PayloadTooLargeError(detail, p.limit),
+  },
+  'precondition-unsupported': {
+    status: 501,
+    title: 'Precondition unsupported',
+    error: () => new PreconditionUnsupportedError('the server backend'),
+  },
+  'backend-unavailable': {
+    status: 503,
+    title: 'Backend unavailable',
+    retryAfter: true,
+    error: (_, detail) => new BackendError(detail, true),
+  },
+  // Not BackendUnsafeError (the client does not know the backend): a BackendError no retry helps.
+  'backend-unsafe': {
+    status: 503,
+    title: 'Backend does not honour write conditions',
+    error: (_, detail) => new BackendError(detail, false),
+  },
+  contended: {
+    status: 409,
+    title: 'Contended',
+    retryAfter: true,
+    error: (_, detail) => new ContendedError(detail),
+  },
+  'upload-mismatch': {
+    status: 422,
+    title: 'Upload does not match',
+    error: (_, detail) => new UploadMismatchError(detail),
+  },
+  unsupported: {
+    status: 501,
+    title: 'Not supported by this backend',
+    error: () => new UnsupportedOperationError('direct transfer', 'the server backend'),
+  },
+  internal: {
+    status: 500,
+    title: 'Internal error',
+    error: (p, detail) =>
+      p.corruptKey ? new CorruptValueError(p.corruptKey) : new BackendError(detail, true),
+  },
+} as const satisfies Record<string, ProblemSpec>;
+
+/** A problem code. */
+export type ProblemCode = keyof typeof PROBLEMS;
+
+/** Every problem code. */
+export const PROBLEM_CODES = Object.keys(PROBLEMS) as [ProblemCode, ...ProblemCode[]];
+
+/** Whether a string is a problem code. */
+export const isProblemCode = (code: unknown): code is ProblemCode =>
+  typeof code === 'string' && Object.hasOwn(PROBLEMS, code);
+
+/** The `type` URI of a problem code. */
+export const problemType = (code: ProblemCode) => `urn:agent-state:problem:${code}`;
+
+/** An RFC 9457 problem as the router writes it. */
+export const Problem = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.int(),
+  detail: z.string(),
+  code: z.enum(PROBLEM_CODES),
+  field: z.optional(z.string()),
+  count: z.optional(z.int()),
+  hash: z.optional(z.string()),
+  holder: z.optional(z.string()),
+  expiresAt: z.optional(z.string()),
+  currentEtag: z.optional(z.nullable(z.string())),
+  currentHash: z.optional(z.string()),
+  limit: z.optional(z.int()),
+  requestId: z.optional(z.string()),
+  corruptKey: z.optional(z.string()),
+});
+
+/** What the client accepts as a problem body: any member may be missing, an unknown code is kept. */
+const ProblemAnswer = z.extend(z.partial(Problem), {
+  code: z.optional(z.string()),
+  /** API Gateway's own answers: `{"message": "..."}`. */
+  message: z.optional(z.string()),
+});
+
+/** The problem code of a body, when it is a problem with a known code. */
+export function problemCodeOf(body: unknown): ProblemCode | undefined {
+  const code = (body as { code?: unknown } | null | undefined)?.code;
+  return isProblemCode(code) ? code : undefined;
+}
+
+/**
+ * The typed error of an answer that is not a success: the table's error for its problem code, else
+ * (a gateway's own answer, a code this client does not know) one for its status. It carries the
+ * answer's request id.
+ */
+export function problemError(status: number, body: unknown, requestId?: string): StoreError {
+  const parsed = ProblemAnswer.safeParse(body);
+  const p = parsed.success ? parsed.data : {};
+  const detail = p.detail ?? p.message ?? `HTTP ${status}`;
+  const error = isProblemCode(p.code)
+    ? PROBLEMS[p.code].error(p, detail, status)
+    : status === 401 || status === 403
+      ? new UnauthorizedError(detail)
+      : status === 413
+        ? new PayloadTooLargeError(detail)
+        : status === 404 || status === 405
+          ? new ProtocolError(detail, status)
+          : new BackendError(detail, status >= 500 || status === 429);
+  if (requestId !== undefined) error.requestId = requestId;
+  return error;
+}

@@ -1,0 +1,286 @@
+/**
+ * The request and answer schemas (zod), defined once: the router validates what it receives with
+ * them, the typed client validates what it is answered, and the OpenAPI document is generated from
+ * them. `schemas` are the bodies (the document's components); `headers` and `queries` are what the
+ * routes read from headers and query strings.
+ */
+import * as z from 'zod/mini';
+import { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../lock/types.js';
+import {
+  HASH_PATTERN,
+  MAX_APPEND_ITEMS,
+  MAX_SESSION_PAGE,
+  MAX_UPLOAD_PARTS,
+  MD5_PATTERN,
+  SHA256_PATTERN,
+} from '../store/limits.js';
+import { Problem } from './problems.js';
+
+/** `schema`, with metadata for the OpenAPI document (a description, or what JSON Schema it reads as). */
+export function meta<S extends z.ZodMiniType>(schema: S, data: z.core.GlobalMeta): S {
+  const type: z.core.$ZodType = schema;
+  z.globalRegistry.add(type, data);
+  return schema;
+}
+
+/**
+ * Any JSON value, passed through as it is: bodies are already I-JSON (ijson.ts), and rebuilding
+ * objects, as z.json() does, would drop own `__proto__` members. Cheap on a 4 MiB list page. Its
+ * JSON Schema is `{}` (any value), which generators read as `unknown`: a `type` list with `array`
+ * would need `items`, and a union would make every caller's `unknown` fail to type-check.
+ */
+const json = meta(z.unknown(), { description: 'any I-JSON value (RFC 7493)' });
+const int = (min?: number, max?: number) => {
+  const checks = [
+    ...(min === undefined ? [] : [z.minimum(min)]),
+    ...(max === undefined ? [] : [z.maximum(max)]),
+  ];
+  return checks.length ? z.int().check(...checks) : z.int();
+};
+const pattern = (re: RegExp, message?: string) => z.string().check(z.regex(re, message));
+const hash = meta(pattern(HASH_PATTERN), { description: 'chain hash: sha256 over RFC 8785 canonical items' });
+const owner = pattern(OWNER_PATTERN, OWNER_RULE);
+const timestamp = meta(z.string(), { description: 'RFC 3339 UTC with milliseconds' });
+const md5 = meta(pattern(MD5_PATTERN), { description: 'base64 MD5 of the bytes as stored' });
+const tier = z.enum(['standard', 'infrequent', 'archive']);
+const direct = meta(
+  z.object({
+    method: z.enum(['GET', 'PUT']),
+    url: z.string(),
+    headers: meta(z.record(z.string(), z.string()), {
+      description: 'send exactly these headers (they are signed)',
+    }),
+  }),
+  { description: 'a request made straight to the object store' },
+);
+const workspace = {
+  name: z.string(),
+  size: int(),
+  storageClass: tier,
+  lastModified: timestamp,
+  contentEncoding: z.optional(z.string()),
+};
+
+/** Every body, by the name the OpenAPI document gives it. */
+export const schemas = {
+  LockRequest: z.strictObject({
+    leaseMs: z.optional(int(LEASE_MS.min, LEASE_MS.max)),
+    waitMs: z.optional(int(WAIT_MS.min, WAIT_MS.max)),
+    owner: z.optional(owner),
+  }),
+  RenewRequest: z.strictObject({ leaseMs: z.optional(int(LEASE_MS.min, LEASE_MS.max)) }),
+  AppendRequest: z.strictObject({
+    items: z.array(json).check(z.minLength(1), z.maxLength(MAX_APPEND_ITEMS)),
+    expectedCount: int(0),
+    expectedHash: z.optional(hash),
+  }),
+  WholeList: z.array(json),
+  Value: json,
+  Etag: z.object({ etag: z.string() }),
+  ListWrite: z.object({
+    action: z.enum(['created', 'appended', 'rewritten', 'unchanged']),
+    count: int(),
+    hash,
+  }),
+  ListPage: z.object({ items: z.array(json), count: int(), hash }),
+  Archives: z.object({
+    archives: z.array(z.object({ archiveId: z.string(), count: int(), hash, archivedAt: timestamp })),
+  }),
+  SessionPage: z.object({
+    sessions: z.array(z.object({ sessionId: z.string(), lastActivity: timestamp })),
+    nextCursor: z.nullable(z.string()),
+  }),
+  Lease: z.object({ owner, token: int(), expiresAt: timestamp, leaseMs: int() }),
+  Health: z.object({ status: z.literal('ok') }),
+  WorkspaceUploadRequest: z.strictObject({
+    size: int(0),
+    md5: meta(z.optional(md5), { description: 'whole body, for a single PUT' }),
+    sha256: meta(z.optional(pattern(SHA256_PATTERN)), {
+      description: 'base64 SHA-256 of the whole body (checked by AWS S3)',
+    }),
+    parts: meta(
+      z.optional(
+        z.array(z.strictObject({ size: int(1), md5 })).check(z.minLength(1), z.maxLength(MAX_UPLOAD_PARTS)),
+      ),
+      { description: 'a multipart upload: each part (all but the last at least 5 MiB)' },
+    ),
+    storageClass: z.optional(tier),
+    contentEncoding: z.optional(z.enum(['identity', 'gzip', 'br'])),
+    contentType: z.optional(pattern(/^[\x21-\x7e][\x20-\x7e]{0,127}$/)),
+  }),
+  WorkspaceUpload: z.object({
+    uploadId: z.string(),
+    expiresAt: timestamp,
+    upload: z.optional(direct),
+    parts: z.optional(z.array(z.extend(direct, { partNumber: int() }))),
+  }),
+  Workspace: z.object(workspace),
+  Workspaces: z.object({ workspaces: z.array(z.object(workspace)) }),
+  WorkspaceDownload: z.object({
+    ...workspace,
+    status: z.literal('ready'),
+    download: direct,
+    expiresAt: timestamp,
+  }),
+  WorkspaceRestoring: z.object({ ...workspace, status: z.literal('restoring'), detail: z.string() }),
+  Restoring: z.object({
+    status: z.literal('restoring'),
+    detail: z.string(),
+    name: z.optional(z.string()),
+    storageClass: z.optional(tier),
+  }),
+  ValueUploadRequest: z.strictObject({ size: int(1), md5 }),
+  ValueUpload: z.object({ uploadId: z.string(), upload: direct, expiresAt: timestamp }),
+  ValueLocation: z.object({
+    etag: z.string(),
+    size: int(),
+    download: direct,
+    expiresAt: timestamp,
+  }),
+  Problem,
+} as const;
+
+export type SchemaName = keyof typeof schemas;
+
+/** The name of a body schema (for the OpenAPI document); undefined for a schema not in `schemas`. */
+export function schemaName(schema: z.core.$ZodType): SchemaName | undefined {
+  return NAMES.get(schema);
+}
+const NAMES = new Map<z.core.$ZodType, SchemaName>(
+  Object.entries(schemas).map(([name, schema]) => [schema, name as SchemaName]),
+);
+
+/** The answer header with the request's id (every answer carries it). */
+export const REQUEST_ID_HEADER = 'X-Request-Id';
+
+/** Request headers a route may read, by the name a route's `headers` schema gives them. */
+export const HEADER_NAMES = {
+  fencingToken: 'Fencing-Token',
+  lockOwner: 'Lock-Owner',
+  ifMatch: 'If-Match',
+  ifNoneMatch: 'If-None-Match',
+  idempotencyKey: 'Idempotency-Key',
+} as const;
+
+/** A request header's name in a route's `headers` schema. */
+export type HeaderKey = keyof typeof HEADER_NAMES;
+
+/** A fencing token in a header: a decimal integer below 2^53. */
+export const FENCING_TOKEN_PATTERN = /^\d{1,16}$/;
+const TOKEN_RULE = 'must be a decimal integer below 2^53';
+
+/** An `Idempotency-Key` header: 1 to 64 letters, digits or any of `._:-`. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+const IDEMPOTENCY_KEY_RULE = 'must be 1 to 64 letters, digits or any of . _ : -';
+
+/** A string that must be present ('is required' otherwise). */
+const present = () =>
+  z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') });
+
+/** A refusal of a header or query value: what it must be. */
+class Refused {
+  constructor(readonly message: string) {}
+}
+
+/** A header or query value read by `read`, which returns the value or a `Refused`. */
+const reading = <T>(source: z.ZodMiniString<string>, read: (raw: string) => T | Refused) =>
+  z.pipe(
+    source,
+    z.transform((raw: string, payload): T => {
+      const value = read(raw);
+      if (!(value instanceof Refused)) return value;
+      payload.issues.push({ code: 'custom', message: value.message, input: raw });
+      return z.NEVER;
+    }),
+  );
+
+const fencingToken = meta(
+  reading(present(), (raw) =>
+    FENCING_TOKEN_PATTERN.test(raw) && Number.isSafeInteger(Number(raw))
+      ? Number(raw)
+      : new Refused(TOKEN_RULE),
+  ),
+  { type: 'string', pattern: FENCING_TOKEN_PATTERN.source, description: 'the lease token' },
+);
+
+/** A strong entity tag, `"v"`; `*` as `star` says. */
+const entityTag = (star: 'any' | 'refused', description: string) =>
+  meta(
+    reading(z.string(), (raw) => {
+      if (raw === '*') return star === 'any' ? '*' : new Refused('must be an entity tag');
+      return /^"([^"]*)"$/.exec(raw.trim())?.[1] ?? new Refused('must be a quoted entity tag');
+    }),
+    { type: 'string', description },
+  );
+
+/** `If-None-Match: *` (create only): true. */
+const ifNoneMatch = meta(
+  reading(z.string(), (raw): true | Refused => {
+    if (raw === '*') return true;
+    return new Refused(/^"[^"]*"$/.test(raw.trim()) ? 'only * is supported' : 'must be a quoted entity tag');
+  }),
+  { type: 'string', enum: ['*'], description: 'create only' },
+);
+
+/** What each kind of route reads from headers; keys are `HEADER_NAMES` keys. */
+export const headers = {
+  /** A write: `Fencing-Token`. */
+  write: z.object({ fencingToken: z.optional(fencingToken) }),
+  /** A save of a value: conditions and `Fencing-Token`. */
+  save: z.object({
+    ifMatch: z.optional(entityTag('refused', 'a quoted entity tag: "<etag>"')),
+    ifNoneMatch: z.optional(ifNoneMatch),
+    fencingToken: z.optional(fencingToken),
+  }),
+  /**
+   * An append: `Fencing-Token`, and the `Idempotency-Key` the client sends once per logical append
+   * (validated; not used yet: the storage v2 issue keeps the recent ones).
+   */
+  append: z.object({
+    fencingToken: z.optional(fencingToken),
+    idempotencyKey: z.optional(
+      meta(present().check(z.regex(IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE)), {
+        description: 'one per logical append, the same on each retry of it',
+      }),
+    ),
+  }),
+  /** A list read: `If-Match: "<hash>"` reads only that version. */
+  listRead: z.object({ ifMatch: z.optional(entityTag('any', 'a quoted entity tag: "<hash>" (or *)')) }),
+  /** A lease: its owner and token. */
+  lease: z.object({
+    lockOwner: meta(present().check(z.regex(OWNER_PATTERN, OWNER_RULE)), { description: 'lease owner' }),
+    fencingToken,
+  }),
+} as const;
+
+/** An integer query parameter from `min` to `max`. */
+const integer = (min: number, max: number, description: string) => {
+  const rule = `must be an integer from ${min} to ${max}`;
+  return meta(
+    reading(z.string(), (raw) => {
+      const n = Number(raw);
+      return /^\d+$/.test(raw) && n >= min && n <= max ? n : new Refused(rule);
+    }),
+    { type: 'integer', minimum: min, maximum: max, description },
+  );
+};
+
+/** What each kind of route reads from the query string. */
+export const queries = {
+  /** A page of sessions. */
+  sessionPage: z.object({
+    limit: z.optional(integer(1, MAX_SESSION_PAGE, 'page size')),
+    cursor: z.optional(meta(z.string(), { description: 'nextCursor of the previous page' })),
+  }),
+  /** Deleting every session. */
+  deleteAll: z.object({
+    all: meta(z.literal('true', { error: 'must be true to delete every session' }), {
+      description: 'must be true',
+    }),
+  }),
+  /** A page of a list or an archive. */
+  page: z.object({
+    offset: z.optional(integer(0, Number.MAX_SAFE_INTEGER, 'first item')),
+    limit: z.optional(integer(0, Number.MAX_SAFE_INTEGER, 'page size')),
+  }),
+} as const;

@@ -1,0 +1,31 @@
+/**
+ * The patterns and limits the store enforces and the HTTP protocol (lib/protocol) publishes: each is
+ * defined here once, in a module with no imports, so the store, the router and the typed client all
+ * read the same value. Id byte limits are `LIMITS` in ids.ts; lease limits are in lib/lock/types.ts.
+ */
+
+/** The prefix of a list chain hash. */
+export const HASH_PREFIX = 'sha256:';
+/** A list chain hash: `sha256:` and 64 lower-case hex digits. */
+export const HASH_PATTERN = new RegExp(`^${HASH_PREFIX}[0-9a-f]{64}$`);
+
+/** An archive id as listed: a decimal number below 10^16 (any other form names no archive). */
+export const ARCHIVE_ID_PATTERN = /^\d{1,16}$/;
+
+/** Most items one append may carry. */
+export const MAX_APPEND_ITEMS = 1000;
+/** Most sessions one page of `listSessionIds` holds (and its default). */
+export const MAX_SESSION_PAGE = 1000;
+
+const MIB = 1024 * 1024;
+/** Largest single PUT (S3 and OSS: 5 GiB), and largest part. */
+export const MAX_SINGLE_BYTES = 5 * 1024 * MIB;
+/** Most parts of one upload: every part URL fits one answer (1,000 × 5 GiB ≈ 5 TiB). */
+export const MAX_UPLOAD_PARTS = 1000;
+/** Smallest part but the last (S3's limit; OSS's is lower). */
+export const MIN_PART_BYTES = 5 * MIB;
+
+/** A base64 MD5 (as `Content-MD5` carries it). */
+export const MD5_PATTERN = /^[A-Za-z0-9+/]{22}==$/;
+/** A base64 SHA-256 (as `x-amz-checksum-sha256` carries it). */
+export const SHA256_PATTERN = /^[A-Za-z0-9+/]{43}=$/;

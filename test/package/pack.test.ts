@@ -1,0 +1,251 @@
+/**
+ * The npm package as a user gets it: `npm pack` (which builds dist/lib/ first), the tarball's file
+ * list, an install into an empty project with `--prefer-offline` (only the client's dependencies
+ * arrive), the README's client program type-checked there with this repository's tsc and run
+ * against a local server, and the client entry's size bundled by esbuild.
+ */
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config.js';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import { createNodeServer } from '../../lib/http/adapters/node.js';
+import { createApp } from '../../lib/http/app.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
+import { readmeExample } from './readme-examples.js';
+
+const run = promisify(execFile);
+const ROOT = process.cwd();
+const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
+const SECRET = 'pack-test-secret-for-hs256-0123456789';
+const CLIENT_BUNDLE_LIMIT = 120 * 1024;
+
+/** The environment without npm's own variables (npm_config_local_prefix would point at this repository). */
+const env = (extra: Record<string, string> = {}) => ({
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_'))),
+  NODE_OPTIONS: '',
+  ...extra,
+});
+
+/** Every file of lib/ the library build compiles, as paths under dist/lib/ (`.js` and `.d.ts`). */
+function libraryOutputs(dir = 'lib'): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return libraryOutputs(full);
+    if (!entry.name.endsWith('.ts') || entry.name.endsWith('.d.ts')) return [];
+    const out = path.join('dist', full.slice(0, -'.ts'.length));
+    return [`${out}.js`, `${out}.d.ts`];
+  });
+}
+
+interface Packed {
+  filename: string;
+  files: Array<{ path: string; size: number }>;
+  size: number;
+  unpackedSize: number;
+}
+
+describe('npm package: pack, install into a fresh project, use the client', () => {
+  let dir: string;
+  let project: string;
+  let tarball: string;
+  let packed: Packed;
+  let server: Server;
+  let base: string;
+  let token: string;
+  const timings: string[] = [];
+  const timed = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
+    const started = Date.now();
+    try {
+      return await f();
+    } finally {
+      timings.push(`${what} ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    }
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'pack-test-'));
+    // npm prints the prepack script's output (the build's file list) before the JSON.
+    const { stdout } = await timed('npm pack', () =>
+      run('npm', ['pack', '--json', '--pack-destination', dir], {
+        cwd: ROOT,
+        env: env(),
+        maxBuffer: 1 << 24,
+      }),
+    );
+    const json = stdout.startsWith('[') ? stdout : stdout.slice(stdout.indexOf('\n[') + 1);
+    packed = (JSON.parse(json) as Packed[])[0] as Packed;
+    tarball = path.join(dir, packed.filename);
+
+    project = path.join(dir, 'project');
+    await mkdir(project);
+    await writeFile(
+      path.join(project, 'package.json'),
+      JSON.stringify({ name: 'client-user', version: '1.0.0', private: true, type: 'module' }),
+    );
+    await timed('npm install', () =>
+      run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], {
+        cwd: project,
+        env: env(),
+      }),
+    );
+
+    // The local server, in process (memory storage, HS256 tokens).
+    const config = loadConfig({ STORE_BACKEND: 'memory', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'SILENT' });
+    const app = createApp(config, { driver: createMemoryDriver(), lock: createMemoryLock() });
+    server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    token = await new SignJWT({ sub: 'alice' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuedAt()
+      .setExpirationTime('10m')
+      .sign(new TextEncoder().encode(SECRET));
+  }, 180_000);
+  afterAll(async () => {
+    console.log(`package test: ${timings.join(', ')}`);
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('packs dist/lib/ (.js and .d.ts of every lib/ module), README.md, openapi.json and package.json only', async () => {
+    const listed = (await run('tar', ['-tzf', tarball])).stdout.trim().split('\n').sort();
+    expect(listed).toEqual(packed.files.map((f) => `package/${f.path}`).sort());
+    const expected = [...libraryOutputs(), 'README.md', 'openapi.json', 'package.json'].map(
+      (f) => `package/${f}`,
+    );
+    expect(listed).toEqual(expected.sort());
+    for (const file of listed) {
+      expect(file).not.toMatch(/^package\/(test|bench|functions|scripts|infra|lib)\//);
+      expect(file).not.toMatch(/^package\/dist\/(aws|aliyun|local)\//);
+      expect(file).not.toMatch(/^package\/dist\/[^/]+\.mjs$/);
+      expect(file).not.toMatch(/\.map$/);
+      if (file.endsWith('.ts')) expect(file).toMatch(/\.d\.ts$/);
+    }
+    console.log(
+      `tarball ${packed.filename}: ${listed.length} files, ${(packed.size / 1024).toFixed(1)} KB packed, ${(packed.unpackedSize / 1024).toFixed(1)} KB unpacked`,
+    );
+  });
+
+  it('installs into an empty project with canonicalize and zod only (no SDK, middy, Powertools, jose)', async () => {
+    const lock = JSON.parse(
+      await readFile(path.join(project, 'node_modules/.package-lock.json'), 'utf8'),
+    ) as {
+      packages: Record<string, unknown>;
+    };
+    const installed = Object.keys(lock.packages).sort();
+    console.log(`installed: ${installed.map((p) => p.replace('node_modules/', '')).join(', ')}`);
+    expect(installed).toEqual([
+      'node_modules/agent-state-store',
+      'node_modules/canonicalize',
+      'node_modules/zod',
+    ]);
+    const folders = (await readdir(path.join(project, 'node_modules'))).filter((f) => !f.startsWith('.'));
+    expect(folders.sort()).toEqual(['agent-state-store', 'canonicalize', 'zod']);
+    // A server subpath without its optional peer fails at import, naming the package to install.
+    const s3 = run(
+      process.execPath,
+      ['--input-type=module', '-e', "await import('agent-state-store/drivers/s3')"],
+      {
+        cwd: project,
+        env: env(),
+      },
+    );
+    await expect(s3).rejects.toThrow(
+      /ERR_MODULE_NOT_FOUND[\s\S]*@aws-sdk\/client-s3|@aws-sdk\/client-s3[\s\S]*ERR_MODULE_NOT_FOUND/,
+    );
+  });
+
+  it('type-checks the README client program with the repository tsc (strict, NodeNext) and runs it against a local server', async () => {
+    const { code, prints } = readmeExample('client');
+    expect(code).toMatch(/from 'agent-state-store\/client'/);
+    expect(prints.length).toBeGreaterThanOrEqual(2);
+    await writeFile(path.join(project, 'main.ts'), code);
+    // The types are real: calls the API does not take are errors (an unused @ts-expect-error is one too).
+    await writeFile(
+      path.join(project, 'check.ts'),
+      [
+        "import { createHttpClient, type HttpSessionStore, PreconditionFailedError } from 'agent-state-store/client';",
+        "const client: HttpSessionStore = createHttpClient({ baseUrl: 'http://127.0.0.1:1' });",
+        '// @ts-expect-error appendList takes the expected count',
+        "void client.appendList('s', 'k', [1]);",
+        '// @ts-expect-error the base URL is required',
+        'createHttpClient({});',
+        'export const current = (e: PreconditionFailedError): string | null => e.currentVersion;',
+        '',
+      ].join('\n'),
+    );
+    await writeFile(
+      path.join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          lib: ['ES2023'],
+          strict: true,
+          // The repository's @types/node: nothing but the package is installed in the project.
+          typeRoots: [path.join(ROOT, 'node_modules/@types')],
+          types: ['node'],
+          skipLibCheck: false,
+          noEmitOnError: true,
+          outDir: 'out',
+        },
+        files: ['main.ts', 'check.ts'],
+      }),
+    );
+    await timed('tsc', () =>
+      run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: project, env: env() }).catch((error) => {
+        throw new Error(`tsc failed:\n${error.stdout}${error.stderr}`);
+      }),
+    );
+    const { stdout } = await run(process.execPath, ['out/main.js'], {
+      cwd: project,
+      env: env({ AGENT_STATE_URL: base, AGENT_STATE_TOKEN: token }),
+    });
+    expect(stdout.trim().split('\n')).toEqual(prints);
+  }, 60_000);
+
+  it('bundles the client entry (esbuild, minified, dependencies included, tree-shaken) to at most 120 KB', async () => {
+    const bundle = async (contents: string) => {
+      const result = await build({
+        stdin: { contents, resolveDir: project, loader: 'js', sourcefile: 'entry.mjs' },
+        bundle: true,
+        minify: true,
+        treeShaking: true,
+        platform: 'node',
+        target: 'node20',
+        format: 'esm',
+        metafile: true,
+        write: false,
+        logLevel: 'silent',
+      });
+      const packages = new Set(
+        Object.keys(result.metafile.inputs).flatMap((input) => {
+          const m = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
+          return m ? [m[1] as string] : [];
+        }),
+      );
+      return { bytes: result.outputFiles[0]?.contents.length ?? 0, packages: [...packages].sort() };
+    };
+    const entry = await bundle("export * from 'agent-state-store/client';");
+    const used = await bundle(
+      "import { createHttpClient } from 'agent-state-store/client';\nexport const client = createHttpClient({ baseUrl: 'http://127.0.0.1:8787' });",
+    );
+    console.log(
+      `client bundle (esbuild, minified, dependencies included): entry ${(entry.bytes / 1024).toFixed(1)} KB, createHttpClient alone ${(used.bytes / 1024).toFixed(1)} KB; packages: ${entry.packages.join(', ')}`,
+    );
+    expect(entry.bytes).toBeLessThanOrEqual(CLIENT_BUNDLE_LIMIT);
+    expect(entry.packages.filter((p) => !['agent-state-store', 'canonicalize', 'zod'].includes(p))).toEqual(
+      [],
+    );
+    expect(entry.packages).toContain('agent-state-store');
+  });
+});
