@@ -1,22 +1,103 @@
-/** The OpenAPI 3.1 document, generated from the route table and the zod schemas (committed as openapi.json). */
+/**
+ * The OpenAPI 3.1 document, generated from the route declarations (routes/) and the protocol's
+ * schemas and problem table (committed as openapi.json; `npm run openapi` writes it). Each route
+ * gives its operation id, tag, summary and description; its answers give their bodies and headers;
+ * every problem code it may answer (routes/route.ts `problemsOf`) is listed under its status, in the
+ * response's description and as `x-problem-codes`. Every answer documents `X-Request-Id`. Error
+ * responses that several operations share are put once in `components.responses`.
+ */
 import * as z from 'zod';
 import { PROBLEMS, type ProblemCode } from '../protocol/problems.js';
-import { HEADER_NAMES, type HeaderKey, schemaName, schemas } from '../protocol/schemas.js';
+import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER, schemaName, schemas } from '../protocol/schemas.js';
 import { PLAIN_ID } from '../store/ids.js';
 import { ROUTES } from './router.js';
+import { type AnswerHeader, type AnswerSpec, problemsOf, type Route, TAGS } from './routes/index.js';
 
-const GATEWAY_ERRORS = {
-  '401': 'API Gateway JWT authorizer: {"message":"Unauthorized"}',
-  '413': 'API Gateway: payload over 10 MB ({"message":"Request Entity Too Large"})',
-  '429': 'API Gateway throttling ({"message":"Too Many Requests"})',
-  '503':
-    'RFC 9457 problem `backend-unavailable` (Retry-After) or, for a write, `backend-unsafe`; or API Gateway: {"message":"Service Unavailable"}',
-  '504': 'API Gateway: integration timeout after 30 s ({"message":"Endpoint request timed out"})',
+/** What each problem code means, as the document explains it (its members, what to do). */
+const PROBLEM_NOTES: Record<ProblemCode, string> = {
+  'invalid-request': 'a path parameter, query parameter, header or body is malformed; `field` names it',
+  unauthorized: 'no valid bearer token',
+  'not-found': 'no such resource',
+  'method-not-allowed': 'the path takes other methods, which `Allow` lists',
+  'append-conflict':
+    'the list does not have `expectedCount` items (or not `expectedHash`): `count` and `hash` are what it has; nothing was written',
+  fenced: 'a newer fencing token has been seen; nothing was written',
+  'lock-held':
+    'another owner holds the lock: `holder`, `expiresAt`; Retry-After is the seconds left of its lease',
+  'lock-lost': 'the lease named is not held any more',
+  'precondition-failed':
+    'the condition does not hold: `currentEtag` (a value; null when there is none) or `currentHash` (a list); nothing was written',
+  'payload-too-large': 'the request body is over `limit` bytes',
+  'precondition-unsupported': 'the backend cannot evaluate this condition; nothing was written',
+  'backend-unavailable': 'the storage backend is unavailable; retry after Retry-After',
+  'backend-unsafe':
+    'the backend failed the write-condition probe, so the server makes no write; retrying does not help',
+  contended: 'other writers kept winning; nothing was written; retry after Retry-After',
+  'upload-mismatch': 'what the object store received does not have the declared sizes or digests',
+  unsupported: 'the backend cannot presign direct transfers',
+  internal: 'an unexpected error: `requestId` (and `corruptKey` when a stored value is corrupt)',
 };
 
-/** The JSON Schema of a zod schema, as the document embeds it. */
+/** API Gateway's own answers (`{"message": ...}`, no X-Request-Id), and whether only routes with `auth` get it. */
+const GATEWAY_ANSWERS: Record<number, { readonly text: string; readonly auth?: true }> = {
+  401: { text: 'the JWT authorizer refused the token', auth: true },
+  413: { text: 'the request is over 10 MB' },
+  429: { text: 'throttled' },
+  503: { text: 'the integration is unavailable' },
+  504: { text: 'the integration timed out after 30 s' },
+};
+
+/** What a declared answer means when its route does not say. */
+const ANSWER_DESCRIPTIONS: Record<number, string> = {
+  200: 'OK',
+  201: 'created',
+  202: 'accepted: ask again after Retry-After',
+  204: 'done (no body)',
+  303: 'see Location',
+  404: 'not found',
+};
+
+/** The problem codes whose answers carry Retry-After. */
+const RETRY_AFTER_CODES = Object.entries(PROBLEMS)
+  .filter(([, spec]) => 'retryAfter' in spec)
+  .map(([code]) => `\`${code}\``)
+  .join(', ');
+
+/** The reusable answer headers (components.headers), by name. */
+const HEADERS: Record<AnswerHeader | typeof REQUEST_ID_HEADER | 'Allow', Record<string, unknown>> = {
+  [REQUEST_ID_HEADER]: {
+    description:
+      "The request's id: API Gateway's, Function Compute's, or one the local server generates. Every answer the router makes carries it (an `internal` problem repeats it as `requestId`), and the client's typed errors carry it: quote it when you report a problem.",
+    schema: { type: 'string' },
+  },
+  ETag: {
+    description:
+      'The version as a strong entity tag: `"<etag>"` of a value (send it back as If-Match to save over exactly that version), or `"<hash>"` of a list (its chain hash, for If-Match on a read).',
+    schema: { type: 'string' },
+  },
+  Location: {
+    description:
+      'A presigned URL to read the value straight from the object store (also `download.url` in the body).',
+    schema: { type: 'string', format: 'uri' },
+  },
+  'Retry-After': {
+    description: `Seconds to wait before asking again: on a 202 (a restore in progress) and on the problems ${RETRY_AFTER_CODES}.`,
+    schema: { type: 'integer', minimum: 0 },
+  },
+  Allow: {
+    description:
+      'The methods the path takes, comma-separated. The local server also answers `OPTIONS *` with 204 and every method of the API in Allow.',
+    schema: { type: 'string' },
+  },
+};
+
+/** The JSON Schema of a zod schema, as the document embeds it (without `$schema` or `$id`). */
 const jsonSchema = (schema: z.core.$ZodType, io: 'input' | 'output' = 'output') => {
-  const { $schema: _, ...rest } = z.toJSONSchema(schema, {
+  const {
+    $schema: _,
+    $id: __,
+    ...rest
+  } = z.toJSONSchema(schema, {
     target: 'draft-2020-12',
     unrepresentable: 'any',
     io,
@@ -41,103 +122,224 @@ function parametersOf(
   });
 }
 
-/** The `$ref` of a body schema. */
-const ref = (schema: z.core.$ZodType) => ({ $ref: `#/components/schemas/${schemaName(schema) ?? 'Value'}` });
+/** The path parameters of a pattern. */
+const pathParameters = (pattern: string) =>
+  [...pattern.matchAll(/\{(\w+)\}/g)].map((m) => ({
+    name: m[1],
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+    description:
+      m[1] === 'archiveId'
+        ? 'decimal archive id, as listed; an id that names no archive, whatever its form, is 404'
+        : m[1] === 'uploadId'
+          ? 'the `uploadId` the upload was started with'
+          : `the id itself when it matches ${PLAIN_ID.source} (not . or ..), else ~ + unpadded base64url of its UTF-8`,
+  }));
+
+/** The `$ref` of a component. */
+const ref = (kind: 'schemas' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` });
+
+/** A body schema's `$ref`. */
+const bodyRef = (schema: z.core.$ZodType) => ref('schemas', schemaName(schema) ?? 'Value');
+
+const PROBLEM_CONTENT = { 'application/problem+json': { schema: ref('schemas', 'Problem') } };
+
+/** One response of an operation, as it is put together from answers, problems and gateway answers. */
+interface Response {
+  readonly description: string[];
+  readonly content: Record<string, unknown>;
+  readonly headers: Set<string>;
+  readonly codes: ProblemCode[];
+  /** Whether the router makes answers of this status (then they carry X-Request-Id). */
+  router: boolean;
+}
+
+/** The responses of a route, by status, then `default`. */
+function responsesOf(route: Route): Record<string, unknown> {
+  const byStatus = new Map<number, Response>();
+  const at = (status: number) => {
+    let r = byStatus.get(status);
+    if (!r) {
+      r = { description: [], content: {}, headers: new Set(), codes: [], router: false };
+      byStatus.set(status, r);
+    }
+    return r;
+  };
+  for (const [status, declared] of Object.entries(route.answers)) {
+    const spec: AnswerSpec = declared && 'body' in declared ? declared : { body: declared };
+    const r = at(Number(status));
+    r.router = true;
+    r.description.push(spec.description ?? ANSWER_DESCRIPTIONS[Number(status)] ?? 'answer');
+    if (spec.body) r.content['application/json'] = { schema: bodyRef(spec.body) };
+    for (const header of spec.headers ?? []) r.headers.add(header);
+  }
+  for (const code of problemsOf(route)) {
+    const spec: { status: number; retryAfter?: true } = PROBLEMS[code];
+    const r = at(spec.status);
+    r.router = true;
+    r.codes.push(code);
+    Object.assign(r.content, PROBLEM_CONTENT);
+    if (spec.retryAfter) r.headers.add('Retry-After');
+    if (code === 'method-not-allowed') r.headers.add('Allow');
+  }
+  for (const r of byStatus.values()) {
+    if (r.codes.length === 0) continue;
+    const lines = r.codes.map((c) => `- \`${c}\`: ${PROBLEM_NOTES[c]}`);
+    r.description.push(`RFC 9457 problem (application/problem+json) with \`code\`:\n\n${lines.join('\n')}`);
+  }
+  for (const [status, gateway] of Object.entries(GATEWAY_ANSWERS)) {
+    if (gateway.auth && !route.auth) continue;
+    const r = at(Number(status));
+    r.description.push(`API Gateway: ${gateway.text} (\`{"message": ...}\`, without X-Request-Id)`);
+    r.content['application/json'] = { schema: ref('schemas', 'GatewayError') };
+  }
+  const responses: Record<string, unknown> = {};
+  for (const [status, r] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const headers: Record<string, unknown> = {};
+    if (r.router) headers[REQUEST_ID_HEADER] = ref('headers', REQUEST_ID_HEADER);
+    for (const name of r.headers) headers[name] = ref('headers', name);
+    responses[status] = {
+      description: r.description.join('\n\n'),
+      ...(Object.keys(headers).length ? { headers } : {}),
+      // A HEAD answer has no body.
+      ...(route.method !== 'HEAD' && Object.keys(r.content).length ? { content: r.content } : {}),
+      ...(r.codes.length ? { 'x-problem-codes': r.codes } : {}),
+    };
+  }
+  responses.default = {
+    description: 'Any other RFC 9457 problem (for example a 408 or 431 of the HTTP server)',
+    headers: { [REQUEST_ID_HEADER]: ref('headers', REQUEST_ID_HEADER) },
+    ...(route.method !== 'HEAD' ? { content: PROBLEM_CONTENT } : {}),
+  };
+  return responses;
+}
+
+/** An operation of the document. */
+type Operation = Record<string, unknown> & { responses: Record<string, unknown> };
+
+/** The operation of a route. */
+function operationOf(route: Route): Operation {
+  return {
+    operationId: route.operationId,
+    tags: [route.tag],
+    summary: route.summary,
+    description: route.description,
+    ...(route.auth ? {} : { security: [] }),
+    parameters: [
+      ...pathParameters(route.pattern),
+      ...parametersOf(route.query?.shape, 'query'),
+      ...parametersOf(route.headers?.shape, 'header'),
+    ],
+    ...(route.body
+      ? {
+          requestBody: {
+            required: route.emptyBody === undefined,
+            content: { 'application/json': { schema: bodyRef(route.body) } },
+          },
+        }
+      : {}),
+    responses: responsesOf(route),
+  };
+}
+
+/** `fenced` → `Fenced`, `backend-unavailable` → `BackendUnavailable`. */
+const pascal = (code: string) => code.replace(/(?:^|-)(.)/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * Moves the error responses that several operations share (the same status, codes and headers)
+ * into `components.responses`, named by their problem codes, and refers to them.
+ */
+function shareResponses(operations: readonly Operation[]) {
+  const shared = (status: string) => status === 'default' || /^[45]/.test(status);
+  const uses = new Map<string, number>();
+  for (const { responses } of operations)
+    for (const [status, response] of Object.entries(responses)) {
+      const key = JSON.stringify(response);
+      if (shared(status)) uses.set(key, (uses.get(key) ?? 0) + 1);
+    }
+  const names = new Map<string, string>();
+  const components: Record<string, unknown> = {};
+  for (const { responses } of operations)
+    for (const [status, response] of Object.entries(responses)) {
+      const key = JSON.stringify(response);
+      if (!shared(status) || (uses.get(key) ?? 0) < 2) continue;
+      let name = names.get(key);
+      if (!name) {
+        const codes = (response as { 'x-problem-codes'?: string[] })['x-problem-codes'] ?? [];
+        const base =
+          status === 'default'
+            ? 'OtherProblem'
+            : codes.length
+              ? codes.map(pascal).join('Or')
+              : `Gateway${status}`;
+        name = base;
+        for (let n = 2; name in components; n++) name = `${base}${n}`;
+        names.set(key, name);
+        components[name] = response;
+      }
+      responses[status] = { $ref: `#/components/responses/${name}` };
+    }
+  return components;
+}
+
+/** The table of problem codes, for the document's description. */
+const problemTable = () =>
+  [
+    '| code | status | meaning |',
+    '| --- | --- | --- |',
+    ...Object.entries(PROBLEMS).map(
+      ([code, spec]) => `| \`${code}\` | ${spec.status} | ${PROBLEM_NOTES[code as ProblemCode]} |`,
+    ),
+  ].join('\n');
 
 /** Builds the document. */
 export function openApiDocument(): Record<string, unknown> {
-  const components = Object.fromEntries(
-    Object.entries(schemas).map(([name, schema]) => [
-      name,
-      z.toJSONSchema(schema, { target: 'draft-2020-12', unrepresentable: 'any' }),
-    ]),
+  const componentSchemas: Record<string, unknown> = Object.fromEntries(
+    Object.entries(schemas).map(([name, schema]) => [name, jsonSchema(schema)]),
   );
+  componentSchemas.Problem = {
+    description: 'An RFC 9457 problem; `code` is stable, the other members depend on it.',
+    ...(componentSchemas.Problem as object),
+  };
+  componentSchemas.GatewayError = {
+    description: "API Gateway's own answer (it carries no X-Request-Id)",
+    type: 'object',
+    properties: { message: { type: 'string' } },
+    required: ['message'],
+  };
   const paths: Record<string, Record<string, unknown>> = {};
+  const operations: Operation[] = [];
+  const ids = new Set<string>();
   for (const route of ROUTES) {
-    const pathParams = [...route.pattern.matchAll(/\{(\w+)\}/g)].map((m) => ({
-      name: m[1],
-      in: 'path',
-      required: true,
-      schema: { type: 'string' },
-      description:
-        m[1] === 'archiveId'
-          ? 'decimal archive id, as listed; an id that names no archive, whatever its form, is 404'
-          : `the id itself when it matches ${PLAIN_ID.source} (not . or ..), else ~ + unpadded base64url of its UTF-8`,
-    }));
-    const others = [
-      ...parametersOf(route.query?.shape, 'query'),
-      ...parametersOf(route.headers?.shape, 'header'),
-    ];
-    const responses: Record<string, unknown> = {};
-    for (const [status, schema] of Object.entries(route.answers)) {
-      responses[status] = {
-        description: status.startsWith('2')
-          ? 'success'
-          : status === '303'
-            ? 'too large for an answer: read it from the URL in Location'
-            : 'not found',
-        ...(schema ? { content: { 'application/json': { schema: ref(schema) } } } : {}),
-      };
-    }
-    const problemContent = {
-      'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
-    };
-    const byStatus = new Map<number, ProblemCode[]>();
-    for (const code of route.problems ?? []) {
-      const status = PROBLEMS[code].status;
-      byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-    }
-    for (const [status, codes] of byStatus) {
-      responses[status] = {
-        description: `RFC 9457 problem ${codes.map((c) => `\`${c}\``).join(', ')}`,
-        content: problemContent,
-      };
-    }
-    if (route.auth && route.method !== 'GET' && route.method !== 'HEAD') {
-      const contended = '`contended`: other writers kept winning; nothing was written; Retry-After';
-      const known = responses['409'] as { description: string } | undefined;
-      responses['409'] = {
-        description: known ? `${known.description}; ${contended}` : `RFC 9457 problem ${contended}`,
-        content: problemContent,
-      };
-    }
-    responses.default = {
-      description: 'RFC 9457 problem; `code` is one of the stable codes',
-      content: problemContent,
-    };
-    if (route.auth)
-      for (const [status, description] of Object.entries(GATEWAY_ERRORS))
-        responses[status] ??= { description };
+    if (ids.has(route.operationId)) throw new Error(`operationId ${route.operationId} is declared twice`);
+    ids.add(route.operationId);
+    const operation = operationOf(route);
+    operations.push(operation);
     paths[route.pattern] ??= {};
-    (paths[route.pattern] as Record<string, unknown>)[route.method.toLowerCase()] = {
-      summary: route.summary,
-      operationId: `${route.method.toLowerCase()}${route.pattern.replace(/[^A-Za-z]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,
-      ...(route.auth ? {} : { security: [] }),
-      parameters: [...pathParams, ...others],
-      ...(route.body
-        ? {
-            requestBody: {
-              required: route.emptyBody === undefined,
-              content: { 'application/json': { schema: ref(route.body) } },
-            },
-          }
-        : {}),
-      responses,
-    };
+    (paths[route.pattern] as Record<string, unknown>)[route.method.toLowerCase()] = operation;
   }
+  const responses = shareResponses(operations);
   return {
     openapi: '3.1.0',
     info: {
       title: 'Agent state store',
       version: '1.0.0',
-      description:
-        'Agent state (single values, append-only lists with archives, session locks with fencing tokens) on S3 or OSS. Errors are RFC 9457 problem documents with a stable `code`.',
+      description: [
+        'Agent state (single values, append-only lists with archives, workspaces, session locks with fencing tokens) on S3 or OSS. Every route but health and this document needs a bearer token; each caller sees only its own sessions.',
+        `Every answer the router makes carries \`${REQUEST_ID_HEADER}\`. Errors are RFC 9457 problem documents (\`application/problem+json\`) with a stable \`code\`; each operation lists the codes it may answer, under their status (and as \`x-problem-codes\`):`,
+        problemTable(),
+        'The local server also answers `OPTIONS *` with 204 and `Allow`: every method of the API.',
+      ].join('\n\n'),
     },
-    servers: [{ url: 'http://127.0.0.1:8787' }],
+    servers: [{ url: 'http://127.0.0.1:8787', description: 'the local server (npm start)' }],
     security: [{ bearer: [] }],
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
-      schemas: components,
+      schemas: componentSchemas,
+      responses,
+      headers: HEADERS,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     },
   };

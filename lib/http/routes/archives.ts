@@ -8,7 +8,11 @@ export const ARCHIVE_ROUTES = [
   route({
     method: 'GET',
     pattern: PATHS.archives,
+    operationId: 'listArchives',
+    tag: 'archives',
     summary: 'The archives of a list',
+    description:
+      'The archives of the list: what it held before each rewrite and before it was deleted, each with its id, `count`, `hash` and the time it was archived.',
     auth: true,
     answers: { 200: schemas.Archives },
     handle: async (c) => {
@@ -19,10 +23,21 @@ export const ARCHIVE_ROUTES = [
   route({
     method: 'GET',
     pattern: PATHS.archive,
+    operationId: 'getArchive',
+    tag: 'archives',
     summary: 'A page of an archived list',
+    description:
+      'A page of an archive from `offset` (at most `limit` items, and cut to fit an answer), with its `count` and `hash`. While an archive in a cold storage class is restored, 202 with Retry-After.',
     auth: true,
     query: queries.page,
-    answers: { 200: schemas.ListPage, 202: schemas.Restoring },
+    answers: {
+      200: { body: schemas.ListPage, description: 'a page of the archive' },
+      202: {
+        body: schemas.Restoring,
+        description: 'archived in a cold class: a restore is in progress; ask again after Retry-After',
+        headers: ['Retry-After'],
+      },
+    },
     problems: ['not-found'],
     handle: async (c) => {
       const { sessionId, key, archiveId } = c.params;

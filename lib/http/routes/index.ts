@@ -19,4 +19,16 @@ export const ROUTES: readonly Route[] = [
   ...LOCK_ROUTES,
 ];
 
-export { COMMON_PROBLEMS, type Route, type RouteContext, type RouterDeps } from './route.js';
+export {
+  type AnswerHeader,
+  type AnswerSpec,
+  COMMON_PROBLEMS,
+  OPEN_PROBLEMS,
+  problemsOf,
+  type Route,
+  type RouteContext,
+  type RouterDeps,
+  TAGS,
+  type Tag,
+  WRITE_PROBLEMS,
+} from './route.js';

@@ -12,7 +12,11 @@ export const LOCK_ROUTES = [
   route({
     method: 'POST',
     pattern: PATHS.lock,
+    operationId: 'acquireLock',
+    tag: 'lock',
     summary: 'Acquire the session lock (does not create the session)',
+    description:
+      'Grants a lease of `leaseMs` and a fencing token larger than any earlier one of this lock: send it as `Fencing-Token` with each write, so that a holder whose lease was lost cannot overwrite a newer one. An explicit `owner` may acquire again what it holds. With `waitMs`, waits that long at most for a held lock; still held, 409 `lock-held` with `holder`, `expiresAt`, and Retry-After (the seconds left of the lease). It does not create the session.',
     auth: true,
     body: schemas.LockRequest,
     emptyBody: {},
@@ -26,7 +30,11 @@ export const LOCK_ROUTES = [
   route({
     method: 'PUT',
     pattern: PATHS.lock,
+    operationId: 'renewLock',
+    tag: 'lock',
     summary: 'Renew the lease (Lock-Owner and Fencing-Token headers)',
+    description:
+      'Extends the lease named by `Lock-Owner` and `Fencing-Token` by `leaseMs` from now; 409 `lock-lost` when that lease is no longer held.',
     auth: true,
     body: schemas.RenewRequest,
     emptyBody: {},
@@ -42,7 +50,11 @@ export const LOCK_ROUTES = [
   route({
     method: 'DELETE',
     pattern: PATHS.lock,
+    operationId: 'releaseLock',
+    tag: 'lock',
     summary: 'Release the lease (Lock-Owner and Fencing-Token headers)',
+    description:
+      'Releases the lease named by `Lock-Owner` and `Fencing-Token`. A lock already free or expired answers 204 too; 409 `lock-lost` when another owner holds it now.',
     auth: true,
     headers: headers.lease,
     answers: { 204: null },

@@ -72,10 +72,12 @@ export function problemsOf(route: Pick<Route, 'auth' | 'problems'>): ProblemCode
 export const TAGS = {
   meta: 'The API itself: health and this document (no identity needed).',
   sessions: "The caller's sessions: list them, ask whether one exists, delete one or all.",
-  state: 'Single values under a key: any I-JSON value, versioned by an entity tag, saved optionally on a condition.',
+  state:
+    'Single values under a key: any I-JSON value, versioned by an entity tag, saved optionally on a condition.',
   lists: 'Append-only lists: appended at an expected count, read by page, versioned by a chain hash.',
   archives: 'What a list held before it was rewritten or deleted, kept as read-only archives.',
-  workspaces: 'Opaque blobs of a session (for example a tarball of files), moved straight to and from the object store.',
+  workspaces:
+    'Opaque blobs of a session (for example a tarball of files), moved straight to and from the object store.',
   uploads:
     'Direct uploads to the object store through presigned URLs: workspaces, and values too large for a request body.',
   lock: 'The session lock: leases with fencing tokens that store writes check (Fencing-Token).',

@@ -3,7 +3,7 @@ import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
 import type { SaveOptions } from '../../store/types.js';
 import { HttpProblem } from '../problems.js';
-import { json, noContent, route } from './route.js';
+import { json, noContent, route, WRITE_PROBLEMS } from './route.js';
 
 /** The conditions of a save from its parsed headers: If-Match, If-None-Match: * and Fencing-Token. */
 export function saveConditions(h: {
@@ -22,12 +22,16 @@ export const STATE_ROUTES = [
   route({
     method: 'PUT',
     pattern: PATHS.value,
+    operationId: 'putValue',
+    tag: 'state',
     summary: 'Save a single value (optionally If-Match or If-None-Match: *)',
+    description:
+      'Saves any I-JSON value under the key, and answers its new version (`etag`, also the ETag header). `If-Match: "<etag>"` saves only over that version and `If-None-Match: *` only when there is none: otherwise 412 `precondition-failed` with `currentEtag`. When the backend cannot evaluate the condition, 501 `precondition-unsupported`. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen. A refused save writes nothing.',
     auth: true,
     body: schemas.Value,
     headers: headers.save,
-    answers: { 200: schemas.Etag },
-    problems: ['precondition-failed', 'precondition-unsupported', 'fenced'],
+    answers: { 200: { body: schemas.Etag, description: 'saved', headers: ['ETag'] } },
+    problems: ['precondition-failed', 'precondition-unsupported', 'fenced', ...WRITE_PROBLEMS],
     handle: async (c) => {
       const { sessionId, key } = c.params;
       const { version } = await c.user.save(sessionId, key, c.body, saveConditions(c.headers));
@@ -37,9 +41,25 @@ export const STATE_ROUTES = [
   route({
     method: 'GET',
     pattern: PATHS.value,
+    operationId: 'getValue',
+    tag: 'state',
     summary: 'Read a single value (303 to a presigned URL when it is larger than an answer may be)',
+    description:
+      "The value as it was saved, with its version in the ETag header. A value larger than an answer may be is answered 303: `Location`, and the body's `download`, is a presigned URL to read it straight from the object store. While an archived value is restored, 202 with Retry-After.",
     auth: true,
-    answers: { 200: schemas.Value, 202: schemas.Restoring, 303: schemas.ValueLocation },
+    answers: {
+      200: { body: schemas.Value, description: 'the value', headers: ['ETag'] },
+      202: {
+        body: schemas.Restoring,
+        description: 'archived: a restore is in progress; ask again after Retry-After',
+        headers: ['Retry-After'],
+      },
+      303: {
+        body: schemas.ValueLocation,
+        description: 'too large for an answer: read it from the presigned URL in Location',
+        headers: ['Location', 'ETag'],
+      },
+    },
     problems: ['not-found'],
     handle: async (c) => {
       const { sessionId, key } = c.params;
@@ -75,11 +95,15 @@ export const STATE_ROUTES = [
   route({
     method: 'DELETE',
     pattern: PATHS.value,
+    operationId: 'deleteValue',
+    tag: 'state',
     summary: 'Delete a single value',
+    description:
+      'Deletes the value; a value that does not exist answers 204 too. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
     auth: true,
     headers: headers.write,
     answers: { 204: null },
-    problems: ['fenced'],
+    problems: ['fenced', ...WRITE_PROBLEMS],
     handle: async (c) => {
       await c.user.deleteKey(c.params.sessionId, c.params.key, { token: c.headers.fencingToken });
       return noContent();

@@ -7,7 +7,7 @@ import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
 import type { WorkspaceInfo } from '../../store/types.js';
 import { HttpProblem } from '../problems.js';
-import { json, noContent, route } from './route.js';
+import { json, noContent, route, WRITE_PROBLEMS } from './route.js';
 import { saveConditions } from './state.js';
 
 /** A workspace as JSON. */
@@ -25,11 +25,15 @@ export const WORKSPACE_ROUTES = [
   route({
     method: 'POST',
     pattern: PATHS.valueUploads,
+    operationId: 'startValueUpload',
+    tag: 'uploads',
     summary: 'Start a direct upload of a value too large for a request body',
+    description:
+      'Starts a direct upload of a value too large for a request body: answers a presigned request to send exactly `size` bytes of JSON, with that MD5, straight to the object store, and the `uploadId` to commit it with (commitValueUpload) before `expiresAt`. 501 `unsupported` when the backend cannot presign.',
     auth: true,
     body: schemas.ValueUploadRequest,
-    answers: { 201: schemas.ValueUpload },
-    problems: ['unsupported'],
+    answers: { 201: { body: schemas.ValueUpload, description: 'started' } },
+    problems: ['unsupported', ...WRITE_PROBLEMS],
     handle: async (c) => {
       const started = await c.user.createValueUpload(c.params.sessionId, c.params.key, c.body);
       return json(201, { ...started, expiresAt: started.expiresAt.toISOString() });
@@ -38,11 +42,15 @@ export const WORKSPACE_ROUTES = [
   route({
     method: 'POST',
     pattern: PATHS.valueUpload,
+    operationId: 'commitValueUpload',
+    tag: 'uploads',
     summary: 'Commit an uploaded value as a save (If-Match, If-None-Match: *, Fencing-Token apply)',
+    description:
+      'Saves the uploaded bytes as the value of the key, on the same conditions as putValue (`If-Match`, `If-None-Match: *`, `Fencing-Token`), and answers its new version. 404 when the upload is unknown or expired.',
     auth: true,
     headers: headers.save,
-    answers: { 200: schemas.Etag },
-    problems: ['not-found', 'precondition-failed', 'precondition-unsupported', 'fenced'],
+    answers: { 200: { body: schemas.Etag, description: 'saved', headers: ['ETag'] } },
+    problems: ['not-found', 'precondition-failed', 'precondition-unsupported', 'fenced', ...WRITE_PROBLEMS],
     handle: async (c) => {
       const { sessionId, key, uploadId } = c.params;
       const { version } = await c.user.commitValueUpload(sessionId, key, uploadId, saveConditions(c.headers));
@@ -52,7 +60,10 @@ export const WORKSPACE_ROUTES = [
   route({
     method: 'GET',
     pattern: PATHS.workspaces,
+    operationId: 'listWorkspaces',
+    tag: 'workspaces',
     summary: "The session's workspaces",
+    description: "The session's workspaces, each with its size, storage class and last modification.",
     auth: true,
     answers: { 200: schemas.Workspaces },
     handle: async (c) => {
@@ -63,12 +74,16 @@ export const WORKSPACE_ROUTES = [
   route({
     method: 'POST',
     pattern: PATHS.workspaceUploads,
+    operationId: 'startWorkspaceUpload',
+    tag: 'uploads',
     summary: 'Start a direct upload of a workspace: one presigned PUT, or presigned parts',
+    description:
+      'Starts a direct upload of the workspace: one presigned PUT of `size` bytes, or, with `parts`, one presigned PUT per part (each but the last at least 5 MiB). Send the bytes straight to the object store with exactly the headers given, then complete it (completeWorkspaceUpload) before `expiresAt`. 501 `unsupported` when the backend cannot presign. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
     auth: true,
     body: schemas.WorkspaceUploadRequest,
     headers: headers.write,
-    answers: { 201: schemas.WorkspaceUpload },
-    problems: ['unsupported', 'fenced'],
+    answers: { 201: { body: schemas.WorkspaceUpload, description: 'started' } },
+    problems: ['unsupported', 'fenced', ...WRITE_PROBLEMS],
     handle: async (c) => {
       const upload = await c.user.createWorkspaceUpload(c.params.sessionId, c.params.name, c.body, {
         token: c.headers.fencingToken,
@@ -79,11 +94,15 @@ export const WORKSPACE_ROUTES = [
   route({
     method: 'POST',
     pattern: PATHS.workspaceUpload,
+    operationId: 'completeWorkspaceUpload',
+    tag: 'uploads',
     summary: 'Complete an upload: sizes and digests are checked against what was declared',
+    description:
+      'Completes the upload and answers the workspace. What the object store received must have the sizes and digests declared when it started, else 422 `upload-mismatch`. 404 when the upload is unknown or expired. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
     auth: true,
     headers: headers.write,
-    answers: { 200: schemas.Workspace },
-    problems: ['not-found', 'upload-mismatch', 'fenced'],
+    answers: { 200: { body: schemas.Workspace, description: 'completed' } },
+    problems: ['not-found', 'upload-mismatch', 'fenced', ...WRITE_PROBLEMS],
     handle: async (c) => {
       const { sessionId, name, uploadId } = c.params;
       const info = await c.user.completeWorkspaceUpload(sessionId, name, uploadId, {
@@ -95,9 +114,20 @@ export const WORKSPACE_ROUTES = [
   route({
     method: 'GET',
     pattern: PATHS.workspace,
+    operationId: 'getWorkspace',
+    tag: 'workspaces',
     summary: 'A presigned URL to download the workspace; 202 while an archived one is restored',
+    description:
+      'The workspace, with a presigned request (`download`) to read its bytes straight from the object store before `expiresAt`. While a workspace in the archive class is restored, 202 with Retry-After. 501 `unsupported` when the backend cannot presign.',
     auth: true,
-    answers: { 200: schemas.WorkspaceDownload, 202: schemas.WorkspaceRestoring },
+    answers: {
+      200: { body: schemas.WorkspaceDownload, description: 'ready to download' },
+      202: {
+        body: schemas.WorkspaceRestoring,
+        description: 'archived: a restore is in progress; ask again after Retry-After',
+        headers: ['Retry-After'],
+      },
+    },
     problems: ['not-found', 'unsupported'],
     handle: async (c) => {
       const found = await c.user.getWorkspace(c.params.sessionId, c.params.name);
@@ -120,11 +150,15 @@ export const WORKSPACE_ROUTES = [
   route({
     method: 'DELETE',
     pattern: PATHS.workspace,
+    operationId: 'deleteWorkspace',
+    tag: 'workspaces',
     summary: 'Delete a workspace (and its unfinished upload)',
+    description:
+      'Deletes the workspace and its unfinished upload, if any; a workspace that does not exist answers 204 too. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
     auth: true,
     headers: headers.write,
     answers: { 204: null },
-    problems: ['fenced'],
+    problems: ['fenced', ...WRITE_PROBLEMS],
     handle: async (c) => {
       await c.user.deleteWorkspace(c.params.sessionId, c.params.name, { token: c.headers.fencingToken });
       return noContent();
