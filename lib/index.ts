@@ -6,12 +6,16 @@
  */
 
 export {
+  type AcquireLockOptions,
+  type CallOptions,
   createHttpClient,
+  type DownloadWorkspaceOptions,
   type HttpClientOptions,
   type HttpSessionStore,
   ListChangedError,
   PayloadTooLargeError,
   ProtocolError,
+  RequestTimeoutError,
   UnauthorizedError,
   type UploadWorkspaceOptions,
 } from './client/index.js';

@@ -13,8 +13,13 @@
  * The protocol (lib/protocol) is the router's: URLs are built from its paths, every answer is
  * validated with its schemas (an answer that is not what the protocol says is a `ProtocolError`),
  * and every problem becomes the typed error its table names, carrying the answer's `X-Request-Id`.
+ *
+ * Every call takes `CallOptions` last: an `AbortSignal` (the call rejects with its reason at once,
+ * also between retries and during direct transfers) and a per-attempt `timeoutMs` (default the
+ * client's, 30 s). Every append carries an `Idempotency-Key`, so a lost answer is retried safely.
  */
 
+import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -42,6 +47,7 @@ import { MAX_APPEND_ITEMS, MAX_UPLOAD_PARTS, MIN_PART_BYTES } from '../store/lim
 import type {
   AppendOptions,
   ArchiveInfo,
+  DirectRequest,
   ListPage,
   ListWriteResult,
   PageOptions,
@@ -53,10 +59,22 @@ import type {
   WorkspaceDownload,
   WorkspaceInfo,
   WorkspaceUpload,
+  WorkspaceUploadRequest,
   WriteOptions,
 } from '../store/types.js';
+import {
+  type Attempt,
+  NULL_BODY,
+  nodeFetch,
+  pauseMs,
+  RequestTimeoutError,
+  race,
+  sleep,
+  startAttempt,
+} from './transport.js';
 
 export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from '../protocol/errors.js';
+export { RequestTimeoutError } from './transport.js';
 
 /**
  * A whole read of a list (or archive) found it rewritten before its end on every attempt: it changes
@@ -84,11 +102,24 @@ export interface HttpClientOptions {
   /** The bearer token, or a function returning a fresh one; omit for an anonymous local server. */
   readonly token?: string | (() => string | Promise<string>);
   /**
-   * Attempts of a call: of an idempotent one (GET, HEAD, PUT, DELETE) after a network error or a
-   * 429/5xx, of any one answered 409 `contended` (nothing was written); default 4.
+   * Attempts of a call: of an idempotent one (GET, HEAD, PUT, DELETE, and an append, which carries
+   * its `Idempotency-Key`) after a network error, a timeout or a 429/5xx, of any one answered 409
+   * `contended` (nothing was written); default 4. The wait before each is the answer's
+   * `Retry-After` (429, 503, `contended`; seconds or an HTTP date) or a jittered backoff, at most 2 s.
    */
   readonly attempts?: number;
-  /** The fetch to use; default the global one. */
+  /**
+   * Time an attempt may take, from sending to the last byte of its answer; default 30 s, 0 for none.
+   * A direct upload gets 1 s more per MiB it sends; a direct download times out when no byte
+   * arrives for this long. A timed-out attempt is retried like a network error where a retry is
+   * safe, else (or when the attempts run out) the call rejects with `RequestTimeoutError`.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * The fetch to use; default the global one. Without it, direct workspace downloads go over
+   * node:http(s), so that progress counts the bytes as stored (fetch decodes a body served with its
+   * Content-Encoding); with it, they go through it too.
+   */
   readonly fetch?: typeof fetch;
   /**
    * Largest request body the API takes (its `BODY_LIMIT_BYTES`); a larger value is uploaded
@@ -97,8 +128,22 @@ export interface HttpClientOptions {
   readonly bodyLimitBytes?: number;
 }
 
+/** What every method of the client accepts in its (last) options parameter. */
+export interface CallOptions {
+  /**
+   * Aborts the call: it rejects with the signal's reason as soon as the signal aborts, whether it
+   * is waiting for an answer, between retries, or in a direct transfer.
+   */
+  readonly signal?: AbortSignal;
+  /** This call's per-attempt timeout, instead of the client's `timeoutMs`. */
+  readonly timeoutMs?: number;
+}
+
+/** Progress of a workspace transfer: bytes of the stored (compressed) body done, of `total`. */
+export type TransferProgress = (done: number, total: number) => void;
+
 /** Options of `uploadWorkspace`. */
-export interface UploadWorkspaceOptions extends WriteOptions {
+export interface UploadWorkspaceOptions extends WriteOptions, CallOptions {
   /** Compression applied here before upload; default `gzip`. */
   readonly encoding?: ContentEncoding;
   readonly storageClass?: StorageTier;
@@ -109,20 +154,129 @@ export interface UploadWorkspaceOptions extends WriteOptions {
   readonly partBytes?: number;
   /** Parts sent at once; default 4. */
   readonly concurrency?: number;
+  /**
+   * Called with (0, total) once the body is ready, then as the upload or each part completes; the
+   * last call has `done === total` (bytes as stored, after compression).
+   */
+  readonly onProgress?: TransferProgress;
 }
 
-/** The client: the user's `SessionStore` plus the lock. */
+/** Options of `downloadWorkspace` and `downloadWorkspaceToFile`. */
+export interface DownloadWorkspaceOptions extends CallOptions {
+  /**
+   * Called with (0, total), then as chunks of the stored (compressed) body arrive; the last call
+   * has `done === total`. (Through a `fetch` that decodes the body, only the first and last.)
+   */
+  readonly onProgress?: TransferProgress;
+}
+
+/** Options of `acquireLock`. */
+export interface AcquireLockOptions extends CallOptions {
+  readonly leaseMs?: number;
+  /** How long the server waits for the lock; the call's timeout is extended by it. */
+  readonly waitMs?: number;
+  readonly owner?: string;
+}
+
+/** A lease as the lock calls take it. */
+export interface LeaseRef {
+  readonly owner: string;
+  readonly token: number;
+}
+
+/**
+ * The client: the user's `SessionStore` plus the lock and the workspace transfers; every method
+ * takes `CallOptions` (`signal`, `timeoutMs`) in its last, optional options parameter.
+ */
 export interface HttpSessionStore extends SessionStore {
-  acquireLock(
+  get<T = unknown>(sessionId: string, key: string, options?: CallOptions): Promise<T | undefined>;
+  getVersioned<T = unknown>(
     sessionId: string,
-    options?: { leaseMs?: number; waitMs?: number; owner?: string },
-  ): Promise<Lease>;
-  renewLock(
+    key: string,
+    options?: CallOptions,
+  ): Promise<Versioned<T> | undefined>;
+  save(
     sessionId: string,
-    lease: { owner: string; token: number },
-    options?: { leaseMs?: number },
-  ): Promise<Lease>;
-  releaseLock(sessionId: string, lease: { owner: string; token: number }): Promise<void>;
+    key: string,
+    value: unknown,
+    options?: SaveOptions & CallOptions,
+  ): Promise<{ version: string }>;
+  deleteKey(sessionId: string, key: string, options?: WriteOptions & CallOptions): Promise<void>;
+  /** When it turns into an append, that append carries one `Idempotency-Key`, as `appendList`'s. */
+  saveList(
+    sessionId: string,
+    key: string,
+    items: readonly unknown[],
+    options?: WriteOptions & CallOptions,
+  ): Promise<ListWriteResult>;
+  /**
+   * Sends one `Idempotency-Key` with every attempt, so it is retried after a lost answer too; a
+   * 409 `append-conflict` whose count and hash are exactly what this append makes (its base hash
+   * being `expectedHash` or the hash the client knows for `expectedCount`) is this append, landed.
+   */
+  appendList(
+    sessionId: string,
+    key: string,
+    items: readonly unknown[],
+    options: AppendOptions & CallOptions,
+  ): Promise<ListWriteResult>;
+  getList<T = unknown>(
+    sessionId: string,
+    key: string,
+    options?: PageOptions & CallOptions,
+  ): Promise<ListPage<T>>;
+  deleteList(sessionId: string, key: string, options?: WriteOptions & CallOptions): Promise<void>;
+  listArchives(sessionId: string, key: string, options?: CallOptions): Promise<ArchiveInfo[]>;
+  getArchive<T = unknown>(
+    sessionId: string,
+    key: string,
+    archiveId: string,
+    options?: PageOptions & CallOptions,
+  ): Promise<ListPage<T> | undefined>;
+  exists(sessionId: string, options?: CallOptions): Promise<boolean>;
+  delete(sessionId: string, options?: WriteOptions & CallOptions): Promise<void>;
+  deleteAllSessions(options?: CallOptions): Promise<void>;
+  listSessionIds(options?: { limit?: number; cursor?: string } & CallOptions): Promise<SessionPage>;
+  createWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    request: WorkspaceUploadRequest,
+    options?: WriteOptions & CallOptions,
+  ): Promise<WorkspaceUpload>;
+  completeWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    uploadId: string,
+    options?: WriteOptions & CallOptions,
+  ): Promise<WorkspaceInfo>;
+  listWorkspaces(sessionId: string, options?: CallOptions): Promise<WorkspaceInfo[]>;
+  getWorkspace(
+    sessionId: string,
+    name: string,
+    options?: CallOptions,
+  ): Promise<WorkspaceDownload | undefined>;
+  deleteWorkspace(sessionId: string, name: string, options?: WriteOptions & CallOptions): Promise<void>;
+  createValueUpload(
+    sessionId: string,
+    key: string,
+    request: { readonly size: number; readonly md5: string },
+    options?: CallOptions,
+  ): Promise<{ uploadId: string; upload: DirectRequest; expiresAt: Date }>;
+  commitValueUpload(
+    sessionId: string,
+    key: string,
+    uploadId: string,
+    options?: SaveOptions & CallOptions,
+  ): Promise<{ version: string }>;
+  locateValue(
+    sessionId: string,
+    key: string,
+    options?: CallOptions,
+  ): Promise<{ download: DirectRequest; version: string; size: number; expiresAt: Date } | undefined>;
+
+  acquireLock(sessionId: string, options?: AcquireLockOptions): Promise<Lease>;
+  renewLock(sessionId: string, lease: LeaseRef, options?: { leaseMs?: number } & CallOptions): Promise<Lease>;
+  releaseLock(sessionId: string, lease: LeaseRef, options?: CallOptions): Promise<void>;
   /** Compresses, uploads straight to the object store (one PUT or parts, each retried), completes. */
   uploadWorkspace(
     sessionId: string,
@@ -138,17 +292,24 @@ export interface HttpSessionStore extends SessionStore {
     options?: UploadWorkspaceOptions,
   ): Promise<WorkspaceInfo>;
   /** Downloads straight from the object store and decompresses; `RestoreInProgressError` while archived. */
-  downloadWorkspace(sessionId: string, name: string): Promise<Uint8Array | undefined>;
+  downloadWorkspace(
+    sessionId: string,
+    name: string,
+    options?: DownloadWorkspaceOptions,
+  ): Promise<Uint8Array | undefined>;
   /** The same into a file, streamed; false when there is no such workspace. */
-  downloadWorkspaceToFile(sessionId: string, name: string, file: string): Promise<boolean>;
+  downloadWorkspaceToFile(
+    sessionId: string,
+    name: string,
+    file: string,
+    options?: DownloadWorkspaceOptions,
+  ): Promise<boolean>;
 }
 
 const MIB = 1024 * 1024;
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 const TRANSIENT = new Set([429, 500, 502, 503, 504]);
-/** Longest wait before a retry (backoff or Retry-After). */
-const MAX_PAUSE_MS = 2000;
 /** Times a whole list read starts again when the list was rewritten meanwhile. */
 const LIST_READ_RESTARTS = 3;
 
@@ -174,11 +335,6 @@ async function fileSource(handle: FileHandle): Promise<Source> {
     },
   };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Jittered exponential backoff before attempt `attempt + 1`. */
-const pause = (attempt: number) => sleep(Math.random() * Math.min(MAX_PAUSE_MS, 100 * 2 ** attempt));
 
 /** The problem code of a 409 or 503 answer (read from a clone: the answer stays readable). */
 async function codeOf(response: Response): Promise<string | undefined> {
@@ -244,19 +400,75 @@ async function bodyOf<S extends z.ZodMiniType>(
 /** A page of a list read, with the request id of its answer. */
 type PageRead<T> = ListPage<T> & { readonly requestId?: string | undefined };
 
-/** The wait its Retry-After (seconds) asks for, capped and jittered down to half; else the backoff. */
-function retryAfterPause(response: Response, attempt: number) {
-  const seconds = Number(response.headers.get('retry-after') ?? Number.NaN);
-  if (!(seconds >= 0)) return pause(attempt);
-  return sleep(Math.min(MAX_PAUSE_MS, seconds * 1000) * (0.5 + Math.random() / 2));
+/** A body, whole, as one answer carries it: a fresh `Response` that can be read at leisure. */
+async function buffered(response: Response): Promise<Response> {
+  if (!response.body) return response;
+  const bytes = await response.arrayBuffer();
+  return new Response(NULL_BODY.has(response.status) ? null : bytes, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }
+
+/** Drops a body nobody will read. */
+const discard = (response: Response | undefined) => response?.body?.cancel().catch(() => {});
+
+/** The chunks of an answer's body; each restarts the attempt's clock; an abort or timeout ends it. */
+async function* chunksOf(response: Response, clock: Attempt): AsyncGenerator<Uint8Array> {
+  if (!response.body) return;
+  const reader = response.body.getReader();
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await race(reader.read(), clock.signal);
+      if (done) {
+        finished = true;
+        return;
+      }
+      clock.touch();
+      yield value;
+    }
+  } finally {
+    if (!finished) reader.cancel().catch(() => {});
+    try {
+      reader.releaseLock();
+    } catch {
+      // a read still pending on a cancelled stream
+    }
+  }
+}
+
+/** What a failed attempt amounts to: the call's abort reason, the attempt's timeout, or `error`. */
+function failureOf(error: unknown, clock: Attempt, signal: AbortSignal | undefined): unknown {
+  if (signal?.aborted) return signal.reason;
+  if (clock.timedOut) return clock.signal.reason;
+  return error;
+}
+
+/** Runs `work`; when the call was aborted meanwhile, rejects with the signal's reason instead. */
+async function abortable<T>(signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+  signal?.throwIfAborted();
+  try {
+    return await work();
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    throw error;
+  }
+}
+
+/** Only the call options of an options object. */
+const callOf = (o: CallOptions | undefined): CallOptions => ({ signal: o?.signal, timeoutMs: o?.timeoutMs });
 
 /** Creates the client. */
 export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   const base = options.baseUrl.replace(/\/+$/, '');
   const attempts = options.attempts ?? 4;
   const doFetch = options.fetch ?? fetch;
+  // Direct downloads without a given fetch: node:http(s), which hands over the bytes as stored.
+  const downloadFetch: typeof nodeFetch = options.fetch ?? nodeFetch;
   const bodyLimit = options.bodyLimitBytes ?? 4 * MIB;
+  const timeoutMs = options.timeoutMs ?? 30_000;
   /** What the client knows of each list: count and hash after its last write or read. */
   const known = new Map<string, { count: number; hash: string }>();
 
@@ -267,73 +479,123 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       body?: unknown;
       headers?: Record<string, string>;
       query?: Record<string, string | number | undefined>;
+      call?: CallOptions | undefined;
+      /** Whether a lost answer may be retried; default by method (an append says so itself). */
+      idempotent?: boolean;
+      /** Time the server may take on purpose (a lock's `waitMs`), added to the timeout. */
+      extraMs?: number;
+      /** Set when an attempt whose answer was lost (network error, timeout, 5xx) was sent again. */
+      retried?: { lost: boolean };
     } = {},
   ): Promise<Response> {
+    const signal = init.call?.signal;
+    signal?.throwIfAborted();
     const query = Object.entries(init.query ?? {}).filter(([, v]) => v !== undefined);
     const url = `${base}${path}${query.length > 0 ? `?${new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)]))}` : ''}`;
-    const token = typeof options.token === 'function' ? await options.token() : options.token;
+    const token =
+      typeof options.token !== 'function'
+        ? options.token
+        : signal
+          ? await race(Promise.resolve(options.token()), signal)
+          : await options.token();
     const headers: Record<string, string> = { ...init.headers };
     if (token) headers.authorization = `Bearer ${token}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+    const idempotent = init.idempotent ?? IDEMPOTENT.has(method);
+    const limit = init.call?.timeoutMs ?? timeoutMs;
     for (let attempt = 1; ; attempt++) {
       let response: Response | undefined;
       let failure: unknown;
+      const clock = startAttempt(signal, limit > 0 ? limit + (init.extraMs ?? 0) : 0, `${method} ${path}`);
       try {
         // A 303 (a value too large for an answer) is followed by hand, without the Authorization.
-        response = await doFetch(url, { method, headers, body, redirect: 'manual' });
+        const answer = doFetch(url, { method, headers, body, redirect: 'manual', signal: clock.signal });
+        // Read whole within the attempt: an answer that stops half way times out too.
+        response = await race(buffered(await race(answer, clock.signal, discard)), clock.signal);
       } catch (error) {
-        failure = error;
+        failure = failureOf(error, clock, signal);
+        if (signal?.aborted) throw failure;
+      } finally {
+        clock.end();
       }
       if (attempt < attempts) {
         const code = response && (await codeOf(response));
         // A backend that does not honour write conditions stays so: no retry helps.
         const retryable = (!response || TRANSIENT.has(response.status)) && code !== 'backend-unsafe';
-        if (IDEMPOTENT.has(method) && retryable) {
-          await response?.body?.cancel();
-          await pause(attempt);
-          continue;
-        }
-        // Nothing was written: any method may be sent again.
-        if (response && code === 'contended') {
-          await response.body?.cancel();
-          await retryAfterPause(response, attempt);
+        // Nothing was written after `contended`: any method may be sent again.
+        if ((idempotent && retryable) || (response && code === 'contended')) {
+          if (init.retried && (!response || response.status >= 500)) init.retried.lost = true;
+          await sleep(pauseMs(attempt, response, code === 'contended'), signal);
           continue;
         }
       }
-      if (!response) throw new BackendError(`request failed: ${String(failure)}`, true, { cause: failure });
+      if (!response) {
+        if (failure instanceof RequestTimeoutError) throw failure;
+        throw new BackendError(`request failed: ${String(failure)}`, true, { cause: failure });
+      }
       return response;
     }
   }
 
-  /** A presigned request to the object store, retried on network errors and 5xx. */
-  async function direct(
+  /**
+   * A presigned request to the object store, retried on network errors, timeouts and 5xx (waiting
+   * per a 503's Retry-After); the answer is handed to `read` under the same clock, which each chunk
+   * restarts. An upload's clock allows 1 s more per MiB sent.
+   */
+  async function direct<T = void>(
     request: { method: string; url: string; headers: Readonly<Record<string, string>> },
-    body?: Uint8Array,
-  ): Promise<Response> {
+    o: { body?: Uint8Array; call?: CallOptions | undefined; download?: boolean },
+    read: (response: Response, clock: Attempt) => Promise<T> = async (response) => {
+      await response.arrayBuffer();
+      return undefined as T;
+    },
+  ): Promise<T> {
+    const signal = o.call?.signal;
+    signal?.throwIfAborted();
+    const send = o.download ? downloadFetch : doFetch;
+    const ms = o.call?.timeoutMs ?? timeoutMs;
+    const limit = ms > 0 ? ms + Math.ceil((o.body?.byteLength ?? 0) / MIB) * 1000 : 0;
+    const what = `object store ${request.method}`;
     for (let attempt = 1; ; attempt++) {
       let response: Response | undefined;
       let failure: unknown;
+      const clock = startAttempt(signal, limit, what);
       try {
-        response = await doFetch(request.url, { method: request.method, headers: request.headers, body });
-      } catch (error) {
-        failure = error;
-      }
-      if (response && (response.ok || response.status < 500 || attempt >= attempts)) {
-        if (!response.ok) {
-          const text = await response.text();
-          const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${response.status}`;
-          throw tagged(
-            new BackendError(`object store refused the ${request.method}: ${code}`, response.status >= 500),
-            response,
-          );
+        try {
+          const answer = send(request.url, {
+            method: request.method,
+            headers: { ...request.headers },
+            body: o.body,
+            signal: clock.signal,
+          });
+          response = await race(answer, clock.signal, discard);
+        } catch (error) {
+          failure = failureOf(error, clock, signal);
+          if (signal?.aborted) throw failure;
         }
-        return response;
+        if (response && (response.ok || response.status < 500 || attempt >= attempts)) {
+          if (!response.ok) {
+            const text = await race(response.text(), clock.signal);
+            const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${response.status}`;
+            throw tagged(
+              new BackendError(`object store refused the ${request.method}: ${code}`, response.status >= 500),
+              response,
+            );
+          }
+          return await read(response, clock);
+        }
+        await discard(response);
+      } catch (error) {
+        throw failureOf(error, clock, signal);
+      } finally {
+        clock.end();
       }
-      await response?.body?.cancel();
-      if (!response && attempt >= attempts)
+      if (!response && attempt >= attempts) {
+        if (failure instanceof RequestTimeoutError) throw failure;
         throw new BackendError(`object store request failed: ${String(failure)}`, true, { cause: failure });
-      await pause(attempt);
+      }
+      await sleep(pauseMs(attempt, response), signal);
     }
   }
 
@@ -355,7 +617,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     ...(o.ifVersion !== undefined ? { [HEADER_NAMES.ifMatch]: `"${o.ifVersion}"` } : {}),
     ...(o.ifAbsent ? { [HEADER_NAMES.ifNoneMatch]: '*' } : {}),
   });
-  const leaseHeaders = (lease: { owner: string; token: number }) => ({
+  const leaseHeaders = (lease: LeaseRef) => ({
     [HEADER_NAMES.lockOwner]: lease.owner,
     [HEADER_NAMES.fencingToken]: String(lease.token),
   });
@@ -363,17 +625,26 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     ...lease,
     expiresAt: new Date(lease.expiresAt),
   });
+  const listName = (sessionId: string, key: string) => `${sessionId}\u0000${key}`;
   const remember = (sessionId: string, key: string, r: { count: number; hash: string }) =>
-    known.set(`${sessionId}\u0000${key}`, { count: r.count, hash: r.hash });
+    known.set(listName(sessionId, key), { count: r.count, hash: r.hash });
 
-  async function getVersioned<T>(sessionId: string, key: string): Promise<Versioned<T> | undefined> {
-    const response = await call('GET', paths.value(sessionId, key));
+  async function getVersioned<T>(
+    sessionId: string,
+    key: string,
+    o?: CallOptions,
+  ): Promise<Versioned<T> | undefined> {
+    const response = await call('GET', paths.value(sessionId, key), { call: o });
     if (response.status === 404) return undefined;
     if (response.status === 202) throw tagged(new RestoreInProgressError(`value ${key}`), response);
     if (response.status === 303) {
       const located = await bodyOf(response, schemas.ValueLocation, 'get');
-      const value = (await (await direct(located.download)).json()) as T;
-      return { value, version: located.etag };
+      const bytes = await direct(located.download, { call: o }, async (answer, clock) => {
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of chunksOf(answer, clock)) chunks.push(chunk);
+        return Buffer.concat(chunks);
+      });
+      return { value: JSON.parse(bytes.toString('utf8')) as T, version: located.etag };
     }
     if (response.status !== 200) return fail(response);
     const version = (response.headers.get('etag') ?? '').replace(/^"(.*)"$/, '$1');
@@ -421,20 +692,60 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   /** A page without its request id. */
   const pageOnly = <T>({ items, count, hash }: PageRead<T>): ListPage<T> => ({ items, count, hash });
 
-  async function appendList(sessionId: string, key: string, items: readonly unknown[], o: AppendOptions) {
+  /**
+   * One logical append: one `Idempotency-Key` on every attempt, retried after a lost answer. A 409
+   * `append-conflict` reporting exactly the count and hash this append makes from its base (the
+   * `expectedHash`, or the hash known for `expectedCount`) is this append having landed; so is the
+   * `unchanged` the store answers a replay with, after a lost answer. Either is reported as the
+   * first answer would have been: `created` (from 0 items) or `appended`.
+   */
+  async function appendList(
+    sessionId: string,
+    key: string,
+    items: readonly unknown[],
+    o: AppendOptions & CallOptions,
+  ): Promise<ListWriteResult> {
+    const last = known.get(listName(sessionId, key));
+    const baseHash =
+      o.expectedHash ??
+      (o.expectedCount === 0 ? EMPTY_HASH : last?.count === o.expectedCount ? last.hash : undefined);
+    const retried = { lost: false };
     const response = await call('POST', paths.listItems(sessionId, key), {
       body: {
         items,
         expectedCount: o.expectedCount,
         ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}),
       },
-      headers: fence(o),
+      headers: { ...fence(o), [HEADER_NAMES.idempotencyKey]: randomUUID() },
+      idempotent: true,
+      call: o,
+      retried,
     });
     if (response.status !== 200) {
-      if (response.status === 409) known.delete(`${sessionId}\u0000${key}`);
-      return fail(response);
+      if (response.status !== 409) return fail(response);
+      known.delete(listName(sessionId, key));
+      const conflict: unknown = await fail(response).catch((error: unknown) => error);
+      if (
+        conflict instanceof AppendConflictError &&
+        baseHash !== undefined &&
+        conflict.count === o.expectedCount + items.length &&
+        // The items as the server hashed them: as they travelled, in JSON.
+        conflict.hash === chainHash(baseHash, JSON.parse(JSON.stringify(items)) as unknown[])
+      ) {
+        const landed: ListWriteResult = {
+          action: o.expectedCount === 0 ? 'created' : 'appended',
+          count: conflict.count,
+          hash: conflict.hash,
+        };
+        remember(sessionId, key, landed);
+        return landed;
+      }
+      throw conflict;
     }
-    const result: ListWriteResult = await bodyOf(response, schemas.ListWrite, 'appendList');
+    let result: ListWriteResult = await bodyOf(response, schemas.ListWrite, 'appendList');
+    // The store takes a replay for `unchanged`: after a lost answer, that replay is this append.
+    if (result.action === 'unchanged' && retried.lost && result.count === o.expectedCount + items.length)
+      result = { ...result, action: o.expectedCount === 0 ? 'created' : 'appended' };
     remember(sessionId, key, result);
     return result;
   }
@@ -444,16 +755,27 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     lastModified: new Date(x.lastModified),
   });
 
-  async function createValueUpload(sessionId: string, key: string, request: { size: number; md5: string }) {
-    const response = await call('POST', paths.valueUploads(sessionId, key), { body: request });
+  async function createValueUpload(
+    sessionId: string,
+    key: string,
+    request: { size: number; md5: string },
+    o?: CallOptions,
+  ) {
+    const response = await call('POST', paths.valueUploads(sessionId, key), { body: request, call: o });
     if (response.status !== 201) return fail(response);
     const started = await bodyOf(response, schemas.ValueUpload, 'createValueUpload');
     return { ...started, expiresAt: new Date(started.expiresAt) };
   }
 
-  async function commitValueUpload(sessionId: string, key: string, uploadId: string, o: SaveOptions = {}) {
+  async function commitValueUpload(
+    sessionId: string,
+    key: string,
+    uploadId: string,
+    o: SaveOptions & CallOptions = {},
+  ) {
     const response = await call('POST', paths.valueUpload(sessionId, key, uploadId), {
       headers: conditions(o),
+      call: o,
     });
     if (response.status === 404) throw tagged(new UploadNotFoundError(uploadId), response);
     if (response.status !== 200) return fail(response);
@@ -463,12 +785,13 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   async function createWorkspaceUpload(
     sessionId: string,
     name: string,
-    request: Parameters<SessionStore['createWorkspaceUpload']>[2],
-    o?: WriteOptions,
+    request: WorkspaceUploadRequest,
+    o?: WriteOptions & CallOptions,
   ): Promise<WorkspaceUpload> {
     const response = await call('POST', paths.workspaceUploads(sessionId, name), {
       body: request,
       headers: fence(o),
+      call: o,
     });
     if (response.status !== 201) return fail(response);
     const upload = await bodyOf(response, schemas.WorkspaceUpload, 'createWorkspaceUpload');
@@ -479,18 +802,23 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     sessionId: string,
     name: string,
     uploadId: string,
-    o?: WriteOptions,
+    o?: WriteOptions & CallOptions,
   ) {
     const response = await call('POST', paths.workspaceUpload(sessionId, name, uploadId), {
       headers: fence(o),
+      call: o,
     });
     if (response.status === 404) throw tagged(new UploadNotFoundError(uploadId), response);
     if (response.status !== 200) return fail(response);
     return workspaceOf(await bodyOf(response, schemas.Workspace, 'completeWorkspaceUpload'));
   }
 
-  async function getWorkspace(sessionId: string, name: string): Promise<WorkspaceDownload | undefined> {
-    const response = await call('GET', paths.workspace(sessionId, name));
+  async function getWorkspace(
+    sessionId: string,
+    name: string,
+    o?: CallOptions,
+  ): Promise<WorkspaceDownload | undefined> {
+    const response = await call('GET', paths.workspace(sessionId, name), { call: o });
     if (response.status === 404) return undefined;
     if (response.status === 202) {
       const {
@@ -515,12 +843,15 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
    * so parts grow with the body) sent `concurrency` at a time, each retried; then completes.
    */
   async function uploadSource(sessionId: string, name: string, source: Source, o: UploadWorkspaceOptions) {
+    const signal = o.signal;
     const stored = {
       size: source.size,
       contentEncoding: o.encoding ?? 'gzip',
       ...(o.storageClass ? { storageClass: o.storageClass } : {}),
       ...(o.contentType ? { contentType: o.contentType } : {}),
     };
+    const total = source.size;
+    let done = 0;
     if (source.size <= (o.multipartAboveBytes ?? 16 * MIB)) {
       const body = await source.read(0, source.size);
       const started = await createWorkspaceUpload(
@@ -530,7 +861,9 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         o,
       );
       if (!started.upload) throw new ProtocolError('createWorkspaceUpload: no upload in the answer', 201);
-      await direct(started.upload, body);
+      o.onProgress?.(0, total);
+      await direct(started.upload, { body, call: o });
+      o.onProgress?.(total, total);
       return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
     }
     const partBytes = Math.max(
@@ -540,6 +873,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     );
     const parts: Array<{ offset: number; size: number; md5: string }> = [];
     for (let offset = 0; offset < source.size; offset += partBytes) {
+      signal?.throwIfAborted();
       const size = Math.min(partBytes, source.size - offset);
       parts.push({ offset, size, md5: md5Base64(await source.read(offset, size)) });
     }
@@ -555,29 +889,64 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         `createWorkspaceUpload: ${urls.length} part URLs for ${parts.length} parts`,
         201,
       );
+    o.onProgress?.(0, total);
     let next = 0;
+    // The first part to fail stops the others from starting.
+    let failed = false;
     const worker = async () => {
-      while (next < urls.length) {
+      while (next < urls.length && !failed) {
         const i = next++;
         const part = parts[i] as (typeof parts)[number];
-        await direct(urls[i] as (typeof urls)[number], await source.read(part.offset, part.size));
+        try {
+          signal?.throwIfAborted();
+          const body = await source.read(part.offset, part.size);
+          await direct(urls[i] as (typeof urls)[number], { body, call: o });
+        } catch (error) {
+          failed = true;
+          throw error;
+        }
+        done += part.size;
+        o.onProgress?.(done, total);
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, o.concurrency ?? 4) }, worker));
+    await abortable(signal, async () => {
+      await Promise.all(Array.from({ length: Math.max(1, o.concurrency ?? 4) }, worker));
+    });
     return completeWorkspaceUpload(sessionId, name, started.uploadId, o);
   }
 
-  /** The download of a workspace; undefined when absent; `RestoreInProgressError` while archived. */
-  async function downloadResponse(sessionId: string, name: string) {
-    const found = await getWorkspace(sessionId, name);
+  /**
+   * Streams a workspace straight from the object store into `consume` (given the stored bytes and
+   * the encoding to undo, none when fetch already decoded them), counting progress in stored bytes;
+   * undefined when there is no such workspace, `RestoreInProgressError` while archived.
+   */
+  async function download<T>(
+    sessionId: string,
+    name: string,
+    o: DownloadWorkspaceOptions,
+    consume: (body: AsyncIterable<Uint8Array>, encoding: string | undefined, clock: Attempt) => Promise<T>,
+  ): Promise<T | undefined> {
+    const found = await getWorkspace(sessionId, name, o);
     if (!found) return undefined;
     if (found.status === 'restoring') throw new RestoreInProgressError(`workspace ${name}`);
-    const response = await direct(found.download);
-    return {
-      response,
-      decoded: response.headers.has('content-encoding'),
-      contentEncoding: found.contentEncoding,
-    };
+    return direct(found.download, { call: o, download: true }, async (response, clock) => {
+      // Only fetch decodes (node:http hands over the bytes as stored).
+      const decoded = options.fetch !== undefined && response.headers.has('content-encoding');
+      const total = found.size;
+      let done = 0;
+      o.onProgress?.(0, total);
+      const progress = o.onProgress;
+      async function* counted() {
+        for await (const chunk of chunksOf(response, clock)) {
+          done += chunk.byteLength;
+          if (progress && !decoded && done < total) progress(done, total);
+          yield chunk;
+        }
+      }
+      const result = await consume(counted(), decoded ? undefined : found.contentEncoding, clock);
+      if (total > 0) progress?.(total, total);
+      return result;
+    });
   }
 
   /** A page of a list or an archive, as the server answers it; undefined for a 404 when `absent` allows. */
@@ -585,9 +954,10 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     path: string,
     offset: number | undefined,
     limit: number | undefined,
+    o: CallOptions | undefined,
     archived?: string,
   ): Promise<PageRead<T> | undefined> {
-    const response = await call('GET', path, { query: { offset, limit } });
+    const response = await call('GET', path, { query: { offset, limit }, call: o });
     if (archived !== undefined) {
       if (response.status === 404) return undefined;
       if (response.status === 202) throw tagged(new RestoreInProgressError(`archive ${archived}`), response);
@@ -603,8 +973,8 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     createWorkspaceUpload,
     completeWorkspaceUpload,
     getWorkspace,
-    async locateValue(sessionId, key) {
-      const response = await call('GET', paths.value(sessionId, key));
+    async locateValue(sessionId, key, o) {
+      const response = await call('GET', paths.value(sessionId, key), { call: o });
       if (response.status === 404) return undefined;
       if (response.status === 202) throw tagged(new RestoreInProgressError(`value ${key}`), response);
       if (response.status !== 303) {
@@ -620,90 +990,97 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         expiresAt: new Date(located.expiresAt),
       };
     },
-    async listWorkspaces(sessionId) {
-      const response = await call('GET', paths.workspaces(sessionId));
+    async listWorkspaces(sessionId, o) {
+      const response = await call('GET', paths.workspaces(sessionId), { call: o });
       if (response.status !== 200) return fail(response);
       return (await bodyOf(response, schemas.Workspaces, 'listWorkspaces')).workspaces.map(workspaceOf);
     },
     async deleteWorkspace(sessionId, name, o) {
-      const response = await call('DELETE', paths.workspace(sessionId, name), { headers: fence(o) });
+      const response = await call('DELETE', paths.workspace(sessionId, name), { headers: fence(o), call: o });
       if (response.status !== 204) await fail(response);
     },
     async uploadWorkspace(sessionId, name, data, o = {}) {
+      o.signal?.throwIfAborted();
       const body = encodeBody(data, o.encoding ?? 'gzip');
       return uploadSource(sessionId, name, bytesSource(body), o);
     },
     async uploadWorkspaceFile(sessionId, name, file, o = {}) {
       const encoding = o.encoding ?? 'gzip';
-      // Compressed into a temporary file first: every part's size and MD5 are declared up front.
-      const dir = encoding === 'identity' ? undefined : await mkdtemp(path.join(tmpdir(), 'workspace-'));
-      const stored = dir ? path.join(dir, 'body') : file;
-      try {
-        if (dir) {
-          const compress = encoding === 'gzip' ? createGzip() : createBrotliCompress();
-          await pipeline(createReadStream(file), compress, createWriteStream(stored));
-        }
-        const handle = await open(stored, 'r');
+      return abortable(o.signal, async () => {
+        // Compressed into a temporary file first: every part's size and MD5 are declared up front.
+        const dir = encoding === 'identity' ? undefined : await mkdtemp(path.join(tmpdir(), 'workspace-'));
+        const stored = dir ? path.join(dir, 'body') : file;
         try {
-          return await uploadSource(sessionId, name, await fileSource(handle), o);
+          if (dir) {
+            const compress = encoding === 'gzip' ? createGzip() : createBrotliCompress();
+            await pipeline(createReadStream(file), compress, createWriteStream(stored), {
+              ...(o.signal ? { signal: o.signal } : {}),
+            });
+          }
+          const handle = await open(stored, 'r');
+          try {
+            return await uploadSource(sessionId, name, await fileSource(handle), o);
+          } finally {
+            await handle.close();
+          }
         } finally {
-          await handle.close();
+          if (dir) await rm(dir, { recursive: true, force: true });
         }
-      } finally {
-        if (dir) await rm(dir, { recursive: true, force: true });
-      }
+      });
     },
-    async downloadWorkspace(sessionId, name) {
-      const response = await downloadResponse(sessionId, name);
-      if (!response) return undefined;
-      const bytes = new Uint8Array(await response.response.arrayBuffer());
-      // fetch has already decoded a body served with its Content-Encoding.
-      return response.decoded ? bytes : decodeBody(bytes, response.contentEncoding);
+    async downloadWorkspace(sessionId, name, o = {}) {
+      return download(sessionId, name, o, async (body, encoding) => {
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of body) chunks.push(chunk);
+        const bytes = new Uint8Array(Buffer.concat(chunks));
+        return encoding ? decodeBody(bytes, encoding as ContentEncoding) : bytes;
+      });
     },
-    async downloadWorkspaceToFile(sessionId, name, file) {
-      const found = await downloadResponse(sessionId, name);
-      if (!found?.response.body) return false;
-      const stream = Readable.fromWeb(found.response.body as import('node:stream/web').ReadableStream);
-      const out = createWriteStream(file);
-      if (found.decoded || !found.contentEncoding) await pipeline(stream, out);
-      else
-        await pipeline(
-          stream,
-          found.contentEncoding === 'br' ? createBrotliDecompress() : createGunzip(),
-          out,
-        );
-      return true;
+    async downloadWorkspaceToFile(sessionId, name, file, o = {}) {
+      const written = await download(sessionId, name, o, async (body, encoding, clock) => {
+        const stream = Readable.from(body);
+        const out = createWriteStream(file);
+        const streams = { signal: clock.signal };
+        if (!encoding || encoding === 'identity') await pipeline(stream, out, streams);
+        else
+          await pipeline(stream, encoding === 'br' ? createBrotliDecompress() : createGunzip(), out, streams);
+        return true;
+      });
+      return written ?? false;
     },
-    async get<T>(sessionId: string, key: string) {
-      return (await getVersioned<T>(sessionId, key))?.value;
+    async get<T>(sessionId: string, key: string, o?: CallOptions) {
+      return (await getVersioned<T>(sessionId, key, o))?.value;
     },
     getVersioned,
-    async save(sessionId, key, value, o: SaveOptions = {}) {
+    async save(sessionId, key, value, o: SaveOptions & CallOptions = {}) {
       const text = JSON.stringify(value);
       if (text !== undefined && Buffer.byteLength(text) > bodyLimit - 1024) {
         // Too large for a request body: upload it straight to the store, then commit it as a save.
         const bytes = new Uint8Array(Buffer.from(text, 'utf8'));
-        const started = await createValueUpload(sessionId, key, {
-          size: bytes.length,
-          md5: md5Base64(bytes),
-        });
-        await direct(started.upload, bytes);
+        const started = await createValueUpload(
+          sessionId,
+          key,
+          { size: bytes.length, md5: md5Base64(bytes) },
+          o,
+        );
+        await direct(started.upload, { body: bytes, call: o });
         return commitValueUpload(sessionId, key, started.uploadId, o);
       }
       const response = await call('PUT', paths.value(sessionId, key), {
         body: value,
         headers: conditions(o),
+        call: o,
       });
       if (response.status !== 200) return fail(response);
       return { version: (await bodyOf(response, schemas.Etag, 'save')).etag };
     },
     async deleteKey(sessionId, key, o) {
-      const response = await call('DELETE', paths.value(sessionId, key), { headers: fence(o) });
+      const response = await call('DELETE', paths.value(sessionId, key), { headers: fence(o), call: o });
       if (response.status !== 204) await fail(response);
     },
     async saveList(sessionId, key, items, o) {
       // When the client knows the list and the new one extends it, only the new items travel.
-      const last = known.get(`${sessionId}\u0000${key}`);
+      const last = known.get(listName(sessionId, key));
       if (
         last &&
         items.length > last.count &&
@@ -715,14 +1092,19 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
             return await appendList(sessionId, key, extra, {
               expectedCount: last.count,
               expectedHash: last.hash,
-              ...o,
+              ...(o?.token === undefined ? {} : { token: o.token }),
+              ...callOf(o),
             });
           }
         } catch (error) {
           if (!(error instanceof AppendConflictError)) throw error;
         }
       }
-      const response = await call('PUT', paths.list(sessionId, key), { body: items, headers: fence(o) });
+      const response = await call('PUT', paths.list(sessionId, key), {
+        body: items,
+        headers: fence(o),
+        call: o,
+      });
       if (response.status !== 200) return fail(response);
       const result: ListWriteResult = await bodyOf(response, schemas.ListWrite, 'saveList');
       remember(sessionId, key, result);
@@ -736,11 +1118,11 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
      * `limit`, the page the server answers (cut to fit an answer). The count and hash are always
      * the whole list's.
      */
-    async getList<T>(sessionId: string, key: string, page: PageOptions = {}) {
+    async getList<T>(sessionId: string, key: string, page: PageOptions & CallOptions = {}) {
       const path = paths.list(sessionId, key);
       // Never undefined: a list read answers an absent list as empty.
       const read = async (offset: number | undefined, limit?: number) =>
-        (await readPage<T>(path, offset, limit)) as PageRead<T>;
+        (await readPage<T>(path, offset, limit, page)) as PageRead<T>;
       if (page.limit !== undefined) {
         const result = pageOnly(await read(page.offset, page.limit));
         remember(sessionId, key, result);
@@ -755,17 +1137,17 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         remember(sessionId, key, result);
         return result;
       } catch (error) {
-        if (error instanceof ListChangedError) known.delete(`${sessionId}\u0000${key}`);
+        if (error instanceof ListChangedError) known.delete(listName(sessionId, key));
         throw error;
       }
     },
     async deleteList(sessionId, key, o) {
-      const response = await call('DELETE', paths.list(sessionId, key), { headers: fence(o) });
-      known.delete(`${sessionId}\u0000${key}`);
+      const response = await call('DELETE', paths.list(sessionId, key), { headers: fence(o), call: o });
+      known.delete(listName(sessionId, key));
       if (response.status !== 204) await fail(response);
     },
-    async listArchives(sessionId, key) {
-      const response = await call('GET', paths.archives(sessionId, key));
+    async listArchives(sessionId, key, o) {
+      const response = await call('GET', paths.archives(sessionId, key), { call: o });
       if (response.status !== 200) return fail(response);
       const { archives } = await bodyOf(response, schemas.Archives, 'listArchives');
       return archives.map((a): ArchiveInfo => ({ ...a, archivedAt: new Date(a.archivedAt) }));
@@ -774,10 +1156,15 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
      * Without `limit`, every item from `offset` (default 0) of the archive, read and checked as
      * `getList` reads a list. With `limit`, the page the server answers (cut to fit an answer).
      */
-    async getArchive<T>(sessionId: string, key: string, archiveId: string, page: PageOptions = {}) {
+    async getArchive<T>(
+      sessionId: string,
+      key: string,
+      archiveId: string,
+      page: PageOptions & CallOptions = {},
+    ) {
       const path = paths.archive(sessionId, key, archiveId);
       const read = (offset: number | undefined, limit?: number) =>
-        readPage<T>(path, offset, limit, archiveId);
+        readPage<T>(path, offset, limit, page, archiveId);
       if (page.limit !== undefined) {
         const result = await read(page.offset, page.limit);
         return result && pageOnly(result);
@@ -788,24 +1175,27 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         (attempts) => new ListChangedError(sessionId, key, attempts, archiveId),
       );
     },
-    async exists(sessionId) {
-      const response = await call('HEAD', paths.session(sessionId));
+    async exists(sessionId, o) {
+      const response = await call('HEAD', paths.session(sessionId), { call: o });
       if (response.status === 404) return false;
       if (response.status !== 200) return fail(response);
       return true;
     },
     async delete(sessionId, o) {
-      const response = await call('DELETE', paths.session(sessionId), { headers: fence(o) });
+      const response = await call('DELETE', paths.session(sessionId), { headers: fence(o), call: o });
       for (const name of known.keys()) if (name.startsWith(`${sessionId}\u0000`)) known.delete(name);
       if (response.status !== 204) await fail(response);
     },
-    async deleteAllSessions() {
-      const response = await call('DELETE', paths.sessions(), { query: { all: 'true' } });
+    async deleteAllSessions(o) {
+      const response = await call('DELETE', paths.sessions(), { query: { all: 'true' }, call: o });
       known.clear();
       if (response.status !== 204) await fail(response);
     },
     async listSessionIds(o = {}) {
-      const response = await call('GET', paths.sessions(), { query: { limit: o.limit, cursor: o.cursor } });
+      const response = await call('GET', paths.sessions(), {
+        query: { limit: o.limit, cursor: o.cursor },
+        call: o,
+      });
       if (response.status !== 200) return fail(response);
       const page = await bodyOf(response, schemas.SessionPage, 'listSessionIds');
       return {
@@ -817,17 +1207,25 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       } satisfies SessionPage;
     },
     async acquireLock(sessionId, o = {}) {
-      const response = await call('POST', paths.lock(sessionId), { body: o });
+      const response = await call('POST', paths.lock(sessionId), {
+        body: { leaseMs: o.leaseMs, waitMs: o.waitMs, owner: o.owner },
+        call: o,
+        extraMs: o.waitMs ?? 0,
+      });
       if (response.status !== 200) return fail(response);
       return leaseOf(await bodyOf(response, schemas.Lease, 'acquireLock'));
     },
     async renewLock(sessionId, lease, o = {}) {
-      const response = await call('PUT', paths.lock(sessionId), { body: o, headers: leaseHeaders(lease) });
+      const response = await call('PUT', paths.lock(sessionId), {
+        body: { leaseMs: o.leaseMs },
+        headers: leaseHeaders(lease),
+        call: o,
+      });
       if (response.status !== 200) return fail(response);
       return leaseOf(await bodyOf(response, schemas.Lease, 'renewLock'));
     },
-    async releaseLock(sessionId, lease) {
-      const response = await call('DELETE', paths.lock(sessionId), { headers: leaseHeaders(lease) });
+    async releaseLock(sessionId, lease, o) {
+      const response = await call('DELETE', paths.lock(sessionId), { headers: leaseHeaders(lease), call: o });
       if (response.status !== 204) await fail(response);
     },
   };

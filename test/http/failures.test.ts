@@ -75,7 +75,10 @@ describe('typed client on gateway-made errors', () => {
       attempts: 3,
       fetch: answering(503, { message: 'Service Unavailable' }, post),
     });
-    await expect(once.appendList('s', 'k', [1], { expectedCount: 0 })).rejects.toBeInstanceOf(BackendError);
+    await expect(once.acquireLock('s')).rejects.toBeInstanceOf(BackendError);
     expect(post.n).toBe(1); // POST is not idempotent: never retried blindly
+    // An append carries an Idempotency-Key: it is retried (test/client/idempotent-append.test.ts).
+    await expect(once.appendList('s', 'k', [1], { expectedCount: 0 })).rejects.toBeInstanceOf(BackendError);
+    expect(post.n).toBe(4);
   });
 });
