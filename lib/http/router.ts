@@ -7,6 +7,7 @@
  * answer carries `X-Request-Id`.
  */
 import * as z from 'zod/mini';
+import en from 'zod/v4/locales/en.js';
 import { PATH_PARAMS, type PathParam, patternSegments } from '../protocol/paths.js';
 import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER } from '../protocol/schemas.js';
 import { decodeUrlId } from '../protocol/url-ids.js';
@@ -20,7 +21,7 @@ export type { Route, RouterDeps };
 export { ROUTES };
 
 // Refusals name what was expected (zod/mini carries no messages of its own; classic zod sets the same).
-z.config(z.locales.en());
+z.config(en());
 
 const DEFAULT_LIMIT = 4 * 1024 * 1024;
 const REQUEST_ID = REQUEST_ID_HEADER.toLowerCase();
