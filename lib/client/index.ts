@@ -524,9 +524,10 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         // A backend that does not honour write conditions stays so: no retry helps.
         const retryable = (!response || TRANSIENT.has(response.status)) && code !== 'backend-unsafe';
         // Nothing was written after `contended`: any method may be sent again.
-        if ((idempotent && retryable) || (response && code === 'contended')) {
+        const wait = pauseMs(attempt, response, code === 'contended');
+        if (wait !== undefined && ((idempotent && retryable) || (response && code === 'contended'))) {
           if (init.retried && (!response || response.status >= 500)) init.retried.lost = true;
-          await sleep(pauseMs(attempt, response, code === 'contended'), signal);
+          await sleep(wait, signal);
           continue;
         }
       }
@@ -561,6 +562,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       let response: Response | undefined;
       let failure: unknown;
       const clock = startAttempt(signal, limit, what);
+      let wait: number | undefined;
       try {
         try {
           const answer = send(request.url, {
@@ -574,7 +576,8 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
           failure = failureOf(error, clock, signal);
           if (signal?.aborted) throw failure;
         }
-        if (response && (response.ok || response.status < 500 || attempt >= attempts)) {
+        wait = pauseMs(attempt, response);
+        if (response && (response.ok || response.status < 500 || attempt >= attempts || wait === undefined)) {
           if (!response.ok) {
             const text = await race(response.text(), clock.signal);
             const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${response.status}`;
@@ -595,7 +598,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         if (failure instanceof RequestTimeoutError) throw failure;
         throw new BackendError(`object store request failed: ${String(failure)}`, true, { cause: failure });
       }
-      await sleep(pauseMs(attempt, response), signal);
+      await sleep(wait ?? 0, signal);
     }
   }
 

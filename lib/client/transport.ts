@@ -10,8 +10,13 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { BackendError } from '../store/errors.js';
 
-/** Longest wait before a retry (backoff or Retry-After). */
+/** Longest backoff before a retry of an answer without `Retry-After`. */
 export const MAX_PAUSE_MS = 2000;
+/**
+ * Longest `Retry-After` the client waits for itself; a longer one is not retried here, and the
+ * caller gets the error (a retryable one) to wait as it sees fit.
+ */
+export const MAX_RETRY_AFTER_MS = 10_000;
 
 /**
  * An attempt found no answer within its time (`timeoutMs`, or for a transfer, no bytes for that
@@ -136,15 +141,15 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
 
 /**
  * The wait before attempt `attempt + 1`: what the answer's `Retry-After` asks for (a 429, a 503 or
- * a 409 `contended`), capped at `MAX_PAUSE_MS` and jittered down to half; else jittered exponential
- * backoff.
+ * a 409 `contended`), never less, plus up to a fifth of it (jitter), or undefined when it asks for
+ * more than `MAX_RETRY_AFTER_MS` (no retry); else jittered exponential backoff.
  */
-export function pauseMs(attempt: number, response?: Response, honoured = false): number {
+export function pauseMs(attempt: number, response?: Response, honoured = false): number | undefined {
   const asked =
     response && (honoured || response.status === 429 || response.status === 503)
       ? retryAfterMs(response.headers.get('retry-after'))
       : undefined;
-  if (asked !== undefined) return Math.min(MAX_PAUSE_MS, asked) * (0.5 + Math.random() / 2);
+  if (asked !== undefined) return asked > MAX_RETRY_AFTER_MS ? undefined : asked * (1 + Math.random() / 5);
   return Math.random() * Math.min(MAX_PAUSE_MS, 100 * 2 ** attempt);
 }
 

@@ -1,10 +1,12 @@
 /**
- * Issue 15, `Retry-After` honoured on 429 and 503 (delay-seconds or an HTTP date), capped at 2 s
- * and jittered down to half, instead of the plain backoff (at most 200 ms before the second
- * attempt), for the retries the client makes: idempotent calls, appends, direct transfers.
+ * Issue 15, `Retry-After` honoured on 429 and 503 (delay-seconds or an HTTP date): never retried
+ * sooner than asked (jitter adds up to a fifth), not retried at all when it asks for more than 10 s,
+ * instead of the plain backoff (at most 200 ms before the second attempt), for the retries the
+ * client makes: idempotent calls, appends, direct transfers.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createHttpClient } from '../../lib/client/index.js';
+import { BackendError } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { FAKE_TIMERS, fakeFetch } from './helpers.js';
 
@@ -50,18 +52,21 @@ describe('typed client: Retry-After on 429 and 503', () => {
     ['503', 'seconds', 503, () => '2'],
     ['429', 'an HTTP date', 429, inTwoSeconds],
     ['503', 'an HTTP date', 503, inTwoSeconds],
-  ])('waits per a %s Retry-After in %s (between 1 and 2 s for 2 s)', async (_s, _f, status, retryAfter) => {
-    const fake = fakeFetch((_, n) => (n === 1 ? refusal(status, retryAfter()) : value()));
-    const client = createHttpClient({ baseUrl: 'http://api.test', fetch: fake.fetch });
-    const { counts, result } = await callsAt(fake, () => client.get('s', 'k'), 990, 2001);
-    expect(counts).toEqual([1, 2]);
-    expect(await result).toEqual({ a: 1 });
-  });
+  ])(
+    'waits per a %s Retry-After in %s (never sooner, at most a fifth later)',
+    async (_s, _f, status, retryAfter) => {
+      const fake = fakeFetch((_, n) => (n === 1 ? refusal(status, retryAfter()) : value()));
+      const client = createHttpClient({ baseUrl: 'http://api.test', fetch: fake.fetch });
+      const { counts, result } = await callsAt(fake, () => client.get('s', 'k'), 1990, 2401);
+      expect(counts).toEqual([1, 2]);
+      expect(await result).toEqual({ a: 1 });
+    },
+  );
 
-  it('waits exactly half and the whole of the asked time at the ends of the jitter', async () => {
+  it('waits exactly the asked time, and a fifth more, at the ends of the jitter', async () => {
     for (const [random, before, after] of [
-      [0, 999, 1001],
-      [0.999999, 1997, 2001],
+      [0, 1999, 2001],
+      [0.999999, 2398, 2401],
     ] as const) {
       vi.spyOn(Math, 'random').mockReturnValue(random);
       const fake = fakeFetch((_, n) => (n === 1 ? refusal(429, '2') : value()));
@@ -71,19 +76,18 @@ describe('typed client: Retry-After on 429 and 503', () => {
     }
   });
 
-  it('caps a long Retry-After at 2 s', async () => {
-    const fake = fakeFetch((_, n) => (n === 1 ? refusal(503, '3600') : value()));
-    const client = createHttpClient({ baseUrl: 'http://api.test', fetch: fake.fetch });
-    const { counts } = await callsAt(fake, () => client.get('s', 'k'), 990, 2001);
-    expect(counts).toEqual([1, 2]);
+  it('does not wait for a Retry-After over 10 s: the retryable error is raised at once', async () => {
+    for (const asked of ['3600', new Date(NOW + 86_400_000).toUTCString()]) {
+      const fake = fakeFetch((_, n) => (n === 1 ? refusal(503, asked) : value()));
+      const client = createHttpClient({ baseUrl: 'http://api.test', fetch: fake.fetch });
+      const error = await client.get('s', 'k').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendError);
+      expect((error as BackendError).retryable).toBe(true);
+      expect(fake.calls).toHaveLength(1);
+    }
   });
 
-  it('caps a far HTTP date too, and takes a past one as no wait', async () => {
-    const far = fakeFetch((_, n) =>
-      n === 1 ? refusal(429, new Date(NOW + 86_400_000).toUTCString()) : value(),
-    );
-    const client = createHttpClient({ baseUrl: 'http://api.test', fetch: far.fetch });
-    expect((await callsAt(far, () => client.get('s', 'k'), 990, 2001)).counts).toEqual([1, 2]);
+  it('takes a Retry-After date in the past as no wait', async () => {
     const past = fakeFetch((_, n) =>
       n === 1 ? refusal(429, new Date(NOW - 60_000).toUTCString()) : value(),
     );
@@ -98,8 +102,8 @@ describe('typed client: Retry-After on 429 and 503', () => {
     const { counts, result } = await callsAt(
       fake,
       () => client.appendList('s', 'k', ['a'], { expectedCount: 0 }),
-      990,
-      2001,
+      1990,
+      2401,
     );
     expect(counts).toEqual([1, 2]);
     expect(await result).toEqual(landed);
@@ -134,8 +138,8 @@ describe('typed client: Retry-After on 429 and 503', () => {
     const { counts, result } = await callsAt(
       fake,
       () => client.uploadWorkspace('s', 'w', new Uint8Array([1, 2, 3]), { encoding: 'identity' }),
-      990,
-      2001,
+      1990,
+      2401,
     );
     expect(counts).toEqual([2, 4]);
     expect(await result).toMatchObject({ name: 'w', size: 3 });
