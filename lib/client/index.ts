@@ -42,7 +42,7 @@ import {
   UploadNotFoundError,
   ValidationError,
 } from '../store/errors.js';
-import { chainHash, EMPTY_HASH } from '../store/hash.js';
+import { canonicalJson, chainHash, EMPTY_HASH } from '../store/hash.js';
 import { MAX_APPEND_ITEMS, MAX_UPLOAD_PARTS, MIN_PART_BYTES } from '../store/limits.js';
 import type {
   AppendOptions,
@@ -720,7 +720,8 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}),
       },
       headers: { ...fence(o), [HEADER_NAMES.idempotencyKey]: randomUUID() },
-      idempotent: true,
+      // A lost answer is retried only where the outcome can be checked: from a known base hash.
+      idempotent: baseHash !== undefined,
       call: o,
       retried,
     });
@@ -728,20 +729,23 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       if (response.status !== 409) return fail(response);
       known.delete(listName(sessionId, key));
       const conflict: unknown = await fail(response).catch((error: unknown) => error);
-      if (
-        conflict instanceof AppendConflictError &&
-        baseHash !== undefined &&
-        conflict.count === o.expectedCount + items.length &&
-        // The items as the server hashed them: as they travelled, in JSON.
-        conflict.hash === chainHash(baseHash, JSON.parse(JSON.stringify(items)) as unknown[])
-      ) {
-        const landed: ListWriteResult = {
-          action: o.expectedCount === 0 ? 'created' : 'appended',
-          count: conflict.count,
-          hash: conflict.hash,
-        };
+      if (!(conflict instanceof AppendConflictError) || baseHash === undefined) throw conflict;
+      // The items as the server hashed them: as they travelled, in JSON.
+      const sent = JSON.parse(JSON.stringify(items)) as unknown[];
+      const landed: ListWriteResult = {
+        action: o.expectedCount === 0 ? 'created' : 'appended',
+        count: o.expectedCount + items.length,
+        hash: chainHash(baseHash, sent),
+      };
+      if (conflict.count === landed.count && conflict.hash === landed.hash) {
         remember(sessionId, key, landed);
         return landed;
+      }
+      // After a lost answer, another writer may have appended behind this append: it landed if
+      // its items are where it put them (a conflict would otherwise claim nothing was written).
+      if (retried.lost && conflict.count > o.expectedCount) {
+        const at = await readPage(paths.list(sessionId, key), o.expectedCount, items.length, o);
+        if (at && canonicalJson(at.items) === canonicalJson(sent)) return landed;
       }
       throw conflict;
     }

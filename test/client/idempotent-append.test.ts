@@ -55,6 +55,39 @@ describe('typed client: Idempotency-Key and lost answers of appends', () => {
   });
   afterAll(() => api.close());
 
+  it('after a lost answer, with another writer behind it, the retry reads its items back and reports them landed', async () => {
+    // The first POST is applied and its answer lost; before the retry, bob appends behind it.
+    const bob = api.client();
+    let bobDone = false;
+    const wire = losing((n) => n === 1, undefined);
+    const wrapped: typeof fetch = async (input, init) => {
+      const answer = await wire.fetch(input, init).catch(async (error: unknown) => {
+        if (!bobDone) {
+          bobDone = true;
+          await bob.appendList('lost-behind', 'memory', ['bob'], { expectedCount: 1 });
+        }
+        throw error;
+      });
+      return answer;
+    };
+    const alice = api.client({ fetch: wrapped });
+    const result = await alice.appendList('lost-behind', 'memory', ['alice'], { expectedCount: 0 });
+    expect(result).toEqual({ action: 'created', count: 1, hash: chainHash(EMPTY_HASH, ['alice']) });
+    const posts = wire.seen.filter((s) => s.method === 'POST');
+    expect(posts.map((p) => p.status)).toEqual([200, 409]);
+    expect((await api.store.getList('lost-behind', 'memory')).items).toEqual(['alice', 'bob']);
+  });
+
+  it('an append from an unknown base is not retried after a lost answer: the outcome cannot be checked', async () => {
+    const wire = losing((n) => n === 1);
+    await api.client().appendList('unknown-base', 'memory', ['a'], { expectedCount: 0 });
+    const alice = api.client({ fetch: wire.fetch });
+    await expect(
+      alice.appendList('unknown-base', 'memory', ['b'], { expectedCount: 1 }),
+    ).rejects.toBeInstanceOf(BackendError);
+    expect(wire.seen.filter((s) => s.method === 'POST')).toHaveLength(1);
+  });
+
   it('sends one key per append, the same on the retry after a lost answer, and takes the conflict as its own append', async () => {
     const wire = losing((n) => n === 1);
     const alice = api.client({ fetch: wire.fetch });
@@ -126,11 +159,15 @@ describe('typed client: Idempotency-Key and lost answers of appends', () => {
 
   it('still raises a genuine conflict: other items landed, or the expectedHash was wrong', async () => {
     await api.store.saveList('lost-5', 'memory', ['a', 'theirs']);
-    // The first refusal is lost too: the retry, with the same key, is refused again, and raised.
+    // The first refusal is lost too: the retry, with the same key, is refused again; the items at
+    // its place are not its own, so it is raised.
     const wire = losing((n) => n === 1);
     const alice = api.client({ fetch: wire.fetch });
     const error = await alice
-      .appendList('lost-5', 'memory', ['mine'], { expectedCount: 1 })
+      .appendList('lost-5', 'memory', ['mine'], {
+        expectedCount: 1,
+        expectedHash: chainHash(EMPTY_HASH, ['a']),
+      })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppendConflictError);
     expect(error).toMatchObject({ count: 2, hash: chainHash(EMPTY_HASH, ['a', 'theirs']) });
