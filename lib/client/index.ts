@@ -1073,11 +1073,20 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         await direct(started.upload, { body: bytes, call: o });
         return commitValueUpload(sessionId, key, started.uploadId, o);
       }
+      const retried = { lost: false };
       const response = await call('PUT', paths.value(sessionId, key), {
         body: value,
         headers: conditions(o),
         call: o,
+        retried,
       });
+      if (response.status === 412 && retried.lost) {
+        // A conditional save whose answer was lost may have landed: then the value is ours.
+        const now = await getVersioned(sessionId, key, o);
+        if (now && canonicalJson(now.value) === canonicalJson(JSON.parse(text ?? 'null'))) {
+          return { version: now.version };
+        }
+      }
       if (response.status !== 200) return fail(response);
       return { version: (await bodyOf(response, schemas.Etag, 'save')).etag };
     },
