@@ -4,6 +4,7 @@
  */
 import * as z from 'zod';
 import type { BackendResource } from './store/errors.js';
+import { DEFAULT_BODY_LIMIT_BYTES } from './store/limits.js';
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -46,7 +47,7 @@ const schema = z
     AUTH_AUDIENCE: z.string().optional(),
     AUTH_USER_CLAIM: z.string().min(1).default('sub'),
     ALLOW_ANONYMOUS: bool.default(false),
-    BODY_LIMIT_BYTES: int(1024, 32 * 1024 * 1024).default(4 * 1024 * 1024),
+    BODY_LIMIT_BYTES: int(1024, 32 * 1024 * 1024).default(DEFAULT_BODY_LIMIT_BYTES),
     PRESIGN_EXPIRES_SECONDS: int(60, 7 * 24 * 3600).default(900),
     ARCHIVE_ENCODING: z.enum(['identity', 'gzip', 'br']).default('gzip'),
     RESTORE_DAYS: int(1, 30).default(1),

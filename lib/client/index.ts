@@ -43,7 +43,12 @@ import {
   ValidationError,
 } from '../store/errors.js';
 import { canonicalJson, chainHash, EMPTY_HASH } from '../store/hash.js';
-import { MAX_APPEND_ITEMS, MAX_UPLOAD_PARTS, MIN_PART_BYTES } from '../store/limits.js';
+import {
+  DEFAULT_BODY_LIMIT_BYTES,
+  MAX_APPEND_ITEMS,
+  MAX_UPLOAD_PARTS,
+  MIN_PART_BYTES,
+} from '../store/limits.js';
 import type {
   AppendOptions,
   ArchiveInfo,
@@ -467,7 +472,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   const doFetch = options.fetch ?? fetch;
   // Direct downloads without a given fetch: node:http(s), which hands over the bytes as stored.
   const downloadFetch: typeof nodeFetch = options.fetch ?? nodeFetch;
-  const bodyLimit = options.bodyLimitBytes ?? 4 * MIB;
+  const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const timeoutMs = options.timeoutMs ?? 30_000;
   /** What the client knows of each list: count and hash after its last write or read. */
   const known = new Map<string, { count: number; hash: string }>();
@@ -650,7 +655,10 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       return { value: JSON.parse(bytes.toString('utf8')) as T, version: located.etag };
     }
     if (response.status !== 200) return fail(response);
-    const version = (response.headers.get('etag') ?? '').replace(/^"(.*)"$/, '$1');
+    const etag = /^"([^"]*)"$/.exec(response.headers.get('etag') ?? '')?.[1];
+    if (etag === undefined)
+      throw tagged(new ProtocolError('get: the 200 answer has no strong ETag', response.status), response);
+    const version = etag;
     // Any JSON value is a value: the schema only checks that the answer is JSON.
     return { value: (await bodyOf(response, schemas.Value, 'get')) as T, version };
   }

@@ -13,6 +13,7 @@ import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER } from '../protocol/sch
 import { decodeUrlId } from '../protocol/url-ids.js';
 import { ValidationError } from '../store/errors.js';
 import { parseIJson } from '../store/ijson.js';
+import { DEFAULT_BODY_LIMIT_BYTES } from '../store/limits.js';
 import { HttpProblem, toProblem } from './problems.js';
 import { ROUTES, type Route, type RouterDeps } from './routes/index.js';
 import type { HttpHandler, HttpRequest, HttpResponse } from './types.js';
@@ -23,7 +24,6 @@ export { ROUTES };
 // Refusals name what was expected (zod/mini carries no messages of its own; classic zod sets the same).
 z.config(en());
 
-const DEFAULT_LIMIT = 4 * 1024 * 1024;
 const REQUEST_ID = REQUEST_ID_HEADER.toLowerCase();
 
 /** A node of the compiled table: children by literal segment, one parameter child, and the routes ending here. */
@@ -128,7 +128,7 @@ const TABLE = compileRoutes(ROUTES);
 
 /** Creates the router (of the API's routes, or of `routes`, compiled here). */
 export function createRouter(deps: RouterDeps, routes: readonly Route[] = ROUTES): HttpHandler {
-  const limit = deps.bodyLimitBytes ?? DEFAULT_LIMIT;
+  const limit = deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const root = routes === ROUTES ? TABLE : compileRoutes(routes);
   return async (request) => {
     const started = performance.now();

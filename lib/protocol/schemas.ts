@@ -7,6 +7,7 @@
 import * as z from 'zod/mini';
 import { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../lock/types.js';
 import {
+  DECIMAL_PATTERN,
   HASH_PATTERN,
   MAX_APPEND_ITEMS,
   MAX_SESSION_PAGE,
@@ -166,7 +167,7 @@ export const HEADER_NAMES = {
 export type HeaderKey = keyof typeof HEADER_NAMES;
 
 /** A fencing token in a header: a decimal integer below 2^53. */
-export const FENCING_TOKEN_PATTERN = /^\d{1,16}$/;
+export const FENCING_TOKEN_PATTERN = DECIMAL_PATTERN;
 const TOKEN_RULE = 'must be a decimal integer below 2^53';
 
 /** An `Idempotency-Key` header: 1 to 64 letters, digits or any of `._:-`. */

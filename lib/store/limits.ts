@@ -9,8 +9,10 @@ export const HASH_PREFIX = 'sha256:';
 /** A list chain hash: `sha256:` and 64 lower-case hex digits. */
 export const HASH_PATTERN = new RegExp(`^${HASH_PREFIX}[0-9a-f]{64}$`);
 
-/** An archive id as listed: a decimal number below 10^16 (any other form names no archive). */
-export const ARCHIVE_ID_PATTERN = /^\d{1,16}$/;
+/** A decimal number below 10^16, as archive ids and fencing tokens are written. */
+export const DECIMAL_PATTERN = /^\d{1,16}$/;
+/** An archive id as listed (any other form names no archive). */
+export const ARCHIVE_ID_PATTERN = DECIMAL_PATTERN;
 
 /** Most items one append may carry. */
 export const MAX_APPEND_ITEMS = 1000;
@@ -18,6 +20,8 @@ export const MAX_APPEND_ITEMS = 1000;
 export const MAX_SESSION_PAGE = 1000;
 
 const MIB = 1024 * 1024;
+/** Largest request body and answer by default (`BODY_LIMIT_BYTES`): Lambda's 6 MB counts the whole event. */
+export const DEFAULT_BODY_LIMIT_BYTES = 4 * MIB;
 /** Largest single PUT (S3 and OSS: 5 GiB), and largest part. */
 export const MAX_SINGLE_BYTES = 5 * 1024 * MIB;
 /** Most parts of one upload: every part URL fits one answer (1,000 × 5 GiB ≈ 5 TiB). */

@@ -330,6 +330,7 @@ describe('typed client: an answer that is not what the protocol says is a Protoc
       () => withId(JSON.stringify({ action: 'created', hash: EMPTY_HASH })),
     ],
     ['a save answered without an etag', (c) => c.save('s', 'k', 1), () => withId('{}')],
+    ['a value answered without an ETag header', (c) => c.get('s', 'k'), () => withId('{"a":1}')],
     [
       'a session page whose sessions are not an array',
       (c) => c.listSessionIds(),
@@ -348,7 +349,10 @@ describe('typed client: an answer that is not what the protocol says is a Protoc
 
   it('a JSON value passes through validation as it is (own __proto__ members kept)', async () => {
     const text = '{"__proto__":{"polluted":true},"a":[1,{"__proto__":2}]}';
-    const client = createHttpClient({ baseUrl: 'http://api.test', fetch: answering(() => withId(text)) });
+    const client = createHttpClient({
+      baseUrl: 'http://api.test',
+      fetch: answering(() => withId(text, 200, { etag: '"v1"' })),
+    });
     const value = (await client.get('s', 'k')) as Record<string, unknown>;
     expect(JSON.stringify(value)).toBe(text);
     expect(Object.hasOwn(value, '__proto__')).toBe(true);
