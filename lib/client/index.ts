@@ -906,18 +906,19 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       );
     o.onProgress?.(0, total);
     let next = 0;
-    // The first part to fail stops the others from starting.
-    let failed = false;
+    // The first part to fail stops the others: none starts, and those in flight are aborted.
+    const stop = new AbortController();
+    const partCall = { ...o, signal: signal ? AbortSignal.any([signal, stop.signal]) : stop.signal };
     const worker = async () => {
-      while (next < urls.length && !failed) {
+      while (next < urls.length && !stop.signal.aborted) {
         const i = next++;
         const part = parts[i] as (typeof parts)[number];
         try {
-          signal?.throwIfAborted();
+          partCall.signal.throwIfAborted();
           const body = await source.read(part.offset, part.size);
-          await direct(urls[i] as (typeof urls)[number], { body, call: o });
+          await direct(urls[i] as (typeof urls)[number], { body, call: partCall });
         } catch (error) {
-          failed = true;
+          stop.abort(error);
           throw error;
         }
         done += part.size;

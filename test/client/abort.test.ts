@@ -196,4 +196,44 @@ describe('typed client: AbortSignal', () => {
     await expect(reading).rejects.toBe(reasonOf(controller.signal));
     expect(fake.calls.filter((c) => c.method === 'GET')).toHaveLength(1);
   });
+
+  it('a multipart upload whose part is refused aborts the parts in flight and starts no more', async () => {
+    const MIB = 1024 * 1024;
+    const inFlight: AbortSignal[] = [];
+    const fake = fakeFetch((sent) => {
+      if (sent.url.startsWith('http://store.test/part1'))
+        return new Response('<Error><Code>AccessDenied</Code></Error>', { status: 403 });
+      if (sent.url.startsWith('http://store.test/')) {
+        if (sent.signal) inFlight.push(sent.signal);
+        return new Promise<Response>((_, reject) =>
+          sent.signal?.addEventListener('abort', () => reject(sent.signal?.reason)),
+        );
+      }
+      return Response.json(
+        {
+          uploadId: 'u1',
+          expiresAt: new Date(Date.now() + 3600_000).toISOString(),
+          parts: [1, 2, 3, 4].map((partNumber) => ({
+            partNumber,
+            method: 'PUT',
+            url: `http://store.test/part${partNumber}`,
+            headers: {},
+          })),
+        },
+        { status: 201 },
+      );
+    });
+    const client = createHttpClient({ baseUrl: 'http://api.test', fetch: fake.fetch });
+    const upload = client.uploadWorkspace('s', 'w', new Uint8Array(20 * MIB), {
+      encoding: 'identity',
+      multipartAboveBytes: 5 * MIB,
+      partBytes: 5 * MIB,
+      concurrency: 2,
+    });
+    await expect(upload).rejects.toThrow(/AccessDenied/);
+    // Part 2 was in flight beside part 1: it is aborted; parts 3 and 4 never start.
+    expect(inFlight.length).toBeGreaterThan(0);
+    expect(inFlight.every((signal) => signal.aborted)).toBe(true);
+    expect(fake.calls.filter((c) => /part[34]/.test(c.url))).toEqual([]);
+  });
 });
