@@ -1,7 +1,8 @@
 /** Checks and helpers shared by the drivers, so each backend file holds only its own protocol. */
 import { createHash } from 'node:crypto';
-import { InvalidArgumentError, UnsupportedError } from './errors.js';
+import { InvalidArgumentError, RangeNotSatisfiableError, UnsupportedError } from './errors.js';
 import {
+  type ByteRange,
   type CopyOptions,
   DELETE_BATCH_LIMIT,
   type DirectTransfer,
@@ -236,4 +237,79 @@ export function parseRestore(header: string): { ongoing: boolean; expiresAt?: Da
   const ongoing = /ongoing-request="true"/i.test(header);
   const expiry = /expiry-date="([^"]+)"/i.exec(header)?.[1];
   return { ongoing, ...(expiry ? { expiresAt: new Date(expiry) } : {}) };
+}
+
+/** Refuses a malformed `ByteRange` (before any request); returns it unchanged. */
+export function checkRange(range: ByteRange, backend: string): ByteRange {
+  const whole = (n: unknown, min: number) => Number.isSafeInteger(n) && (n as number) >= min;
+  const ok =
+    range.suffix !== undefined
+      ? range.start === undefined && range.end === undefined && whole(range.suffix, 1)
+      : whole(range.start, 0) && (range.end === undefined || whole(range.end, range.start as number));
+  if (!ok) {
+    throw new InvalidArgumentError(
+      'range must be { start ≥ 0, end ≥ start (optional) } or { suffix ≥ 1 }, integers',
+      backend,
+    );
+  }
+  return range;
+}
+
+/** The HTTP `Range` header of a checked range. */
+export function rangeHeader(range: ByteRange): string {
+  if (range.suffix !== undefined) return `bytes=-${range.suffix}`;
+  return `bytes=${range.start}-${range.end ?? ''}`;
+}
+
+/**
+ * The inclusive bytes a range selects from an object of `size` bytes, as S3 answers: an end past the
+ * object is clipped, a suffix longer than it reads all of it; `RangeNotSatisfiableError` when no byte
+ * is selected (a start at or past the size, any range of an empty object).
+ */
+export function resolveRange(
+  range: ByteRange,
+  size: number,
+  key: string,
+  backend: string,
+): { start: number; end: number } {
+  const start = range.suffix !== undefined ? Math.max(0, size - range.suffix) : (range.start as number);
+  const end = range.suffix !== undefined ? size - 1 : Math.min(range.end ?? size - 1, size - 1);
+  if (size === 0 || start >= size) throw new RangeNotSatisfiableError(key, backend, size);
+  return { start, end };
+}
+
+/** `Content-Range: bytes a-b/size` → its numbers; undefined when absent or not of that form. */
+export function parseContentRange(
+  header: string | undefined,
+): { start: number; end: number; size: number } | undefined {
+  const match = /^bytes (\d+)-(\d+)\/(\d+)$/.exec((header ?? '').trim());
+  if (!match) return undefined;
+  return { start: Number(match[1]), end: Number(match[2]), size: Number(match[3]) };
+}
+
+/** The object size of a 416 answer's `Content-Range: bytes *\/size`, when it has one. */
+export function unsatisfiedSize(header: string | undefined): number | undefined {
+  const size = /^bytes \*\/(\d+)$/.exec((header ?? '').trim())?.[1];
+  return size === undefined ? undefined : Number(size);
+}
+
+/**
+ * The body and `range` of a ranged answer: from its `Content-Range` when the backend honoured the
+ * range (206), else by slicing the whole body it sent (a backend or proxy that ignored `Range`).
+ */
+export function rangedBody(
+  body: Uint8Array,
+  range: ByteRange,
+  contentRange: string | undefined,
+  key: string,
+  backend: string,
+): { body: Uint8Array; size: number; range: { start: number; end: number } } {
+  const sent = parseContentRange(contentRange);
+  if (sent) return { body, size: sent.size, range: { start: sent.start, end: sent.end } };
+  const selected = resolveRange(range, body.byteLength, key, backend);
+  return {
+    body: body.subarray(selected.start, selected.end + 1),
+    size: body.byteLength,
+    range: selected,
+  };
 }

@@ -55,6 +55,23 @@ export class InvalidArgumentError extends ObjectStoreError {
   override name = 'InvalidArgumentError';
 }
 
+/**
+ * `get({ range })` asked for bytes the object does not have: a `start` at or past its size, or any
+ * range of an empty object (HTTP 416 `InvalidRange`). Nothing was read.
+ */
+export class RangeNotSatisfiableError extends ObjectStoreError {
+  override name = 'RangeNotSatisfiableError';
+  constructor(
+    readonly key: string,
+    backend: string,
+    /** The object's size, where the backend said it (`Content-Range: bytes *\/size`). */
+    readonly size?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`range not satisfiable: ${key}${size === undefined ? '' : ` (size ${size})`}`, backend, options);
+  }
+}
+
 /** The object is in an archive class and must be restored before it can be read (`restore`). */
 export class ObjectArchivedError extends ObjectStoreError {
   override name = 'ObjectArchivedError';

@@ -2,6 +2,7 @@
 import {
   checkKey,
   checkMetadata,
+  checkRange,
   checkStorageClass,
   checkTags,
   compareKeys,
@@ -9,6 +10,7 @@ import {
   copiedOptions,
   deleteBatches,
   pageOf,
+  resolveRange,
   toBytes,
   withoutDirectTransfer,
 } from './common.js';
@@ -52,6 +54,7 @@ export function createMemoryDriver(options: MemoryDriverOptions = {}): ObjectSto
     multipart: false,
     checksumSha256: false,
     restoreClasses: [],
+    ranges: true,
   };
 
   function found(key: string): StoredObject {
@@ -99,10 +102,13 @@ export function createMemoryDriver(options: MemoryDriverOptions = {}): ObjectSto
     name: NAME,
     capabilities,
     async get(key, o = {}) {
+      if (o.range) checkRange(o.range, NAME);
       const object = found(key);
       if (o.ifMatch !== undefined && object.etag !== o.ifMatch)
         throw new ObjectConditionFailedError(key, NAME);
-      return { ...object, body: new Uint8Array(object.body) };
+      if (!o.range) return { ...object, body: new Uint8Array(object.body) };
+      const range = resolveRange(o.range, object.size, key, NAME);
+      return { ...object, body: object.body.slice(range.start, range.end + 1), range };
     },
     async head(key, o = {}) {
       const { body: _body, tags, ...info } = found(key);

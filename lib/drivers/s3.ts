@@ -33,13 +33,17 @@ import {
   bareEtag,
   checkKey,
   checkMetadata,
+  checkRange,
   checkStorageClass,
   checkTags,
   deleteBatches,
   encodeTags,
   listLimit,
   parseRestore,
+  rangedBody,
+  rangeHeader,
   toBytes,
+  unsatisfiedSize,
 } from './common.js';
 import {
   type BackendResource,
@@ -47,6 +51,7 @@ import {
   ObjectConditionFailedError,
   ObjectNotFoundError,
   ObjectStoreError,
+  RangeNotSatisfiableError,
   UnavailableResourceError,
   UnsupportedError,
 } from './errors.js';
@@ -149,6 +154,7 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
     // RGW 16 accepts x-amz-checksum-sha256 without checking it, and has no archive tier to restore from.
     checksumSha256: !rgw,
     restoreClasses: rgw ? [] : ['GLACIER', 'DEEP_ARCHIVE'],
+    ranges: true,
   };
 
   async function head(key: string, withTags = false): Promise<ObjectInfo> {
@@ -250,20 +256,26 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
     capabilities,
     async get(key, o = {}) {
       checkKey(key, NAME);
+      if (o.range) checkRange(o.range, NAME);
       try {
         const out = await client.send(
           new GetObjectCommand({
             Bucket,
             Key: key,
             IfMatch: o.ifMatch === undefined ? undefined : ifMatchHeader(o.ifMatch),
+            Range: o.range ? rangeHeader(o.range) : undefined,
           }),
         );
-        const body = out.Body ? await out.Body.transformToByteArray() : new Uint8Array(0);
+        const whole = out.Body ? await out.Body.transformToByteArray() : new Uint8Array(0);
+        const { body, size, range } = o.range
+          ? rangedBody(whole, o.range, out.ContentRange, key, NAME)
+          : { body: whole, size: whole.byteLength, range: undefined };
         return {
           key,
           body,
+          ...(range ? { range } : {}),
           etag: bareEtag(out.ETag),
-          size: body.byteLength,
+          size,
           lastModified: out.LastModified ?? new Date(0),
           contentType: out.ContentType,
           metadata: out.Metadata ?? {},
@@ -606,6 +618,12 @@ function mapError(error: unknown, key: string): ObjectStoreError {
   if (status === 412 || code === 'PreconditionFailed')
     return new ObjectConditionFailedError(key, NAME, { cause: error });
   if (code === 'InvalidObjectState') return new ObjectArchivedError(key, NAME, { cause: error });
+  if (status === 416 || code === 'InvalidRange') {
+    const headers = (error as { $response?: { headers?: Record<string, string> } }).$response?.headers;
+    return new RangeNotSatisfiableError(key, NAME, unsatisfiedSize(headers?.['content-range']), {
+      cause: error,
+    });
+  }
   const retryable = status === undefined || status >= 500 || status === 429 || code === 'SlowDown';
   return new ObjectStoreError(`s3 ${code ?? 'error'} on ${key}: ${(error as Error).message}`, NAME, {
     cause: error,

@@ -30,6 +30,27 @@ export interface DriverCapabilities {
    * every class reads directly (Ceph RGW, fs, memory).
    */
   readonly restoreClasses: readonly string[];
+  /** `get({ range })` returns just the asked bytes, with the whole object's size (every driver here). */
+  readonly ranges: boolean;
+}
+
+/**
+ * Bytes of an object to read, as HTTP `Range` says them: `{ start, end }` with an inclusive `end`
+ * (`bytes=start-end`; `end` omitted: to the end of the object), or `{ suffix }`, the last `suffix`
+ * bytes (`bytes=-suffix`). An `end` past the object is clipped and a suffix longer than the object
+ * reads all of it; a `start` at or past the object's size (and any range of an empty object) fails
+ * with `RangeNotSatisfiableError`.
+ */
+export type ByteRange =
+  | { readonly start: number; readonly end?: number; readonly suffix?: never }
+  | { readonly suffix: number; readonly start?: never; readonly end?: never };
+
+/** Options of `get`. */
+export interface GetOptions {
+  /** Read only if the current etag equals this one (`ObjectConditionFailedError` otherwise). */
+  readonly ifMatch?: string;
+  /** Read only these bytes; needs `capabilities.ranges`. */
+  readonly range?: ByteRange;
 }
 
 /** The restore state of an object in an archive class (`x-amz-restore` / `x-oss-restore`). */
@@ -61,7 +82,10 @@ export interface ObjectInfo {
 
 /** An object with its body. */
 export interface StoredObject extends ObjectInfo {
+  /** The whole object, or with `get({ range })` the bytes of `range` (while `size` is the whole object's). */
   readonly body: Uint8Array;
+  /** With `get({ range })`: the bytes `body` holds, inclusive offsets into the object. */
+  readonly range?: { readonly start: number; readonly end: number };
 }
 
 /** Options of `put`. */
@@ -194,8 +218,11 @@ export interface ObjectStoreDriver {
   /** Short backend name: `s3`, `oss`, `fs`, `memory`. */
   readonly name: string;
   readonly capabilities: DriverCapabilities;
-  /** The object, or `ObjectNotFoundError`; with `ifMatch`, `ObjectConditionFailedError` on a different etag. */
-  get(key: string, options?: { readonly ifMatch?: string }): Promise<StoredObject>;
+  /**
+   * The object, or `ObjectNotFoundError`; with `ifMatch`, `ObjectConditionFailedError` on a different
+   * etag; with `range`, only those bytes (`RangeNotSatisfiableError` when none of the object is in it).
+   */
+  get(key: string, options?: GetOptions): Promise<StoredObject>;
   /** The object's attributes, or `ObjectNotFoundError`; `tags: true` also reads its tags. */
   head(key: string, options?: { readonly tags?: boolean }): Promise<ObjectInfo>;
   /** Writes the whole object and returns its new etag. */

@@ -8,6 +8,7 @@ import {
   InvalidArgumentError,
   ObjectConditionFailedError,
   ObjectNotFoundError,
+  RangeNotSatisfiableError,
   UnsupportedError,
 } from '../../lib/drivers/errors.js';
 import type { DriverCapabilities, ObjectStoreDriver } from '../../lib/drivers/types.js';
@@ -226,6 +227,101 @@ export function describeDriverConformance(label: string, make: () => Promise<Dri
         const current = await d.head(k('cdel'));
         await d.delete(k('cdel'), { ifMatch: current.etag });
         await expect(d.head(k('cdel'))).rejects.toBeInstanceOf(ObjectNotFoundError);
+      });
+    });
+
+    describe('ranged reads', () => {
+      /** A 100-byte object whose byte i is i, so a slice shows where it came from. */
+      const hundred = Uint8Array.from({ length: 100 }, (_, i) => i);
+      const bytes = (from: number, to: number) => [...hundred.subarray(from, to + 1)];
+      let etag: string;
+      beforeAll(async () => {
+        if (caps.ranges) ({ etag } = await d.put(k('range/100'), hundred));
+      });
+
+      needs('ranges', 'start-end: exactly those bytes, the whole size, the range returned', async () => {
+        const got = await d.get(k('range/100'), { range: { start: 10, end: 19 } });
+        expect([...got.body]).toEqual(bytes(10, 19));
+        expect(got.size).toBe(100);
+        expect(got.range).toEqual({ start: 10, end: 19 });
+        expect(got.etag).toBe(etag);
+      });
+
+      needs('ranges', 'suffix: the last n bytes', async () => {
+        const got = await d.get(k('range/100'), { range: { suffix: 10 } });
+        expect([...got.body]).toEqual(bytes(90, 99));
+        expect(got.size).toBe(100);
+        expect(got.range).toEqual({ start: 90, end: 99 });
+      });
+
+      needs('ranges', '0-0: exactly one byte', async () => {
+        const got = await d.get(k('range/100'), { range: { start: 0, end: 0 } });
+        expect([...got.body]).toEqual([0]);
+        expect(got.size).toBe(100);
+        expect(got.range).toEqual({ start: 0, end: 0 });
+      });
+
+      needs('ranges', 'start without end: to the end of the object', async () => {
+        const got = await d.get(k('range/100'), { range: { start: 95 } });
+        expect([...got.body]).toEqual(bytes(95, 99));
+        expect(got.range).toEqual({ start: 95, end: 99 });
+      });
+
+      needs('ranges', 'an end past the object is clipped', async () => {
+        const got = await d.get(k('range/100'), { range: { start: 90, end: 500 } });
+        expect([...got.body]).toEqual(bytes(90, 99));
+        expect(got.size).toBe(100);
+        expect(got.range).toEqual({ start: 90, end: 99 });
+      });
+
+      needs('ranges', 'a suffix longer than the object reads all of it', async () => {
+        const got = await d.get(k('range/100'), { range: { suffix: 500 } });
+        expect([...got.body]).toEqual(bytes(0, 99));
+        expect(got.size).toBe(100);
+        expect(got.range).toEqual({ start: 0, end: 99 });
+      });
+
+      needs('ranges', 'a start at or past the size is RangeNotSatisfiableError', async () => {
+        await expect(d.get(k('range/100'), { range: { start: 100 } })).rejects.toBeInstanceOf(
+          RangeNotSatisfiableError,
+        );
+        await expect(d.get(k('range/100'), { range: { start: 150, end: 200 } })).rejects.toBeInstanceOf(
+          RangeNotSatisfiableError,
+        );
+      });
+
+      needs('ranges', 'any range of an empty object is RangeNotSatisfiableError', async () => {
+        await d.put(k('range/empty'), '');
+        for (const range of [{ start: 0 }, { suffix: 10 }]) {
+          await expect(d.get(k('range/empty'), { range })).rejects.toBeInstanceOf(RangeNotSatisfiableError);
+        }
+        expect((await d.get(k('range/empty'))).body.byteLength).toBe(0);
+      });
+
+      needs('ranges', 'a range of a missing key is ObjectNotFoundError', async () => {
+        await expect(d.get(k('range/nope'), { range: { start: 0, end: 9 } })).rejects.toBeInstanceOf(
+          ObjectNotFoundError,
+        );
+      });
+
+      needs('ranges', 'a malformed range is InvalidArgumentError before any request', async () => {
+        const bad = [{ start: -1 }, { start: 5, end: 4 }, { suffix: 0 }, { start: 1.5 }];
+        for (const range of bad) {
+          await expect(d.get(k('range/100'), { range })).rejects.toBeInstanceOf(InvalidArgumentError);
+        }
+      });
+
+      it('if-match with a range: the current etag reads the bytes, a stale one is refused', async (ctx) => {
+        for (const capability of ['ranges', 'conditionalGet'] as const)
+          if (!caps[capability]) ctx.skip(`${label} lacks capability ${capability}`);
+        const { etag: first } = await d.put(k('range/cas'), hundred);
+        const got = await d.get(k('range/cas'), { ifMatch: first, range: { suffix: 5 } });
+        expect([...got.body]).toEqual(bytes(95, 99));
+        expect(got.etag).toBe(first);
+        await d.put(k('range/cas'), hundred.subarray(0, 50));
+        await expect(
+          d.get(k('range/cas'), { ifMatch: first, range: { start: 0, end: 9 } }),
+        ).rejects.toBeInstanceOf(ObjectConditionFailedError);
       });
     });
 

@@ -8,6 +8,10 @@
  *   `x-oss-request-id`);
  * - implements `x-oss-forbid-overwrite: true` (409 FileAlreadyExists when the object exists, atomic
  *   through the S3 front's create-only write);
+ * - ranged GETs as OSS answers them: passed to the S3 front (which serves them as S3 does) with
+ *   `x-oss-range-behavior: standard`; without it, a range reaching past the object (an end or a
+ *   suffix past it, a start at or past its size) is ignored: 200 and the whole object, as OSS's
+ *   default (https://www.alibabacloud.com/help/en/oss/user-guide/http-status-code-416);
  * - restores (`POST ?restore`) and multipart uploads pass through to the S3 front, which emulates them;
  * - injects faults on demand, as the S3 front does (control API `/__front/faults`, `reset`,
  *   `injected`): 500 InternalError, 503 ServiceUnavailable, latency, connection resets, before or
@@ -31,7 +35,7 @@ import {
   xmlEscape,
   xmlValues,
 } from './http-util.js';
-import { type FaultRule, ruleMatches } from './s3-front.js';
+import { type FaultRule, parseRange, ruleMatches } from './s3-front.js';
 
 /** Query parameters OSS includes in the signed resource. */
 const SUBRESOURCES = new Set([
@@ -143,7 +147,13 @@ export async function startOssFront(
       }
     }
     const body = method === 'GET' || method === 'HEAD' ? undefined : req;
-    const up = await request(upstream, method, path, headers, body);
+    let up = await request(upstream, method, path, headers, body);
+    if (method === 'GET' && headers.range && req.headers['x-oss-range-behavior'] !== 'standard') {
+      if (reachesPast(parseRange(String(headers.range)), up)) {
+        delete headers.range;
+        up = await request(upstream, method, path, headers);
+      }
+    }
     if (await applyOssFault(faults.take(ruleMatches(req, true)), res)) return;
     if (method === 'POST' && query.has('restore') && up.status === 403) {
       // OSS refuses to restore an object that is not archived with 400, not S3's 403.
@@ -233,6 +243,14 @@ export async function startOssFront(
 
   const port = await listen(server);
   return { port, endpoint: `http://localhost:${port}`, stop: () => close(server) };
+}
+
+/** Whether a ranged answer shows the range reaching past the object (OSS's default then ignores it). */
+function reachesPast(range: ReturnType<typeof parseRange>, up: Upstream): boolean {
+  if (!range || up.status === 416) return up.status === 416;
+  const size = Number(/\/(\d+)$/.exec(String(up.headers['content-range'] ?? ''))?.[1] ?? Number.NaN);
+  if (up.status !== 206 || Number.isNaN(size)) return false;
+  return range.suffix !== undefined ? range.suffix > size : range.end !== undefined && range.end >= size;
 }
 
 function sendError(res: http.ServerResponse, status: number, code: string, message: string): void {

@@ -5,6 +5,9 @@
  *   `If-Match`: 412 when the etag differs, 404 when the key is missing), serialised per key so that
  *   exactly one of many concurrent conditional writers wins, and reads never see a half-written
  *   object (s3rver rewrites files in place);
+ * - ranged GETs (`Range: bytes=a-b`, `bytes=a-`, `bytes=-n`) served by the front from the whole
+ *   object, since s3rver 3.7.1 gets suffix and one-byte ranges wrong: 206 with `Content-Range`, or
+ *   416 InvalidRange;
  * - object tags (`x-amz-tagging`, `?tagging`, `x-amz-tagging-count`) and storage classes, which
  *   s3rver drops;
  * - bucket lifecycle configurations stored and returned (s3rver answers 501);
@@ -27,7 +30,8 @@
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
-import { KeyedMutex } from '../../lib/drivers/common.js';
+import { KeyedMutex, resolveRange } from '../../lib/drivers/common.js';
+import type { ByteRange } from '../../lib/drivers/types.js';
 import { applyFault, FaultRules, type StoreFault } from './fault-rules.js';
 import {
   close,
@@ -409,29 +413,19 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
         "The operation is not valid for the object's storage class",
       );
     }
+    const range = req.method === 'GET' ? parseRange(req.headers.range) : undefined;
+    if (range) return rangedGet(id, range, req, res);
     await new Promise<void>((resolve, reject) => {
       const up = http.request(
         {
           ...upstream,
           method: req.method,
           path: req.url,
-          headers: forwardHeaders(req.headers, (h) => h === 'if-match'),
+          headers: forwardHeaders(req.headers, (h) => h === 'if-match' || h === 'range'),
         },
         (upRes) => {
           const headers = { ...upRes.headers };
-          const extra = extras.get(id);
-          if (upRes.statusCode === 200 || upRes.statusCode === 206) {
-            const count = extra?.tags ? new URLSearchParams(extra.tags).size : 0;
-            if (count > 0) headers['x-amz-tagging-count'] = String(count);
-            if (extra && extra.storageClass !== 'STANDARD')
-              headers['x-amz-storage-class'] = extra.storageClass;
-            if (extra?.restoredAt !== undefined) {
-              headers['x-amz-restore'] =
-                extra.restoredAt > Date.now()
-                  ? 'ongoing-request="true"'
-                  : `ongoing-request="false", expiry-date="${new Date(extra.restoredAt + 86_400_000).toUTCString()}"`;
-            }
-          }
+          if (upRes.statusCode === 200) decorate(id, headers);
           res.writeHead(upRes.statusCode ?? 500, headers);
           upRes.pipe(res);
           upRes.on('end', resolve);
@@ -441,6 +435,67 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
       up.on('error', reject);
       up.end();
     });
+  }
+
+  /** The headers of the object's extras (tag count, storage class, restore) added to a GET's answer. */
+  function decorate(id: string, headers: http.OutgoingHttpHeaders): void {
+    const extra = extras.get(id);
+    const count = extra?.tags ? new URLSearchParams(extra.tags).size : 0;
+    if (count > 0) headers['x-amz-tagging-count'] = String(count);
+    if (extra && extra.storageClass !== 'STANDARD') headers['x-amz-storage-class'] = extra.storageClass;
+    if (extra?.restoredAt !== undefined) {
+      headers['x-amz-restore'] =
+        extra.restoredAt > Date.now()
+          ? 'ongoing-request="true"'
+          : `ongoing-request="false", expiry-date="${new Date(extra.restoredAt + 86_400_000).toUTCString()}"`;
+    }
+  }
+
+  /**
+   * A GET with a Range, served here: s3rver 3.7.1 answers `bytes=-10` with the first 11 bytes and
+   * `bytes=0-0` with the whole object. The object is read whole from s3rver (the key's lock is held)
+   * and sliced as S3 does: 206 with `Content-Range: bytes a-b/size`, an end past the object clipped,
+   * a suffix longer than it giving all of it; 416 InvalidRange (`Content-Range: bytes *\/size`) when
+   * the start is at or past the size or the object is empty.
+   */
+  async function rangedGet(
+    id: string,
+    range: ByteRange,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    const up = await request(
+      upstream,
+      'GET',
+      req.url ?? '',
+      forwardHeaders(req.headers, (h) => h === 'if-match' || h === 'range'),
+    );
+    if (up.status !== 200) return answer(req, res, up);
+    const size = up.body.length;
+    let selected: { start: number; end: number };
+    try {
+      selected = resolveRange(range, size, id, 's3-front');
+    } catch {
+      const body = Buffer.from(
+        `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InvalidRange</Code><Message>The requested range is not satisfiable</Message><RangeRequested>${xmlEscape(String(req.headers.range))}</RangeRequested><ActualObjectSize>${size}</ActualObjectSize><RequestId>front</RequestId></Error>`,
+      );
+      res
+        .writeHead(416, {
+          'content-type': 'application/xml',
+          'content-length': body.length,
+          'content-range': `bytes */${size}`,
+        })
+        .end(body);
+      return;
+    }
+    const headers: http.OutgoingHttpHeaders = { ...up.headers };
+    delete headers['transfer-encoding'];
+    decorate(id, headers);
+    const body = up.body.subarray(selected.start, selected.end + 1);
+    headers['content-range'] = `bytes ${selected.start}-${selected.end}/${size}`;
+    headers['content-length'] = String(body.length);
+    headers['accept-ranges'] = 'bytes';
+    res.writeHead(206, headers).end(body);
   }
 
   async function deleteObject(
@@ -573,6 +628,21 @@ const dropped = (h: string) =>
   h === 'x-amz-tagging' ||
   h === 'x-amz-storage-class' ||
   h.startsWith('x-amz-checksum');
+
+/**
+ * One byte range of a `Range` header (`bytes=a-b`, `bytes=a-`, `bytes=-n`); undefined for anything
+ * else, which S3 ignores (the whole object, 200), as it does a second range.
+ */
+export function parseRange(header: string | undefined): ByteRange | undefined {
+  const match = /^bytes=(\d*)-(\d*)$/.exec((header ?? '').trim());
+  if (!match) return undefined;
+  const [, first = '', last = ''] = match;
+  if (first === '' && last === '') return undefined;
+  if (first === '') return { suffix: Number(last) };
+  if (last === '') return { start: Number(first) };
+  if (Number(last) < Number(first)) return undefined;
+  return { start: Number(first), end: Number(last) };
+}
 
 function extrasOf(headers: http.IncomingHttpHeaders): ObjectExtras {
   return {
