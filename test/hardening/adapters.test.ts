@@ -5,32 +5,11 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../../lib/config.js';
-import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
 import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
-import { type App, createApp } from '../../lib/http/app.js';
-import { platformClaimsAuth } from '../../lib/http/auth.js';
-import { createMemoryLock } from '../../lib/lock/memory.js';
+import { platformApp } from '../http/harness.js';
 
-const config = loadConfig({ STORE_BACKEND: 'memory', AUTH_JWT_SECRET: 'x'.repeat(32), LOG_LEVEL: 'SILENT' });
-
-/** A fresh app; with `throws`, its router throws on every request. */
-function app(throws = false): App {
-  const made = createApp(config, {
-    driver: createMemoryDriver(),
-    lock: createMemoryLock(),
-    auth: platformClaimsAuth(),
-  });
-  return throws
-    ? {
-        ...made,
-        handle: async () => {
-          throw new Error('router boom');
-        },
-      }
-    : made;
-}
+const app = platformApp;
 
 const context = {
   functionName: 'agent-state-api',
@@ -124,13 +103,14 @@ describe('API Gateway v2 adapter: malformed events', () => {
     expect(logged).toHaveBeenCalledTimes(1);
   });
 
-  it('a base64 body of 3.5 MB (under the 4 MiB cap) is checked without overflowing the stack', async () => {
+  it('a base64 body of 3.5 MB is checked without overflowing the stack (then refused by size, not a 500)', async () => {
     const body = Buffer.alloc(3.5 * 1024 * 1024, 'x').toString('base64');
     const result = (await handler(
       apigwEvent((e) => Object.assign(e, { body, isBase64Encoded: true })),
       context,
     )) as Result;
-    expect(result.statusCode).toBe(200);
+    expect(result.statusCode).toBe(413);
+    expect(JSON.parse(result.body)).toMatchObject({ code: 'payload-too-large' });
   });
 
   it('without a request id in the event, the 500 carries a fresh one', async () => {

@@ -7,12 +7,14 @@ import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { createLocalJWKSet, exportJWK, SignJWT } from 'jose';
 import { loadConfig } from '../../lib/config.js';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
 import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { type App, createApp } from '../../lib/http/app.js';
 import { bearerJwtAuth, platformClaimsAuth } from '../../lib/http/auth.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
 import type { SessionLock } from '../../lib/lock/types.js';
 
 export interface Answer {
@@ -204,6 +206,25 @@ export async function functionComputeHarness(
       return answer(result.statusCode, result.headers, result.body);
     },
     close: async () => {},
+  };
+}
+
+/**
+ * An app on the memory driver taking API Gateway's verified claims (for events built by hand); with
+ * `throws`, its router throws on every request (to see what the adapters answer then).
+ */
+export function platformApp(throws = false): App {
+  const made = createApp(config(), {
+    driver: createMemoryDriver(),
+    lock: createMemoryLock(),
+    auth: platformClaimsAuth(),
+  });
+  if (!throws) return made;
+  return {
+    ...made,
+    handle: async () => {
+      throw new Error('router boom');
+    },
   };
 }
 

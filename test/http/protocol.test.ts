@@ -18,7 +18,6 @@ import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
 import { withRequestId } from '../../lib/http/adapters/guard.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { type App, createApp } from '../../lib/http/app.js';
-import { platformClaimsAuth } from '../../lib/http/auth.js';
 import { HttpProblem, toProblem } from '../../lib/http/problems.js';
 import { compileRoutes, createRouter, ROUTES } from '../../lib/http/router.js';
 import type { Route } from '../../lib/http/routes/route.js';
@@ -58,6 +57,7 @@ import {
   functionComputeHarness,
   hsToken,
   nodeHarness,
+  platformApp,
   SECRET,
 } from './harness.js';
 
@@ -110,21 +110,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
 }
 
 describe('X-Request-Id on the answers the adapters make themselves', () => {
-  const app = (throws = false): App => {
-    const made = createApp(config, {
-      driver: createMemoryDriver(),
-      lock: createMemoryLock(),
-      auth: platformClaimsAuth(),
-    });
-    return throws
-      ? {
-          ...made,
-          handle: async () => {
-            throw new Error('router boom');
-          },
-        }
-      : made;
-  };
+  const app = platformApp;
   const context = {
     functionName: 'f',
     awsRequestId: 'lambda-id',
