@@ -6,7 +6,8 @@
  * response's description and as `x-problem-codes`. Every answer documents `X-Request-Id`. Error
  * responses that several operations share are put once in `components.responses`.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import { type PathParam, patternSegments } from '../protocol/paths.js';
 import { PROBLEMS, type ProblemCode } from '../protocol/problems.js';
 import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER, schemaName, schemas } from '../protocol/schemas.js';
 import { PLAIN_ID } from '../store/ids.js';
@@ -124,24 +125,37 @@ function parametersOf(
 
 /** The path parameters of a pattern. */
 const pathParameters = (pattern: string) =>
-  [...pattern.matchAll(/\{(\w+)\}/g)].map((m) => ({
-    name: m[1],
-    in: 'path',
-    required: true,
-    schema: { type: 'string' },
-    description:
-      m[1] === 'archiveId'
-        ? 'decimal archive id, as listed; an id that names no archive, whatever its form, is 404'
-        : m[1] === 'uploadId'
-          ? 'the `uploadId` the upload was started with'
-          : `the id itself when it matches ${PLAIN_ID.source} (not . or ..), else ~ + unpadded base64url of its UTF-8`,
-  }));
+  patternSegments(pattern).flatMap((segment) =>
+    'param' in segment
+      ? [
+          {
+            name: segment.param,
+            in: 'path',
+            required: true,
+            schema: { type: 'string' },
+            description: ISSUED_IDS[segment.param] ?? ENCODED_ID,
+          },
+        ]
+      : [],
+  );
+
+/** How an id in a path is written (see lib/protocol/url-ids.ts). */
+const ENCODED_ID = `the id itself when it matches ${PLAIN_ID.source} (not . or ..), else ~ + unpadded base64url of its UTF-8`;
+/** The path parameters that are not encoded ids but ids the API issued. */
+const ISSUED_IDS: Partial<Record<PathParam, string>> = {
+  archiveId: 'decimal archive id, as listed; an id that names no archive, whatever its form, is 404',
+  uploadId: 'the `uploadId` the upload was started with',
+};
 
 /** The `$ref` of a component. */
 const ref = (kind: 'schemas' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
 /** A body schema's `$ref`. */
-const bodyRef = (schema: z.core.$ZodType) => ref('schemas', schemaName(schema) ?? 'Value');
+const bodyRef = (schema: z.core.$ZodType) => {
+  const name = schemaName(schema);
+  if (!name) throw new Error('a route declares a body schema that is not a named component');
+  return ref('schemas', name);
+};
 
 const PROBLEM_CONTENT = { 'application/problem+json': { schema: ref('schemas', 'Problem') } };
 

@@ -60,6 +60,25 @@ export function problem(
   };
 }
 
+/** Seconds a client is asked to wait before reading an archived object again. */
+const RESTORE_RETRY_SECONDS = 60;
+
+/**
+ * The 202 of something archived whose restore is under way (not a failure: ask again later), with
+ * what the route knows of it.
+ */
+export function restoring(detail: string, about: Record<string, unknown> = {}): HttpResponse {
+  return {
+    status: 202,
+    headers: {
+      'content-type': 'application/json',
+      'cache-control': 'no-store',
+      'retry-after': String(RESTORE_RETRY_SECONDS),
+    },
+    body: JSON.stringify({ ...about, status: 'restoring', detail }),
+  };
+}
+
 /**
  * Maps any error to its problem response; `internal` says whether it was unexpected, `log` whether
  * it must be logged all the same (a deployment problem: a missing bucket or table, refused credentials).
@@ -110,14 +129,7 @@ export function toProblem(
       ),
     );
   }
-  if (error instanceof RestoreInProgressError) {
-    // Not a failure: the content is archived and on its way back; ask again later.
-    return r({
-      status: 202,
-      headers: { 'content-type': 'application/json', 'cache-control': 'no-store', 'retry-after': '60' },
-      body: JSON.stringify({ status: 'restoring', detail: error.message }),
-    });
-  }
+  if (error instanceof RestoreInProgressError) return r(restoring(error.message));
   if (error instanceof UploadNotFoundError) return r(problem('not-found', error.message));
   if (error instanceof UploadMismatchError) return r(problem('upload-mismatch', error.message));
   if (error instanceof UnsupportedOperationError) return r(problem('unsupported', error.message));

@@ -6,7 +6,7 @@
 import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
 import type { WorkspaceInfo } from '../../store/types.js';
-import { HttpProblem } from '../problems.js';
+import { HttpProblem, restoring } from '../problems.js';
 import { json, noContent, route, WRITE_PROBLEMS } from './route.js';
 import { saveConditions } from './state.js';
 
@@ -132,13 +132,8 @@ export const WORKSPACE_ROUTES = [
     handle: async (c) => {
       const found = await c.user.getWorkspace(c.params.sessionId, c.params.name);
       if (!found) throw new HttpProblem('not-found', 'no such workspace');
-      if (found.status === 'restoring') {
-        return json(
-          202,
-          { ...workspaceJson(found), status: 'restoring', detail: 'archived; a restore is in progress' },
-          { 'retry-after': '60' },
-        );
-      }
+      if (found.status === 'restoring')
+        return restoring('archived; a restore is in progress', workspaceJson(found));
       return json(200, {
         ...workspaceJson(found),
         download: found.download,
