@@ -1,11 +1,20 @@
 /** Checks and helpers shared by the drivers, so each backend file holds only its own protocol. */
 import { createHash } from 'node:crypto';
-import { InvalidArgumentError, RangeNotSatisfiableError, UnsupportedError } from './errors.js';
+import {
+  type BackendResource,
+  InvalidArgumentError,
+  ObjectArchivedError,
+  ObjectConditionFailedError,
+  ObjectNotAppendableError,
+  ObjectNotFoundError,
+  ObjectStoreError,
+  RangeNotSatisfiableError,
+  UnavailableResourceError,
+} from './errors.js';
 import {
   type ByteRange,
   type CopyOptions,
   DELETE_BATCH_LIMIT,
-  type DirectTransfer,
   type ListedObject,
   type ListOptions,
   MAX_LIST_LIMIT,
@@ -208,27 +217,6 @@ export function copiedOptions(from: StoredObject, options: CopyOptions): PutOpti
 }
 
 /**
- * The direct-transfer methods of a driver without presigned URLs (fs, memory): each refuses with
- * `UnsupportedError`; `restore` answers `done`, since every class reads directly.
- */
-export function withoutDirectTransfer(backend: string): DirectTransfer {
-  const refuse = async (): Promise<never> => {
-    throw new UnsupportedError('presigned transfers', backend);
-  };
-  return {
-    presignGet: refuse,
-    presignPut: refuse,
-    presignUpload: refuse,
-    createMultipart: refuse,
-    presignPart: refuse,
-    listParts: refuse,
-    completeMultipart: refuse,
-    abortMultipart: refuse,
-    restore: async () => 'done',
-  };
-}
-
-/**
  * Parses `x-amz-restore` (and `x-oss-restore`, the same syntax):
  * `ongoing-request="false", expiry-date="Fri, 21 Dec 2012 00:00:00 GMT"`. Here rather than in s3.ts,
  * so that the OSS driver does not load the AWS SDK.
@@ -312,4 +300,68 @@ export function rangedBody(
     size: body.byteLength,
     range: selected,
   };
+}
+
+/** Refuses an `append` position that is not a whole number of bytes; returns it unchanged. */
+export function checkPosition(position: number, backend: string): number {
+  if (!Number.isSafeInteger(position) || position < 0) {
+    throw new InvalidArgumentError('append position must be an integer ≥ 0', backend);
+  }
+  return position;
+}
+
+/**
+ * The etag of an appendable object on the fs and memory drivers: its bytes never change below its
+ * length, so the id drawn when it was created and its length name its content (no rehash per append).
+ */
+export function appendEtag(createdId: string, size: number): string {
+  return createHash('sha256').update(`${createdId}:${size}`).digest('hex').slice(0, 32);
+}
+
+/** What an HTTP backend's error says, as the S3 and OSS drivers read it from their SDK's error. */
+export interface BackendFailure {
+  readonly status?: number;
+  readonly code?: string;
+  /** True when retrying the same call may succeed (5xx, throttling, network). */
+  readonly retryable: boolean;
+  /** The object's size, where a 416 answer said it. */
+  readonly size?: number;
+}
+
+/**
+ * The typed error for an S3 or OSS error answer (the two share their codes): a missing bucket or
+ * refused credentials (`unavailable`), a missing object or upload, a failed condition (412,
+ * `PreconditionFailed`, OSS's `FileAlreadyExists`), OSS's `ObjectNotAppendable`, an archived object,
+ * an unsatisfiable range; anything else is an `ObjectStoreError` with `retryable`.
+ */
+export function mapBackendError(
+  error: unknown,
+  key: string,
+  backend: string,
+  failure: BackendFailure,
+  unavailable: ReadonlyMap<string, BackendResource>,
+): ObjectStoreError {
+  if (error instanceof ObjectStoreError) return error;
+  const { status, code } = failure;
+  const resource = unavailable.get(code ?? '');
+  if (resource) return new UnavailableResourceError(resource, backend, code as string, { cause: error });
+  if (status === 404 || code === 'NoSuchKey' || code === 'NotFound' || code === 'NoSuchUpload') {
+    return new ObjectNotFoundError(key, backend, { cause: error });
+  }
+  if (code === 'ObjectNotAppendable') return new ObjectNotAppendableError(key, backend, { cause: error });
+  if (status === 412 || code === 'PreconditionFailed' || code === 'FileAlreadyExists') {
+    return new ObjectConditionFailedError(key, backend, { cause: error });
+  }
+  if (code === 'InvalidObjectState') return new ObjectArchivedError(key, backend, { cause: error });
+  if (status === 416 || code === 'InvalidRange') {
+    return new RangeNotSatisfiableError(key, backend, failure.size, { cause: error });
+  }
+  return new ObjectStoreError(
+    `${backend} ${code ?? 'error'} on ${key}: ${(error as Error).message}`,
+    backend,
+    {
+      cause: error,
+      retryable: failure.retryable,
+    },
+  );
 }

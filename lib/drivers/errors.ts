@@ -27,15 +27,41 @@ export class ObjectNotFoundError extends ObjectStoreError {
   }
 }
 
-/** An `ifMatch` / `ifNoneMatch` condition did not hold; nothing was written. */
+/**
+ * An `ifMatch` / `ifNoneMatch` condition, or the position of an `append`, did not hold; nothing was
+ * written. After an `append` at a wrong position, `nextPosition` is the object's current length
+ * (OSS's `x-oss-next-append-position`; 0 when the object is absent), where the backend said it.
+ */
 export class ObjectConditionFailedError extends ObjectStoreError {
   override name = 'ObjectConditionFailedError';
+  /** `append` only: the object's current length, the position the next append must give. */
+  readonly nextPosition?: number;
   constructor(
     readonly key: string,
     backend: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; nextPosition?: number },
   ) {
-    super(`precondition failed: ${key}`, backend, options);
+    super(
+      `precondition failed: ${key}${options?.nextPosition === undefined ? '' : ` (next append position ${options.nextPosition})`}`,
+      backend,
+      options,
+    );
+    if (options?.nextPosition !== undefined) this.nextPosition = options.nextPosition;
+  }
+}
+
+/**
+ * `append` met an existing object that is not appendable (one written by `put`, `copy` or a
+ * multipart upload; OSS answers 409 ObjectNotAppendable). Nothing was written. It is a failed
+ * condition (the append presumed an appendable object of that length), so callers that handle
+ * `ObjectConditionFailedError` stay safe; it carries no `nextPosition`, since no position can succeed
+ * until the object is deleted or replaced.
+ */
+export class ObjectNotAppendableError extends ObjectConditionFailedError {
+  override name = 'ObjectNotAppendableError';
+  constructor(key: string, backend: string, options?: { cause?: unknown }) {
+    super(key, backend, options);
+    this.message = `object is not appendable: ${key}`;
   }
 }
 

@@ -29,39 +29,38 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { BaseDriver, type PartOptions } from './base.js';
 import {
   bareEtag,
-  checkKey,
-  checkMetadata,
-  checkRange,
-  checkStorageClass,
-  checkTags,
-  deleteBatches,
   encodeTags,
-  listLimit,
+  mapBackendError,
   parseRestore,
   rangedBody,
   rangeHeader,
-  toBytes,
   unsatisfiedSize,
 } from './common.js';
 import {
   type BackendResource,
-  ObjectArchivedError,
   ObjectConditionFailedError,
   ObjectNotFoundError,
-  ObjectStoreError,
-  RangeNotSatisfiableError,
-  UnavailableResourceError,
-  UnsupportedError,
+  type ObjectStoreError,
 } from './errors.js';
 import type {
+  CopyOptions,
   DeleteFailure,
+  DeleteManyResult,
   DriverCapabilities,
+  GetOptions,
+  ListOptions,
+  MultipartOptions,
   ObjectInfo,
+  ObjectListPage,
   ObjectStoreDriver,
   PresignedRequest,
+  PresignOptions,
+  PresignUploadOptions,
   PutOptions,
+  StoredObject,
   UploadedPart,
 } from './types.js';
 
@@ -136,95 +135,127 @@ export function createS3Client(
 
 /** Creates an S3 driver for one bucket. */
 export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
-  const client = options.client ?? createS3Client(options);
-  const signer = options.client ?? createS3Client(options, true);
-  const Bucket = options.bucket;
-  const rgw = options.dialect === 'ceph-rgw';
-  const ifMatchHeader = (etag: string) => (rgw ? etag : `"${etag}"`);
-  const capabilities: DriverCapabilities = {
-    conditionalOverwrite: true,
-    createOnly: true,
-    conditionalGet: true,
-    conditionalDelete: !rgw,
-    presign: true,
-    tags: true,
-    storageClasses: S3_STORAGE_CLASSES,
-    md5Etags: true,
-    multipart: true,
-    // RGW 16 accepts x-amz-checksum-sha256 without checking it, and has no archive tier to restore from.
-    checksumSha256: !rgw,
-    restoreClasses: rgw ? [] : ['GLACIER', 'DEEP_ARCHIVE'],
-    ranges: true,
-  };
+  return new S3Driver(options);
+}
 
-  async function head(key: string, withTags = false): Promise<ObjectInfo> {
-    checkKey(key, NAME);
-    try {
-      const [out, tags] = await Promise.all([
-        client.send(new HeadObjectCommand({ Bucket, Key: key })),
-        withTags ? client.send(new GetObjectTaggingCommand({ Bucket, Key: key })) : undefined,
-      ]);
-      return {
-        key,
-        etag: bareEtag(out.ETag),
-        size: out.ContentLength ?? 0,
-        lastModified: out.LastModified ?? new Date(0),
-        contentType: out.ContentType,
-        metadata: out.Metadata ?? {},
-        storageClass: out.StorageClass ?? 'STANDARD',
-        ...(out.ContentEncoding ? { contentEncoding: out.ContentEncoding } : {}),
-        ...(out.Restore ? { restore: parseRestore(out.Restore) } : {}),
-        ...(tags
-          ? { tags: Object.fromEntries((tags.TagSet ?? []).map((t) => [t.Key ?? '', t.Value ?? ''])) }
-          : {}),
-      };
-    } catch (error) {
-      throw mapError(error, key);
-    }
+class S3Driver extends BaseDriver {
+  private readonly client: S3Client;
+  private readonly signer: S3Client;
+  private readonly Bucket: string;
+  private readonly rgw: boolean;
+  private readonly multipartThreshold: number;
+  private readonly partSize: number;
+
+  constructor(private readonly options: S3DriverOptions) {
+    const rgw = options.dialect === 'ceph-rgw';
+    super(NAME, {
+      conditionalOverwrite: true,
+      createOnly: true,
+      conditionalGet: true,
+      conditionalDelete: !rgw,
+      presign: true,
+      tags: true,
+      storageClasses: S3_STORAGE_CLASSES,
+      md5Etags: true,
+      multipart: true,
+      // RGW 16 accepts x-amz-checksum-sha256 without checking it, and has no archive tier to restore from.
+      checksumSha256: !rgw,
+      restoreClasses: rgw ? [] : ['GLACIER', 'DEEP_ARCHIVE'],
+      ranges: true,
+      // S3 has no append with a position (S3 Express's append is not conditional on one).
+      positionAppend: false,
+    } satisfies DriverCapabilities);
+    this.rgw = rgw;
+    this.client = options.client ?? createS3Client(options);
+    this.signer = options.client ?? createS3Client(options, true);
+    this.Bucket = options.bucket;
+    this.multipartThreshold = Math.max(5 * MIB, options.multipartThresholdBytes ?? 64 * MIB);
+    this.partSize = Math.max(5 * MIB, options.partSizeBytes ?? 8 * MIB);
   }
 
-  const multipartThreshold = Math.max(5 * MIB, options.multipartThresholdBytes ?? 64 * MIB);
-  const partSize = Math.max(5 * MIB, options.partSizeBytes ?? 8 * MIB);
+  private ifMatchHeader(etag: string): string {
+    return this.rgw ? etag : `"${etag}"`;
+  }
+
+  protected override mapError(error: unknown, key: string): ObjectStoreError {
+    const status = statusOf(error);
+    const code = errorCode(error);
+    const headers = (error as { $response?: { headers?: Record<string, string> } })?.$response?.headers;
+    return mapBackendError(
+      error,
+      key,
+      NAME,
+      {
+        status,
+        code,
+        retryable: status === undefined || status >= 500 || status === 429 || code === 'SlowDown',
+        size: unsatisfiedSize(headers?.['content-range']),
+      },
+      UNAVAILABLE,
+    );
+  }
+
+  protected override errorCode(error: unknown): string | undefined {
+    return errorCode(error);
+  }
+
+  protected async headObject(key: string, withTags: boolean): Promise<ObjectInfo> {
+    const { client, Bucket } = this;
+    const [out, tags] = await Promise.all([
+      client.send(new HeadObjectCommand({ Bucket, Key: key })),
+      withTags ? client.send(new GetObjectTaggingCommand({ Bucket, Key: key })) : undefined,
+    ]);
+    return {
+      key,
+      etag: bareEtag(out.ETag),
+      size: out.ContentLength ?? 0,
+      lastModified: out.LastModified ?? new Date(0),
+      contentType: out.ContentType,
+      metadata: out.Metadata ?? {},
+      storageClass: out.StorageClass ?? 'STANDARD',
+      ...(out.ContentEncoding ? { contentEncoding: out.ContentEncoding } : {}),
+      ...(out.Restore ? { restore: parseRestore(out.Restore) } : {}),
+      ...(tags
+        ? { tags: Object.fromEntries((tags.TagSet ?? []).map((t) => [t.Key ?? '', t.Value ?? ''])) }
+        : {}),
+    };
+  }
 
   /** A large unconditional body, in parts. RGW answers CompleteMultipartUpload with an empty ETag: ask HEAD. */
-  async function putInParts(key: string, body: Uint8Array, o: PutOptions): Promise<{ etag: string }> {
-    try {
-      const upload = new Upload({
-        client,
-        partSize,
-        queueSize: 4,
-        leavePartsOnError: false,
-        params: {
-          Bucket,
-          Key: key,
-          Body: body,
-          ContentType: o.contentType ?? 'application/octet-stream',
-          ContentEncoding: o.contentEncoding,
-          Metadata: o.metadata ? { ...o.metadata } : undefined,
-          StorageClass: o.storageClass as StorageClass,
-        },
-        tags: Object.entries(o.tags ?? {}).map(([Key, Value]) => ({ Key, Value })),
-      });
-      const out = await upload.done();
-      const etag = bareEtag(out.ETag);
-      return { etag: etag || (await head(key)).etag };
-    } catch (error) {
-      throw mapError(error, key);
-    }
+  private async putInParts(key: string, body: Uint8Array, o: PutOptions): Promise<{ etag: string }> {
+    const upload = new Upload({
+      client: this.client,
+      partSize: this.partSize,
+      queueSize: 4,
+      leavePartsOnError: false,
+      params: {
+        Bucket: this.Bucket,
+        Key: key,
+        Body: body,
+        ContentType: o.contentType ?? 'application/octet-stream',
+        ContentEncoding: o.contentEncoding,
+        Metadata: o.metadata ? { ...o.metadata } : undefined,
+        StorageClass: o.storageClass as StorageClass,
+      },
+      tags: Object.entries(o.tags ?? {}).map(([Key, Value]) => ({ Key, Value })),
+    });
+    const out = await upload.done();
+    const etag = bareEtag(out.ETag);
+    return { etag: etag || (await this.headObject(key, false)).etag };
   }
 
-  async function put(
+  protected async putObject(
     key: string,
     body: Uint8Array,
     o: PutOptions,
     retried = false,
   ): Promise<{ etag: string }> {
     const conditional = o.ifMatch !== undefined || o.ifNoneMatch !== undefined;
-    if (!conditional && body.byteLength > multipartThreshold) return putInParts(key, body, o);
+    if (!conditional && body.byteLength > this.multipartThreshold) return this.putInParts(key, body, o);
     try {
-      const out = await client.send(
+      const out = await this.client.send(
         new PutObjectCommand({
-          Bucket,
+          Bucket: this.Bucket,
           Key: key,
           Body: body,
           ContentLength: body.byteLength,
@@ -233,7 +264,7 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
           Metadata: o.metadata ? { ...o.metadata } : undefined,
           Tagging: o.tags && Object.keys(o.tags).length > 0 ? encodeTags(o.tags) : undefined,
           StorageClass: o.storageClass as StorageClass,
-          IfMatch: o.ifMatch === undefined ? undefined : ifMatchHeader(o.ifMatch),
+          IfMatch: o.ifMatch === undefined ? undefined : this.ifMatchHeader(o.ifMatch),
           IfNoneMatch: o.ifNoneMatch,
         }),
       );
@@ -241,341 +272,298 @@ export function createS3Driver(options: S3DriverOptions): ObjectStoreDriver {
     } catch (error) {
       if (conditional && errorCode(error) === 'ConditionalRequestConflict' && !retried) {
         // Another conditional write to the key was in flight: S3 asks the caller to retry.
-        return put(key, body, o, true);
+        return this.putObject(key, body, o, true);
       }
       // AWS answers 404 to If-Match on a missing key, RGW 412: both mean the condition failed.
       if (conditional && (statusOf(error) === 404 || statusOf(error) === 409)) {
         throw new ObjectConditionFailedError(key, NAME, { cause: error });
       }
-      throw mapError(error, key);
+      throw error;
     }
   }
 
-  return {
-    name: NAME,
-    capabilities,
-    async get(key, o = {}) {
-      checkKey(key, NAME);
-      if (o.range) checkRange(o.range, NAME);
-      try {
-        const out = await client.send(
-          new GetObjectCommand({
-            Bucket,
-            Key: key,
-            IfMatch: o.ifMatch === undefined ? undefined : ifMatchHeader(o.ifMatch),
-            Range: o.range ? rangeHeader(o.range) : undefined,
-          }),
-        );
-        const whole = out.Body ? await out.Body.transformToByteArray() : new Uint8Array(0);
-        const { body, size, range } = o.range
-          ? rangedBody(whole, o.range, out.ContentRange, key, NAME)
-          : { body: whole, size: whole.byteLength, range: undefined };
-        return {
-          key,
-          body,
-          ...(range ? { range } : {}),
-          etag: bareEtag(out.ETag),
-          size,
-          lastModified: out.LastModified ?? new Date(0),
-          contentType: out.ContentType,
-          metadata: out.Metadata ?? {},
-          storageClass: out.StorageClass ?? 'STANDARD',
-          ...(out.ContentEncoding ? { contentEncoding: out.ContentEncoding } : {}),
-        };
-      } catch (error) {
-        throw mapError(error, key);
-      }
-    },
-    head: (key, o = {}) => head(key, o.tags),
-    async put(key, body, o = {}) {
-      checkKey(key, NAME);
-      checkMetadata(o.metadata, NAME);
-      checkTags(o.tags, NAME);
-      checkStorageClass(o.storageClass, S3_STORAGE_CLASSES, NAME);
-      return put(key, toBytes(body), o);
-    },
-    async delete(key, o = {}) {
-      checkKey(key, NAME);
-      if (o.ifMatch !== undefined && !capabilities.conditionalDelete) {
-        throw new UnsupportedError('conditional delete', NAME);
-      }
-      try {
-        await client.send(
-          new DeleteObjectCommand({
-            Bucket,
-            Key: key,
-            IfMatch: o.ifMatch === undefined ? undefined : ifMatchHeader(o.ifMatch),
-          }),
-        );
-      } catch (error) {
-        if (o.ifMatch !== undefined && [404, 412].includes(statusOf(error) ?? 0)) {
-          throw new ObjectConditionFailedError(key, NAME, { cause: error });
-        }
-        throw mapError(error, key);
-      }
-    },
-    async deleteMany(keys) {
-      for (const key of keys) checkKey(key, NAME);
-      const deleted: string[] = [];
-      const failed: DeleteFailure[] = [];
-      for (const batch of deleteBatches(keys)) {
-        try {
-          const out = await client.send(
-            new DeleteObjectsCommand({
-              Bucket,
-              Delete: { Quiet: true, Objects: batch.map((Key) => ({ Key })) },
-            }),
-          );
-          const errors = new Map((out.Errors ?? []).map((e) => [e.Key ?? '', e]));
-          for (const key of batch) {
-            const e = errors.get(key);
-            if (e) failed.push({ key, code: e.Code ?? 'Unknown', message: e.Message ?? '' });
-            else deleted.push(key);
-          }
-        } catch (error) {
-          // The whole batch failed: every key in it is reported, none is silently dropped.
-          const code = errorCode(error) ?? 'RequestFailed';
-          for (const key of batch) failed.push({ key, code, message: (error as Error).message });
-        }
-      }
-      return { deleted, failed };
-    },
-    async list(o = {}) {
-      const limit = listLimit(o.limit, NAME);
-      try {
-        const out = await client.send(
-          new ListObjectsV2Command({
-            Bucket,
-            Prefix: o.prefix || undefined,
-            Delimiter: o.delimiter || undefined,
-            StartAfter: o.startAfter,
-            ContinuationToken: o.cursor,
-            MaxKeys: limit,
-          }),
-        );
-        return {
-          objects: (out.Contents ?? []).map((c) => ({
-            key: c.Key ?? '',
-            etag: bareEtag(c.ETag),
-            size: c.Size ?? 0,
-            lastModified: c.LastModified ?? new Date(0),
-            storageClass: c.StorageClass ?? 'STANDARD',
-          })),
-          prefixes: (out.CommonPrefixes ?? []).map((p) => p.Prefix ?? ''),
-          ...(out.IsTruncated && out.NextContinuationToken ? { nextCursor: out.NextContinuationToken } : {}),
-        };
-      } catch (error) {
-        throw mapError(error, o.prefix ?? '');
-      }
-    },
-    async copy(source, target, o = {}) {
-      checkKey(target, NAME);
-      checkMetadata(o.metadata, NAME);
-      checkTags(o.tags, NAME);
-      checkStorageClass(o.storageClass, S3_STORAGE_CLASSES, NAME);
-      // Everything is restated (REPLACE), so a copy onto itself is valid and nothing is lost.
-      const from = o.metadata && o.tags && o.contentType ? undefined : await head(source, !o.tags);
-      const tags = o.tags ?? from?.tags ?? {};
-      try {
-        const out = await client.send(
-          new CopyObjectCommand({
-            Bucket,
-            Key: target,
-            CopySource: `${Bucket}/${encodeURIComponent(source)}`,
-            MetadataDirective: 'REPLACE',
-            Metadata: { ...(o.metadata ?? from?.metadata) },
-            ContentType: o.contentType ?? from?.contentType,
-            ContentEncoding: from?.contentEncoding,
-            TaggingDirective: 'REPLACE',
-            Tagging: encodeTags(tags),
-            StorageClass: (o.storageClass ?? from?.storageClass) as StorageClass,
-          }),
-        );
-        if (rgw && Object.keys(tags).length > 0) {
-          await client.send(
-            new PutObjectTaggingCommand({
-              Bucket,
-              Key: target,
-              Tagging: { TagSet: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) },
-            }),
-          );
-        }
-        return { etag: bareEtag(out.CopyObjectResult?.ETag) };
-      } catch (error) {
-        throw mapError(error, source);
-      }
-    },
-    async presignGet(key, o = {}) {
-      checkKey(key, NAME);
-      return getSignedUrl(client, new GetObjectCommand({ Bucket, Key: key }), {
-        expiresIn: o.expiresIn ?? 900,
-      });
-    },
-    async presignPut(key, o = {}) {
-      checkKey(key, NAME);
-      return getSignedUrl(client, new PutObjectCommand({ Bucket, Key: key, ContentType: o.contentType }), {
-        expiresIn: o.expiresIn ?? 900,
-      });
-    },
-    async presignUpload(key, o) {
-      checkKey(key, NAME);
-      checkMetadata(o.metadata, NAME);
-      checkTags(o.tags, NAME);
-      checkStorageClass(o.storageClass, S3_STORAGE_CLASSES, NAME);
-      const sha256 = capabilities.checksumSha256 ? o.checksumSha256 : undefined;
-      const command = new PutObjectCommand({
-        Bucket,
+  protected async getObject(key: string, o: GetOptions): Promise<StoredObject> {
+    const out = await this.client.send(
+      new GetObjectCommand({
+        Bucket: this.Bucket,
         Key: key,
-        ContentLength: o.contentLength,
-        ContentMD5: o.contentMd5,
+        IfMatch: o.ifMatch === undefined ? undefined : this.ifMatchHeader(o.ifMatch),
+        Range: o.range ? rangeHeader(o.range) : undefined,
+      }),
+    );
+    const whole = out.Body ? await out.Body.transformToByteArray() : new Uint8Array(0);
+    const { body, size, range } = o.range
+      ? rangedBody(whole, o.range, out.ContentRange, key, NAME)
+      : { body: whole, size: whole.byteLength, range: undefined };
+    return {
+      key,
+      body,
+      ...(range ? { range } : {}),
+      etag: bareEtag(out.ETag),
+      size,
+      lastModified: out.LastModified ?? new Date(0),
+      contentType: out.ContentType,
+      metadata: out.Metadata ?? {},
+      storageClass: out.StorageClass ?? 'STANDARD',
+      ...(out.ContentEncoding ? { contentEncoding: out.ContentEncoding } : {}),
+    };
+  }
+
+  protected async deleteObject(key: string, ifMatch: string | undefined): Promise<void> {
+    try {
+      await this.client.send(
+        new DeleteObjectCommand({
+          Bucket: this.Bucket,
+          Key: key,
+          IfMatch: ifMatch === undefined ? undefined : this.ifMatchHeader(ifMatch),
+        }),
+      );
+    } catch (error) {
+      if (ifMatch !== undefined && [404, 412].includes(statusOf(error) ?? 0)) {
+        throw new ObjectConditionFailedError(key, NAME, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  protected async deleteBatch(keys: readonly string[]): Promise<DeleteManyResult> {
+    const out = await this.client.send(
+      new DeleteObjectsCommand({
+        Bucket: this.Bucket,
+        Delete: { Quiet: true, Objects: keys.map((Key) => ({ Key })) },
+      }),
+    );
+    const errors = new Map((out.Errors ?? []).map((e) => [e.Key ?? '', e]));
+    const deleted: string[] = [];
+    const failed: DeleteFailure[] = [];
+    for (const key of keys) {
+      const e = errors.get(key);
+      if (e) failed.push({ key, code: e.Code ?? 'Unknown', message: e.Message ?? '' });
+      else deleted.push(key);
+    }
+    return { deleted, failed };
+  }
+
+  protected async listObjects(o: ListOptions & { limit: number }): Promise<ObjectListPage> {
+    const out = await this.client.send(
+      new ListObjectsV2Command({
+        Bucket: this.Bucket,
+        Prefix: o.prefix || undefined,
+        Delimiter: o.delimiter || undefined,
+        StartAfter: o.startAfter,
+        ContinuationToken: o.cursor,
+        MaxKeys: o.limit,
+      }),
+    );
+    return {
+      objects: (out.Contents ?? []).map((c) => ({
+        key: c.Key ?? '',
+        etag: bareEtag(c.ETag),
+        size: c.Size ?? 0,
+        lastModified: c.LastModified ?? new Date(0),
+        storageClass: c.StorageClass ?? 'STANDARD',
+      })),
+      prefixes: (out.CommonPrefixes ?? []).map((p) => p.Prefix ?? ''),
+      ...(out.IsTruncated && out.NextContinuationToken ? { nextCursor: out.NextContinuationToken } : {}),
+    };
+  }
+
+  protected async copyObject(source: string, target: string, o: CopyOptions): Promise<{ etag: string }> {
+    const { client, Bucket } = this;
+    // Everything is restated (REPLACE), so a copy onto itself is valid and nothing is lost.
+    const from = o.metadata && o.tags && o.contentType ? undefined : await this.headObject(source, !o.tags);
+    const tags = o.tags ?? from?.tags ?? {};
+    const out = await client.send(
+      new CopyObjectCommand({
+        Bucket,
+        Key: target,
+        CopySource: `${Bucket}/${encodeURIComponent(source)}`,
+        MetadataDirective: 'REPLACE',
+        Metadata: { ...(o.metadata ?? from?.metadata) },
+        ContentType: o.contentType ?? from?.contentType,
+        ContentEncoding: from?.contentEncoding,
+        TaggingDirective: 'REPLACE',
+        Tagging: encodeTags(tags),
+        StorageClass: (o.storageClass ?? from?.storageClass) as StorageClass,
+      }),
+    );
+    if (this.rgw && Object.keys(tags).length > 0) {
+      await client.send(
+        new PutObjectTaggingCommand({
+          Bucket,
+          Key: target,
+          Tagging: { TagSet: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) },
+        }),
+      );
+    }
+    return { etag: bareEtag(out.CopyObjectResult?.ETag) };
+  }
+
+  protected override signGet(key: string, o: PresignOptions): Promise<string> {
+    return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.Bucket, Key: key }), {
+      expiresIn: o.expiresIn ?? 900,
+    });
+  }
+
+  protected override signPut(key: string, o: PresignOptions): Promise<string> {
+    return getSignedUrl(
+      this.client,
+      new PutObjectCommand({ Bucket: this.Bucket, Key: key, ContentType: o.contentType }),
+      { expiresIn: o.expiresIn ?? 900 },
+    );
+  }
+
+  protected override signUpload(key: string, o: PresignUploadOptions): Promise<PresignedRequest> {
+    const sha256 = this.capabilities.checksumSha256 ? o.checksumSha256 : undefined;
+    const command = new PutObjectCommand({
+      Bucket: this.Bucket,
+      Key: key,
+      ContentLength: o.contentLength,
+      ContentMD5: o.contentMd5,
+      ContentType: o.contentType ?? 'application/octet-stream',
+      ContentEncoding: o.contentEncoding,
+      StorageClass: o.storageClass as StorageClass,
+      Tagging: o.tags && Object.keys(o.tags).length > 0 ? encodeTags(o.tags) : undefined,
+      Metadata: o.metadata ? { ...o.metadata } : undefined,
+      ChecksumSHA256: sha256,
+    });
+    return this.presigned((opts) => getSignedUrl(this.signer, command, opts), o.expiresIn, {
+      'content-length': String(o.contentLength),
+      'content-md5': o.contentMd5,
+      'content-type': o.contentType ?? 'application/octet-stream',
+      ...(o.contentEncoding ? { 'content-encoding': o.contentEncoding } : {}),
+      ...(o.storageClass ? { 'x-amz-storage-class': o.storageClass } : {}),
+      ...(o.tags && Object.keys(o.tags).length > 0 ? { 'x-amz-tagging': encodeTags(o.tags) } : {}),
+      ...Object.fromEntries(Object.entries(o.metadata ?? {}).map(([k, v]) => [`x-amz-meta-${k}`, v])),
+      ...(sha256 ? { 'x-amz-checksum-sha256': sha256 } : {}),
+    });
+  }
+
+  protected override async startUpload(key: string, o: MultipartOptions): Promise<string> {
+    const out = await this.client.send(
+      new CreateMultipartUploadCommand({
+        Bucket: this.Bucket,
+        Key: key,
         ContentType: o.contentType ?? 'application/octet-stream',
         ContentEncoding: o.contentEncoding,
         StorageClass: o.storageClass as StorageClass,
         Tagging: o.tags && Object.keys(o.tags).length > 0 ? encodeTags(o.tags) : undefined,
-        Metadata: o.metadata ? { ...o.metadata } : undefined,
-        ChecksumSHA256: sha256,
-      });
-      return presigned((opts) => getSignedUrl(signer, command, opts), o.expiresIn, {
-        'content-length': String(o.contentLength),
-        'content-md5': o.contentMd5,
-        'content-type': o.contentType ?? 'application/octet-stream',
-        ...(o.contentEncoding ? { 'content-encoding': o.contentEncoding } : {}),
-        ...(o.storageClass ? { 'x-amz-storage-class': o.storageClass } : {}),
-        ...(o.tags && Object.keys(o.tags).length > 0 ? { 'x-amz-tagging': encodeTags(o.tags) } : {}),
-        ...Object.fromEntries(Object.entries(o.metadata ?? {}).map(([k, v]) => [`x-amz-meta-${k}`, v])),
-        ...(sha256 ? { 'x-amz-checksum-sha256': sha256 } : {}),
-      });
-    },
-    async createMultipart(key, o = {}) {
-      checkKey(key, NAME);
-      checkMetadata(o.metadata, NAME);
-      checkTags(o.tags, NAME);
-      checkStorageClass(o.storageClass, S3_STORAGE_CLASSES, NAME);
-      try {
-        const out = await client.send(
-          new CreateMultipartUploadCommand({
-            Bucket,
-            Key: key,
-            ContentType: o.contentType ?? 'application/octet-stream',
-            ContentEncoding: o.contentEncoding,
-            StorageClass: o.storageClass as StorageClass,
-            Tagging: o.tags && Object.keys(o.tags).length > 0 ? encodeTags(o.tags) : undefined,
-            // RGW drops the tags of a multipart upload: they ride in metadata and are restated at completion.
-            Metadata:
-              rgw && o.tags && Object.keys(o.tags).length > 0
-                ? { ...o.metadata, [RGW_TAGS]: encodeTags(o.tags) }
-                : o.metadata && { ...o.metadata },
-          }),
-        );
-        return out.UploadId ?? '';
-      } catch (error) {
-        throw mapError(error, key);
-      }
-    },
-    async presignPart(key, uploadId, partNumber, o) {
-      checkKey(key, NAME);
-      const command = new UploadPartCommand({
+        // RGW drops the tags of a multipart upload: they ride in metadata and are restated at completion.
+        Metadata:
+          this.rgw && o.tags && Object.keys(o.tags).length > 0
+            ? { ...o.metadata, [RGW_TAGS]: encodeTags(o.tags) }
+            : o.metadata && { ...o.metadata },
+      }),
+    );
+    return out.UploadId ?? '';
+  }
+
+  protected override signPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    o: PartOptions,
+  ): Promise<PresignedRequest> {
+    const command = new UploadPartCommand({
+      Bucket: this.Bucket,
+      Key: key,
+      UploadId: uploadId,
+      PartNumber: partNumber,
+      ContentLength: o.contentLength,
+      ContentMD5: o.contentMd5,
+    });
+    return this.presigned((opts) => getSignedUrl(this.signer, command, opts), o.expiresIn, {
+      'content-length': String(o.contentLength),
+      'content-md5': o.contentMd5,
+    });
+  }
+
+  protected override async partsOf(key: string, uploadId: string): Promise<UploadedPart[]> {
+    const parts: UploadedPart[] = [];
+    let marker: string | undefined;
+    do {
+      const out = await this.client.send(
+        new ListPartsCommand({ Bucket: this.Bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }),
+      );
+      for (const p of out.Parts ?? [])
+        parts.push({ partNumber: p.PartNumber ?? 0, etag: bareEtag(p.ETag), size: p.Size ?? 0 });
+      marker = out.IsTruncated ? out.NextPartNumberMarker : undefined;
+    } while (marker);
+    return parts;
+  }
+
+  protected override async finishUpload(
+    key: string,
+    uploadId: string,
+    parts: readonly Pick<UploadedPart, 'partNumber' | 'etag'>[],
+  ): Promise<{ etag: string }> {
+    const { client, Bucket } = this;
+    const out = await client.send(
+      new CompleteMultipartUploadCommand({
         Bucket,
         Key: key,
         UploadId: uploadId,
-        PartNumber: partNumber,
-        ContentLength: o.contentLength,
-        ContentMD5: o.contentMd5,
-      });
-      return presigned((opts) => getSignedUrl(signer, command, opts), o.expiresIn, {
-        'content-length': String(o.contentLength),
-        'content-md5': o.contentMd5,
-      });
-    },
-    async listParts(key, uploadId) {
-      checkKey(key, NAME);
-      const parts: UploadedPart[] = [];
-      let marker: string | undefined;
-      try {
-        do {
-          const out = await client.send(
-            new ListPartsCommand({ Bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }),
-          );
-          for (const p of out.Parts ?? [])
-            parts.push({ partNumber: p.PartNumber ?? 0, etag: bareEtag(p.ETag), size: p.Size ?? 0 });
-          marker = out.IsTruncated ? out.NextPartNumberMarker : undefined;
-        } while (marker);
-        return parts;
-      } catch (error) {
-        throw mapError(error, key);
-      }
-    },
-    async completeMultipart(key, uploadId, parts) {
-      checkKey(key, NAME);
-      try {
-        const out = await client.send(
-          new CompleteMultipartUploadCommand({
-            Bucket,
-            Key: key,
-            UploadId: uploadId,
-            MultipartUpload: {
-              Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: `"${p.etag}"` })),
-            },
-          }),
-        );
-        if (!rgw) return { etag: bareEtag(out.ETag) };
-        // RGW answers with an empty ETag, and has dropped the tags (see createMultipart).
-        const info = await head(key);
-        const tags = info.metadata[RGW_TAGS];
-        if (tags) {
-          await client.send(
-            new PutObjectTaggingCommand({
-              Bucket,
-              Key: key,
-              Tagging: { TagSet: [...new URLSearchParams(tags)].map(([Key, Value]) => ({ Key, Value })) },
-            }),
-          );
-        }
-        return { etag: info.etag };
-      } catch (error) {
-        throw mapError(error, key);
-      }
-    },
-    async abortMultipart(key, uploadId) {
-      checkKey(key, NAME);
-      try {
-        await client.send(new AbortMultipartUploadCommand({ Bucket, Key: key, UploadId: uploadId }));
-      } catch (error) {
-        const mapped = mapError(error, key);
-        if (!(mapped instanceof ObjectNotFoundError)) throw mapped;
-      }
-    },
-    async restore(key, o = {}) {
-      checkKey(key, NAME);
-      if (capabilities.restoreClasses.length === 0) return 'done';
-      try {
-        const out = await client.send(
-          new RestoreObjectCommand({
-            Bucket,
-            Key: key,
-            RestoreRequest: { Days: o.days ?? 1, GlacierJobParameters: { Tier: 'Standard' } },
-          }),
-        );
-        // 202: a restore started; 200: the restored copy is already there.
-        return out.$metadata.httpStatusCode === 202 ? 'started' : 'done';
-      } catch (error) {
-        const code = errorCode(error);
-        if (code === 'RestoreAlreadyInProgress') return 'ongoing';
-        // Not in an archive class: readable as it is.
-        if (code === 'InvalidObjectState') return 'done';
-        throw mapError(error, key);
-      }
-    },
-    async close() {
-      if (!options.client) {
-        client.destroy();
-        signer.destroy();
-      }
-    },
-  };
+        MultipartUpload: {
+          Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: `"${p.etag}"` })),
+        },
+      }),
+    );
+    if (!this.rgw) return { etag: bareEtag(out.ETag) };
+    // RGW answers with an empty ETag, and has dropped the tags (see startUpload).
+    const info = await this.headObject(key, false);
+    const tags = info.metadata[RGW_TAGS];
+    if (tags) {
+      await client.send(
+        new PutObjectTaggingCommand({
+          Bucket,
+          Key: key,
+          Tagging: { TagSet: [...new URLSearchParams(tags)].map(([Key, Value]) => ({ Key, Value })) },
+        }),
+      );
+    }
+    return { etag: info.etag };
+  }
+
+  protected override async abortUpload(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.client.send(
+        new AbortMultipartUploadCommand({ Bucket: this.Bucket, Key: key, UploadId: uploadId }),
+      );
+    } catch (error) {
+      const mapped = this.mapError(error, key);
+      if (!(mapped instanceof ObjectNotFoundError)) throw mapped;
+    }
+  }
+
+  protected override async restoreObject(key: string, days: number): Promise<'started' | 'ongoing' | 'done'> {
+    try {
+      const out = await this.client.send(
+        new RestoreObjectCommand({
+          Bucket: this.Bucket,
+          Key: key,
+          RestoreRequest: { Days: days, GlacierJobParameters: { Tier: 'Standard' } },
+        }),
+      );
+      // 202: a restore started; 200: the restored copy is already there.
+      return out.$metadata.httpStatusCode === 202 ? 'started' : 'done';
+    } catch (error) {
+      const code = errorCode(error);
+      if (code === 'RestoreAlreadyInProgress') return 'ongoing';
+      // Not in an archive class: readable as it is.
+      if (code === 'InvalidObjectState') return 'done';
+      throw error;
+    }
+  }
+
+  protected override async closeBackend(): Promise<void> {
+    if (!this.options.client) {
+      this.client.destroy();
+      this.signer.destroy();
+    }
+  }
 
   /** A presigned request whose headers stay headers (RGW ignores x-amz-* moved into the query). */
-  async function presigned(
+  private async presigned(
     sign: (options: Parameters<typeof getSignedUrl>[2]) => Promise<string>,
     expiresIn = 900,
     headers: Record<string, string>,
@@ -605,28 +593,3 @@ const UNAVAILABLE = new Map<string, BackendResource>([
   ['ExpiredToken', 'credentials'],
   ['InvalidToken', 'credentials'],
 ]);
-
-function mapError(error: unknown, key: string): ObjectStoreError {
-  if (error instanceof ObjectStoreError) return error;
-  const status = statusOf(error);
-  const code = errorCode(error);
-  const unavailable = UNAVAILABLE.get(code ?? '');
-  if (unavailable) return new UnavailableResourceError(unavailable, NAME, code as string, { cause: error });
-  if (status === 404 || code === 'NoSuchKey' || code === 'NotFound') {
-    return new ObjectNotFoundError(key, NAME, { cause: error });
-  }
-  if (status === 412 || code === 'PreconditionFailed')
-    return new ObjectConditionFailedError(key, NAME, { cause: error });
-  if (code === 'InvalidObjectState') return new ObjectArchivedError(key, NAME, { cause: error });
-  if (status === 416 || code === 'InvalidRange') {
-    const headers = (error as { $response?: { headers?: Record<string, string> } }).$response?.headers;
-    return new RangeNotSatisfiableError(key, NAME, unsatisfiedSize(headers?.['content-range']), {
-      cause: error,
-    });
-  }
-  const retryable = status === undefined || status >= 500 || status === 429 || code === 'SlowDown';
-  return new ObjectStoreError(`s3 ${code ?? 'error'} on ${key}: ${(error as Error).message}`, NAME, {
-    cause: error,
-    retryable,
-  });
-}

@@ -32,6 +32,12 @@ export interface DriverCapabilities {
   readonly restoreClasses: readonly string[];
   /** `get({ range })` returns just the asked bytes, with the whole object's size (every driver here). */
   readonly ranges: boolean;
+  /**
+   * `append(key, body, { position })` adds bytes at the end of an appendable object only when
+   * `position` is its current length, atomically (OSS AppendObject; memory; fs within one process).
+   * Without it `append` throws `UnsupportedError` (s3).
+   */
+  readonly positionAppend: boolean;
 }
 
 /**
@@ -78,6 +84,11 @@ export interface ObjectInfo {
   readonly contentEncoding?: string;
   /** Present when a restore was asked for (objects in `capabilities.restoreClasses`). */
   readonly restore?: RestoreStatus;
+  /**
+   * True for an object written by `append` (OSS `x-oss-object-type: Appendable`); absent for a
+   * normal object. A `put` over an appendable object makes it a normal one.
+   */
+  readonly appendable?: boolean;
 }
 
 /** An object with its body. */
@@ -107,6 +118,29 @@ export interface PutOptions {
   readonly ifMatch?: string;
   /** `'*'`: write only if no object exists (create-only). */
   readonly ifNoneMatch?: '*';
+}
+
+/**
+ * Options of `append`. `position` must equal the object's current length (0 creates an absent
+ * object). `contentType`, `metadata`, `tags` and `storageClass` take effect only on the append that
+ * creates the object and are ignored afterwards, as on OSS.
+ */
+export interface AppendObjectOptions {
+  /** The byte offset the body goes to: the object's current length; 0 for a new object. */
+  readonly position: number;
+  /** Default `application/octet-stream`. */
+  readonly contentType?: string;
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** At most 10 tags; OSS stores them from the creating append's `x-oss-tagging`. */
+  readonly tags?: Readonly<Record<string, string>>;
+  /** One of `capabilities.storageClasses` an appendable object may have (OSS: not the cold archives). */
+  readonly storageClass?: string;
+}
+
+/** Result of `append`: the object's new etag and the position of the next append (its new length). */
+export interface AppendObjectResult {
+  readonly etag: string;
+  readonly nextPosition: number;
 }
 
 /** Options of `list`. */
@@ -233,8 +267,21 @@ export interface ObjectStoreDriver {
   deleteMany(keys: readonly string[]): Promise<DeleteManyResult>;
   /** One page of keys. */
   list(options?: ListOptions): Promise<ObjectListPage>;
-  /** Server-side copy (also onto itself, which refreshes the last-modified time). */
+  /**
+   * Server-side copy (also onto itself, which refreshes the last-modified time). An appendable
+   * source is refused with `UnsupportedError` on every driver, as OSS refuses to copy one.
+   */
   copy(source: string, target: string, options?: CopyOptions): Promise<{ etag: string }>;
+  /**
+   * Appends `body` at `options.position`, which must be the object's current length (0 creates an
+   * absent object, or appends to an empty appendable one). A wrong position writes nothing and
+   * throws `ObjectConditionFailedError` whose `nextPosition` is the current length; an existing
+   * normal object (written by `put`, `copy` or a multipart upload) throws `ObjectNotAppendableError`
+   * (a subclass of it, without `nextPosition`). Never retried by the driver: an error without an
+   * answer (network, 5xx) leaves the outcome unknown, and a retry at the same position cannot apply
+   * twice. Needs `capabilities.positionAppend` (`UnsupportedError` otherwise).
+   */
+  append(key: string, body: Uint8Array | string, options: AppendObjectOptions): Promise<AppendObjectResult>;
   /** A URL that GETs the object; `UnsupportedError` unless `capabilities.presign`. */
   presignGet(key: string, options?: PresignOptions): Promise<string>;
   /** A URL that PUTs the object; `UnsupportedError` unless `capabilities.presign`. */

@@ -6,12 +6,18 @@
  *
  * Before the first write of a process, one probe object `<prefix>~probe/<random id>` (under no user;
  * tagged `kind=state`, so lifecycle removes a leftover) is created, then each declared guarantee is
- * asked to refuse a write it must refuse: a second create-only write, and (with conditional
- * overwrite) an `If-Match` with a wrong etag. Then the probe is removed. Concurrent first writes share
- * the probe. A failure that proves nothing (5xx, network, refused credentials) fails that write and
- * the next write probes again; only an acknowledged write that had to be refused marks the backend
- * unsafe, for the life of the process: every later write is refused with `BackendUnsafeError`,
- * nothing is acknowledged. Cost: at most 2 requests per declared guarantee plus the delete.
+ * asked to refuse a write it must refuse: a second create-only write, (with conditional overwrite)
+ * an `If-Match` with a wrong etag, and (with position append) a second append at position 0 to a
+ * second probe object `<…>.append`, created by an append at position 0. Then the probe objects are
+ * removed. Concurrent first writes share the probe. A failure that proves nothing (5xx, network,
+ * refused credentials) fails that write and the next write probes again; only an acknowledged write
+ * that had to be refused marks the backend unsafe, for the life of the process: every later write is
+ * refused with `BackendUnsafeError`, nothing is acknowledged. Cost: at most 2 requests per declared
+ * guarantee plus one delete per probe object. Driver calls (and requests) per backend:
+ * - S3, Ceph RGW: 4 (create, second create-only write, wrong If-Match, delete);
+ * - OSS: 6 (create, second forbid-overwrite write, append at 0, second append at 0, 2 deletes);
+ * - fs, memory: 7 (all three guarantees: create, 3 writes that must fail, the creating append,
+ *   2 deletes).
  */
 import { randomBytes } from 'node:crypto';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
@@ -23,11 +29,22 @@ import { BackendError, BackendUnsafeError } from './errors.js';
 interface Guarantee {
   readonly name: string;
   readonly declared: (capabilities: DriverCapabilities) => boolean;
+  /**
+   * The step's own probe object (`<probe key><suffix>`), which `prepare` creates, instead of the
+   * shared one (created create-only before every step).
+   */
+  readonly own?: {
+    readonly suffix: string;
+    readonly prepare: (driver: ObjectStoreDriver, key: string, body: string) => Promise<unknown>;
+  };
   /** A write against the existing probe object `key` that the backend must refuse. */
   readonly mustFail: (driver: ObjectStoreDriver, key: string, body: string) => Promise<unknown>;
 }
 
 const PUT_OPTIONS = { contentType: 'application/json', tags: { kind: 'state' } } as const;
+/** The position-append step: the creating append and the one that must be refused are the same call. */
+const appendAtZero = (driver: ObjectStoreDriver, key: string, body: string) =>
+  driver.append(key, body, { ...PUT_OPTIONS, position: 0 });
 /** A well-formed etag no object has: 32 hex digits, as an MD5 etag. */
 const WRONG_ETAG = '0'.repeat(32);
 
@@ -42,6 +59,12 @@ export const GUARANTEES: readonly Guarantee[] = [
     name: 'conditional overwrite (If-Match)',
     declared: (c) => c.conditionalOverwrite,
     mustFail: (driver, key, body) => driver.put(key, body, { ...PUT_OPTIONS, ifMatch: WRONG_ETAG }),
+  },
+  {
+    name: 'position append (AppendObject at a position that is not the length)',
+    declared: (c) => c.positionAppend,
+    own: { suffix: '.append', prepare: appendAtZero },
+    mustFail: appendAtZero,
   },
 ];
 
@@ -78,13 +101,22 @@ export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string)
   const key = `${prefix}~probe/${randomBytes(12).toString('hex')}`;
   const body = '{"probe":true}';
   let broken: string | undefined;
+  /** Every probe object written (or perhaps written), deleted at the end, the shared one last. */
+  const written = [key];
   try {
     const createOnly = driver.capabilities.createOnly ? { ifNoneMatch: '*' as const } : {};
     await driver.put(key, body, { ...PUT_OPTIONS, ...createOnly });
     for (const guarantee of GUARANTEES) {
       if (!guarantee.declared(driver.capabilities)) continue;
+      let target = key;
+      if (guarantee.own) {
+        target = `${key}${guarantee.own.suffix}`;
+        written.unshift(target);
+        // Its failure proves nothing either way (even a refusal: the object is new): it fails the probe.
+        await guarantee.own.prepare(driver, target, body);
+      }
       try {
-        await guarantee.mustFail(driver, key, body);
+        await guarantee.mustFail(driver, target, body);
         broken = guarantee.name;
         break;
       } catch (error) {
@@ -92,7 +124,7 @@ export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string)
       }
     }
   } finally {
-    await driver.delete(key).catch(() => undefined);
+    for (const object of written) await driver.delete(object).catch(() => undefined);
   }
   if (broken) throw new BackendUnsafeError(driver.name, broken);
 }

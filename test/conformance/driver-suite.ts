@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   InvalidArgumentError,
   ObjectConditionFailedError,
+  ObjectNotAppendableError,
   ObjectNotFoundError,
   RangeNotSatisfiableError,
   UnsupportedError,
@@ -322,6 +323,241 @@ export function describeDriverConformance(label: string, make: () => Promise<Dri
         await expect(
           d.get(k('range/cas'), { ifMatch: first, range: { start: 0, end: 9 } }),
         ).rejects.toBeInstanceOf(ObjectConditionFailedError);
+      });
+    });
+
+    describe('position append', () => {
+      /** The error an append was refused with. */
+      const refusal = (p: Promise<unknown>) =>
+        p.then(
+          () => {
+            throw new Error('the append was acknowledged');
+          },
+          (e: unknown) => e as ObjectConditionFailedError,
+        );
+
+      needs('positionAppend', 'position 0 creates an absent object with the options given', async () => {
+        const created = await d.append(k('ap/new'), 'hello', {
+          position: 0,
+          contentType: 'text/plain',
+          metadata: { kind: 'log' },
+        });
+        expect(created.nextPosition).toBe(5);
+        expect(created.etag).toMatch(/^[^"]+$/);
+        const got = await d.get(k('ap/new'));
+        expect(text(got.body)).toBe('hello');
+        expect(got).toMatchObject({
+          size: 5,
+          etag: created.etag,
+          contentType: 'text/plain',
+          appendable: true,
+        });
+        expect(got.metadata).toEqual({ kind: 'log' });
+        expect((await d.head(k('ap/new'))).appendable).toBe(true);
+      });
+
+      needs('positionAppend', 'appends at the current length; later options are ignored', async () => {
+        const first = await d.append(k('ap/grow'), 'a', {
+          position: 0,
+          contentType: 'text/plain',
+          metadata: { n: '1' },
+        });
+        const second = await d.append(k('ap/grow'), 'bc', {
+          position: 1,
+          contentType: 'application/json',
+          metadata: { n: '2' },
+        });
+        expect(second.nextPosition).toBe(3);
+        expect(second.etag).not.toBe(first.etag);
+        const got = await d.get(k('ap/grow'), caps.conditionalGet ? { ifMatch: second.etag } : {});
+        expect(text(got.body)).toBe('abc');
+        expect(got.etag).toBe(second.etag);
+        expect(got.contentType).toBe('text/plain');
+        expect(got.metadata).toEqual({ n: '1' });
+        const empty = await d.append(k('ap/grow'), '', { position: 3 });
+        expect(empty.nextPosition).toBe(3);
+        expect(text((await d.get(k('ap/grow'))).body)).toBe('abc');
+      });
+
+      needs('positionAppend', 'a wrong position writes nothing and carries the current length', async () => {
+        await d.append(k('ap/wrong'), 'abc', { position: 0 });
+        for (const position of [0, 1, 2, 4, 100]) {
+          const error = await refusal(d.append(k('ap/wrong'), 'x', { position }));
+          expect(error).toBeInstanceOf(ObjectConditionFailedError);
+          expect(error).not.toBeInstanceOf(ObjectNotAppendableError);
+          expect(error.nextPosition).toBe(3);
+        }
+        expect(text((await d.get(k('ap/wrong'))).body)).toBe('abc');
+        const absent = await refusal(d.append(k('ap/absent'), 'x', { position: 5 }));
+        expect(absent).toBeInstanceOf(ObjectConditionFailedError);
+        expect(absent.nextPosition).toBe(0);
+        await expect(d.head(k('ap/absent'))).rejects.toBeInstanceOf(ObjectNotFoundError);
+      });
+
+      needs('positionAppend', 'of 16 concurrent appenders at one position exactly one wins', async () => {
+        const race = async (position: number) => {
+          const results = await Promise.allSettled(
+            Array.from({ length: 16 }, (_, i) => d.append(k('ap/race'), `<w${i}>`, { position })),
+          );
+          const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
+          expect(won).toHaveLength(1);
+          const winner = `<w${won[0]}>`;
+          for (const r of results) {
+            if (r.status === 'rejected') {
+              expect(r.reason).toBeInstanceOf(ObjectConditionFailedError);
+              expect((r.reason as ObjectConditionFailedError).nextPosition).toBe(position + winner.length);
+            }
+          }
+          return winner;
+        };
+        const creator = await race(0);
+        const next = await race(creator.length);
+        expect(text((await d.get(k('ap/race'))).body)).toBe(creator + next);
+      });
+
+      it('ranged and suffix reads of an appendable object', async (ctx) => {
+        for (const capability of ['positionAppend', 'ranges'] as const)
+          if (!caps[capability]) ctx.skip(`${label} lacks capability ${capability}`);
+        const hundred = Uint8Array.from({ length: 100 }, (_, i) => i);
+        await d.append(k('ap/ranges'), hundred.subarray(0, 60), { position: 0 });
+        await d.append(k('ap/ranges'), hundred.subarray(60), { position: 60 });
+        const middle = await d.get(k('ap/ranges'), { range: { start: 55, end: 64 } });
+        expect([...middle.body]).toEqual([...hundred.subarray(55, 65)]);
+        expect(middle).toMatchObject({ size: 100, range: { start: 55, end: 64 } });
+        const tail = await d.get(k('ap/ranges'), { range: { suffix: 10 } });
+        expect([...tail.body]).toEqual([...hundred.subarray(90)]);
+        expect(tail.range).toEqual({ start: 90, end: 99 });
+        const clipped = await d.get(k('ap/ranges'), { range: { start: 95, end: 500 } });
+        expect([...clipped.body]).toEqual([...hundred.subarray(95)]);
+        const whole = await d.get(k('ap/ranges'), { range: { suffix: 500 } });
+        expect(whole.body.byteLength).toBe(100);
+        await expect(d.get(k('ap/ranges'), { range: { start: 100 } })).rejects.toBeInstanceOf(
+          RangeNotSatisfiableError,
+        );
+      });
+
+      needs(
+        'positionAppend',
+        'listed in key order among normal objects, pages included; deleted by delete and deleteMany',
+        async () => {
+          await d.put(k('ap/list/a'), 'normal');
+          await d.append(k('ap/list/b'), 'appended', { position: 0 });
+          await d.put(k('ap/list/c'), 'normal');
+          await d.append(k('ap/list/d/e'), 'deeper', { position: 0 });
+          const page = await d.list({ prefix: k('ap/list/') });
+          expect(page.objects.map((o) => o.key)).toEqual([
+            k('ap/list/a'),
+            k('ap/list/b'),
+            k('ap/list/c'),
+            k('ap/list/d/e'),
+          ]);
+          const listed = page.objects.find((o) => o.key === k('ap/list/b'));
+          expect(listed).toMatchObject({ size: 8, etag: (await d.head(k('ap/list/b'))).etag });
+          const grouped = await d.list({ prefix: k('ap/list/'), delimiter: '/' });
+          expect(grouped.objects.map((o) => o.key)).toEqual([k('ap/list/a'), k('ap/list/b'), k('ap/list/c')]);
+          expect(grouped.prefixes).toEqual([k('ap/list/d/')]);
+          const paged: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const one = await d.list({ prefix: k('ap/list/'), delimiter: '/', limit: 1, cursor });
+            paged.push(...one.objects.map((o) => o.key), ...one.prefixes);
+            cursor = one.nextCursor;
+          } while (cursor);
+          expect(paged).toEqual([k('ap/list/a'), k('ap/list/b'), k('ap/list/c'), k('ap/list/d/')]);
+          expect((await d.list({ prefix: k('ap/list/'), startAfter: k('ap/list/a') })).objects[0]?.key).toBe(
+            k('ap/list/b'),
+          );
+          await d.delete(k('ap/list/b'));
+          await expect(d.head(k('ap/list/b'))).rejects.toBeInstanceOf(ObjectNotFoundError);
+          const result = await d.deleteMany([k('ap/list/d/e'), k('ap/list/a')]);
+          expect(result.failed).toEqual([]);
+          expect(result.deleted.sort()).toEqual([k('ap/list/a'), k('ap/list/d/e')]);
+          expect((await d.list({ prefix: k('ap/list/') })).objects.map((o) => o.key)).toEqual([
+            k('ap/list/c'),
+          ]);
+          // Deleted, the key can be created again from position 0.
+          expect((await d.append(k('ap/list/b'), 'again', { position: 0 })).nextPosition).toBe(5);
+        },
+      );
+
+      needs('positionAppend', 'a put replaces it with a normal object; create-only fails on it', async () => {
+        await d.append(k('ap/replaced'), 'appended', { position: 0 });
+        await expect(d.put(k('ap/replaced'), 'x', { ifNoneMatch: '*' })).rejects.toBeInstanceOf(
+          ObjectConditionFailedError,
+        );
+        await d.put(k('ap/replaced'), 'normal', { contentType: 'text/plain' });
+        const got = await d.get(k('ap/replaced'));
+        expect(text(got.body)).toBe('normal');
+        expect(got.appendable).toBeUndefined();
+        expect((await d.head(k('ap/replaced'))).appendable).toBeUndefined();
+        const error = await refusal(d.append(k('ap/replaced'), 'more', { position: 6 }));
+        expect(error).toBeInstanceOf(ObjectNotAppendableError);
+      });
+
+      needs(
+        'positionAppend',
+        'an append to a normal object is ObjectNotAppendableError, nothing written',
+        async () => {
+          await d.put(k('ap/normal'), 'plain');
+          for (const position of [0, 5]) {
+            const error = await refusal(d.append(k('ap/normal'), 'x', { position }));
+            expect(error).toBeInstanceOf(ObjectNotAppendableError);
+            expect(error).toBeInstanceOf(ObjectConditionFailedError);
+            expect(error.nextPosition).toBeUndefined();
+          }
+          const got = await d.get(k('ap/normal'));
+          expect(text(got.body)).toBe('plain');
+          expect(got.appendable).toBeUndefined();
+        },
+      );
+
+      needs('positionAppend', 'a copy from an appendable object is refused, nothing written', async () => {
+        await d.append(k('ap/source'), 'appended', { position: 0 });
+        await expect(d.copy(k('ap/source'), k('ap/copied'))).rejects.toBeInstanceOf(UnsupportedError);
+        const all = {
+          metadata: {},
+          tags: {},
+          contentType: 'text/plain',
+          storageClass: caps.storageClasses[0],
+        };
+        await expect(d.copy(k('ap/source'), k('ap/copied'), all)).rejects.toBeInstanceOf(UnsupportedError);
+        await expect(d.head(k('ap/copied'))).rejects.toBeInstanceOf(ObjectNotFoundError);
+        expect(text((await d.get(k('ap/source'))).body)).toBe('appended');
+      });
+
+      it('tags of the creating append are stored, later ones ignored', async (ctx) => {
+        for (const capability of ['positionAppend', 'tags'] as const)
+          if (!caps[capability]) ctx.skip(`${label} lacks capability ${capability}`);
+        await d.append(k('ap/tagged'), 'a', { position: 0, tags: { kind: 'log', owner: 'a b' } });
+        await d.append(k('ap/tagged'), 'b', { position: 1, tags: { kind: 'other' } });
+        expect((await d.head(k('ap/tagged'), { tags: true })).tags).toEqual({ kind: 'log', owner: 'a b' });
+      });
+
+      needs(
+        'positionAppend',
+        'a malformed position or option is InvalidArgumentError before any request',
+        async () => {
+          for (const position of [-1, 1.5, Number.NaN]) {
+            await expect(d.append(k('ap/bad'), 'x', { position })).rejects.toBeInstanceOf(
+              InvalidArgumentError,
+            );
+          }
+          await expect(
+            d.append(k('ap/bad'), 'x', { position: 0, metadata: { 'Bad Key': 'v' } }),
+          ).rejects.toBeInstanceOf(InvalidArgumentError);
+          await expect(
+            d.append(k('ap/bad'), 'x', { position: 0, storageClass: 'NoSuchClass' }),
+          ).rejects.toBeInstanceOf(InvalidArgumentError);
+          await expect(d.head(k('ap/bad'))).rejects.toBeInstanceOf(ObjectNotFoundError);
+        },
+      );
+
+      it('an append without the capability is UnsupportedError, nothing written', async (ctx) => {
+        if (caps.positionAppend) ctx.skip(`${label} has capability positionAppend`);
+        await expect(d.append(k('ap/unsupported'), 'x', { position: 0 })).rejects.toBeInstanceOf(
+          UnsupportedError,
+        );
+        await expect(d.head(k('ap/unsupported'))).rejects.toBeInstanceOf(ObjectNotFoundError);
       });
     });
 

@@ -1,7 +1,8 @@
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ObjectConditionFailedError } from '../../lib/drivers/errors.js';
 import { createFsDriver, encodeSegment } from '../../lib/drivers/fs.js';
 import { describeDriverConformance } from '../conformance/driver-suite.js';
 
@@ -63,6 +64,45 @@ describe('fs driver layout', () => {
     expect(Buffer.from((await driver.get('Session/A')).body).toString()).toBe('upper');
     expect(Buffer.from((await driver.get('session/a')).body).toString()).toBe('lower');
     for (const name of await readdir(root)) expect(name).toBe(name.toLowerCase());
+    await rm(root, { recursive: true, force: true });
+  });
+});
+
+describe('fs driver appends', () => {
+  it('an append cut off by a crash is invisible and cut off by the next append', async () => {
+    const root = await mkdtemp(path.join(tmpdir(), 'fs-append-'));
+    const driver = createFsDriver({ root });
+    await driver.append('logs/a', 'first;', { position: 0 });
+    // What an append interrupted after writing its bytes, before its committed length, leaves.
+    await appendFile(objectPath(root, 'logs/a'), 'torn bytes');
+    const got = await driver.get('logs/a');
+    expect(Buffer.from(got.body).toString()).toBe('first;');
+    expect(got.size).toBe(6);
+    expect((await driver.list({ prefix: 'logs/' })).objects[0]?.size).toBe(6);
+    const wrong = await driver.append('logs/a', 'x', { position: 16 }).catch((e: unknown) => e);
+    expect(wrong).toMatchObject({ nextPosition: 6 });
+    expect((await driver.append('logs/a', 'second;', { position: 6 })).nextPosition).toBe(13);
+    expect(Buffer.from((await driver.get('logs/a')).body).toString()).toBe('first;second;');
+    const tail = await driver.get('logs/a', { range: { suffix: 7 } });
+    expect(Buffer.from(tail.body).toString()).toBe('second;');
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('creating appends from two drivers on one folder (two processes): exactly one creates', async () => {
+    const root = await mkdtemp(path.join(tmpdir(), 'fs-append-'));
+    const drivers = [createFsDriver({ root }), createFsDriver({ root })];
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => drivers[i % 2]?.append('race', `writer ${i}`, { position: 0 })),
+    );
+    const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
+    expect(won).toHaveLength(1);
+    for (const r of results) {
+      if (r.status === 'rejected') {
+        expect(r.reason).toBeInstanceOf(ObjectConditionFailedError);
+        expect((r.reason as ObjectConditionFailedError).nextPosition).toBe('writer 0'.length);
+      }
+    }
+    expect(Buffer.from((await drivers[1]?.get('race'))?.body ?? []).toString()).toBe(`writer ${won[0]}`);
     await rm(root, { recursive: true, force: true });
   });
 });

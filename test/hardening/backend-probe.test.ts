@@ -5,11 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { ObjectNotFoundError } from '../../lib/drivers/errors.js';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createOssDriver } from '../../lib/drivers/oss.js';
 import { createS3Driver } from '../../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { GUARANTEES } from '../../lib/store/probe.js';
+import { BackendUnsafeError } from '../../lib/store/errors.js';
+import { GUARANTEES, verifiedDriver } from '../../lib/store/probe.js';
 import { type ApiHarness, nodeHarness } from '../http/harness.js';
 import { frontControl } from '../servers/control.js';
 import { startOssFront } from '../servers/oss-front.js';
@@ -45,6 +48,35 @@ const ossDriver = () =>
     endpoint: oss.endpoint,
     ...OSS_KEYS,
   });
+
+const WRITES = ['get', 'head', 'put', 'delete', 'deleteMany', 'list', 'copy', 'append'] as const;
+
+/** A driver that records each call (method and key), passing it on to `inner`. */
+function recording(inner: ObjectStoreDriver) {
+  const calls: Array<{ method: string; key: string }> = [];
+  const driver = { ...inner } as ObjectStoreDriver;
+  for (const method of WRITES) {
+    (driver as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+      calls.push({ method, key: String(args[0]) });
+      return (inner[method] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
+    };
+  }
+  return { driver, calls };
+}
+
+/** A memory driver that acknowledges every append at the end of the object, whatever its position. */
+function ignoringPosition(inner: ObjectStoreDriver): ObjectStoreDriver {
+  return {
+    ...inner,
+    async append(key, body, options) {
+      const length = await inner.head(key).then(
+        (info) => info.size,
+        () => 0,
+      );
+      return inner.append(key, body, { ...options, position: length });
+    },
+  };
+}
 
 /** The local server over `driver`, with its logger's ERROR calls recorded. */
 async function serverOver(driver: ObjectStoreDriver) {
@@ -134,6 +166,78 @@ describe('the backend probe', () => {
       expect(errors).toHaveBeenCalledTimes(1);
       await api.close();
     }
+  });
+
+  it('OSS: the append step, 6 requests (2 creates, 2 appends, 2 deletes), nothing left', async () => {
+    const { driver, calls } = recording(ossDriver());
+    const verified = verifiedDriver(driver, { prefix: `probe-${randomUUID()}/` });
+    await Promise.all([verified.verify(), verified.verify()]);
+    expect(calls.map((c) => c.method)).toEqual(['put', 'put', 'append', 'append', 'delete', 'delete']);
+    const [shared, appended] = [calls[0]?.key ?? '', calls[2]?.key ?? ''];
+    expect(appended).toBe(`${shared}.append`);
+    expect(calls.slice(4).map((c) => c.key)).toEqual([appended, shared]);
+    for (const key of [shared, appended])
+      await expect(driver.head(key)).rejects.toBeInstanceOf(ObjectNotFoundError);
+    expect(GUARANTEES.filter((g) => g.declared(driver.capabilities)).map((g) => g.name)).toEqual([
+      expect.stringMatching(/create-only/),
+      expect.stringMatching(/position append/),
+    ]);
+  });
+
+  it('an OSS front that ignores the append position is refused, and nothing is acknowledged', async () => {
+    await frontControl(oss.endpoint).ignoreAppendPosition();
+    const { api, errors } = await serverOver(ossDriver());
+    const user = `u-${randomUUID()}`;
+    const answers = await racingAppends(api, user, 's');
+    expect(answers.map((a) => a.json().code)).toEqual(Array(8).fill('backend-unsafe'));
+    expect(answers[0]?.json().detail).toMatch(/oss.*position append/);
+    const save = await api.call(user, 'PUT', '/v1/sessions/s/state/plan', { body: '{"step":1}' });
+    expect(save.json()).toMatchObject({ code: 'backend-unsafe' });
+    expect((await api.call(user, 'GET', '/v1/sessions/s/lists/memory')).json()).toMatchObject({ count: 0 });
+    expect((await api.call(user, 'HEAD', '/v1/sessions/s')).status).toBe(404);
+    expect(errors).toHaveBeenCalledTimes(1);
+    expect(JSON.stringify(errors.mock.calls[0])).toMatch(/position append/);
+    await api.close();
+  });
+
+  it('memory: 7 calls when healthy; wrapped to lie about append positions, refused for good', async () => {
+    const healthy = recording(createMemoryDriver());
+    await verifiedDriver(healthy.driver, { prefix: 'p/' }).verify();
+    expect(healthy.calls.map((c) => c.method)).toEqual([
+      'put',
+      'put',
+      'put',
+      'append',
+      'append',
+      'delete',
+      'delete',
+    ]);
+    expect((await healthy.driver.list({ prefix: 'p/' })).objects).toEqual([]);
+
+    const inner = createMemoryDriver();
+    const lying = recording(ignoringPosition(inner));
+    const unsafe = vi.fn();
+    const verified = verifiedDriver(lying.driver, { prefix: 'p/', onUnsafe: unsafe });
+    const refused = await verified.put('p/session/value', '{}').catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(BackendUnsafeError);
+    expect(refused).toMatchObject({ backend: 'memory', guarantee: expect.stringMatching(/position append/) });
+    // The second append was the one acknowledged; the probe objects are gone and the write was never made.
+    expect(lying.calls.map((c) => c.method)).toEqual([
+      'put',
+      'put',
+      'put',
+      'append',
+      'append',
+      'delete',
+      'delete',
+    ]);
+    expect((await inner.list({ prefix: 'p/' })).objects).toEqual([]);
+    // Later writes are refused without another probe; reads pass.
+    await expect(verified.append('p/log', 'x', { position: 0 })).rejects.toBeInstanceOf(BackendUnsafeError);
+    await expect(verified.put('p/other', '{}')).rejects.toBeInstanceOf(BackendUnsafeError);
+    expect(lying.calls).toHaveLength(7);
+    await expect(verified.get('p/session/value')).rejects.toBeInstanceOf(ObjectNotFoundError);
+    expect(unsafe).toHaveBeenCalledTimes(1);
   });
 
   it('a transient failure of the probe fails that write only; the next write probes again and succeeds', async () => {

@@ -19,6 +19,8 @@ export function frontControl(endpoint: string) {
       post('conditions', { ignore }),
     /** OSS front: a bucket with versioning `Enabled` or `Suspended` ignores x-oss-forbid-overwrite. */
     versioning: (status: 'Enabled' | 'Suspended' | 'Off') => post('versioning', { status }),
+    /** OSS front: AppendObject appends at the end whatever position is asked (a backend ignoring it). */
+    ignoreAppendPosition: (ignore = true) => post('append-position', { ignore }),
     /** Clears faults, delete failures, the request log and the modes above. */
     reset: () => post('reset', {}),
     /** What the front received since the last reset. */

@@ -16,13 +16,38 @@
  * - injects faults on demand, as the S3 front does (control API `/__front/faults`, `reset`,
  *   `injected`): 500 InternalError, 503 ServiceUnavailable, latency, connection resets, before or
  *   after the upstream handled the request;
- * - has no compare-and-swap overwrite, like OSS: an `If-Match` on a PUT is ignored, as OSS ignores it;
+ * - has no compare-and-swap overwrite, like OSS: `If-Match` or `If-None-Match` on a PUT answers
+ *   400 NotImplemented, as OSS does (create-only is `x-oss-forbid-overwrite` only);
+ * - AppendObject as OSS documents it (https://www.alibabacloud.com/help/en/oss/developer-reference/appendobject):
+ *   `POST /<key>?append&position=P` succeeds only when P is the object's length (0 creates an absent
+ *   object, or appends to an empty appendable one), else 409 PositionNotEqualToLength with
+ *   `x-oss-next-append-position`; 409 ObjectNotAppendable on a normal object; the creating append's
+ *   content type, `x-oss-meta-*`, `x-oss-tagging` and storage class (not the cold archives: 400
+ *   InvalidArgument) are kept, later appends' are ignored. Appendable objects live in the front's own
+ *   append-only temporary files, served by GET/HEAD (ranges as OSS answers them), `?tagging`, DELETE
+ *   and DeleteMultipleObjects, and merged into ListObjects (V1 and V2) in key order (`<Type>`
+ *   Appendable or Normal). Their answers carry `x-oss-object-type: Appendable`,
+ *   `x-oss-next-append-position` and `x-oss-hash-crc64ecma` (CRC-64/ECMA-182 as OSS computes it:
+ *   reflected, initial value and final XOR all ones, the CRC-64/XZ parameters). A PUT, CopyObject or
+ *   completed multipart upload over an appendable object replaces it with a normal one; CopyObject
+ *   FROM an appendable object is refused (OSS's documentation says appendable objects cannot be
+ *   copied without naming the error; the front answers 400 InvalidArgument, and the driver reads the
+ *   object type rather than that code). One lock per key covers PUT, DELETE, COPY, append and reads;
  * - on demand (`POST /__front/versioning` `{ "status": "Enabled" | "Suspended" | "Off" }`) acts as a
  *   bucket with versioning enabled or suspended, which ignores `x-oss-forbid-overwrite` (OSS's
- *   documentation says so); `reset` turns it off.
+ *   documentation says so); `reset` turns it off;
+ * - on demand (`POST /__front/append-position` `{ "ignore": true }`) appends at the end whatever
+ *   position is asked, as a backend that ignored the position would, for the backend probe's tests;
+ *   `reset` turns it off.
+ *
+ * Not emulated for appendable objects: versioning, archive restores, server-side encryption.
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import nodePath from 'node:path';
+import { compareKeys, KeyedMutex, resolveRange } from '../../lib/drivers/common.js';
 import { applyFault, FaultRules } from './fault-rules.js';
 import {
   close,
@@ -84,6 +109,13 @@ export async function startOssFront(
   const faults = new FaultRules<FaultRule>();
   /** The bucket's versioning status: `Off`, or `Enabled` / `Suspended` (forbid-overwrite ignored). */
   let versioning = 'Off';
+  /** Appends land at the end whatever their position (a backend that ignores it), until `reset`. */
+  let ignorePosition = false;
+  /** Appendable objects by `bucket/key`; their bytes are in files under `folder`. */
+  const appendables = new Map<string, Appendable>();
+  const folder = await fsp.mkdtemp(nodePath.join(tmpdir(), 'oss-front-append-'));
+  /** One lock per `bucket/key`: PUT, DELETE, COPY (of the target), append and the key's reads. */
+  const locks = new KeyedMutex();
 
   const applyOssFault = (rule: FaultRule | undefined, res: http.ServerResponse) =>
     applyFault(rule, res, OSS_FAULTS, sendError);
@@ -104,9 +136,12 @@ export async function startOssFront(
       const body = await readBody(req);
       if (path === 'faults') faults.add(JSON.parse(body.toString()) as FaultRule);
       else if (path === 'versioning') versioning = (JSON.parse(body.toString()) as { status: string }).status;
+      else if (path === 'append-position')
+        ignorePosition = (JSON.parse(body.toString()) as { ignore: boolean }).ignore;
       else if (path === 'reset') {
         faults.reset();
         versioning = 'Off';
+        ignorePosition = false;
       } else if (path === 'injected')
         return void res.writeHead(200).end(JSON.stringify({ injected: faults.injected }));
       return void res.writeHead(204).end();
@@ -124,13 +159,78 @@ export async function startOssFront(
       );
     }
     for (const name of ['OSSAccessKeyId', 'Expires', 'Signature']) query.delete(name);
-    const pathname = target.split('?')[0] ?? '/';
-    const path = pathname + (query.size > 0 ? `?${query.toString().replace(/=(?=&|$)/g, '')}` : '');
+    if (!key) {
+      if (method === 'GET' && isListing(query)) return listObjects(bucket, query, req, res);
+      if (method === 'POST' && query.has('delete')) return deleteObjects(bucket, req, res);
+      await forward(req, res, method, query);
+      return;
+    }
+    const id = `${bucket}/${key}`;
+    if (method === 'POST' && query.has('append')) return locks.run(id, () => append(id, query, req, res));
+    return locks.run(id, async () => {
+      const appendable = appendables.get(id);
+      if (appendable && query.has('tagging')) return appendableTagging(appendable, method, req, res);
+      if (method === 'PUT' && !query.has('partNumber')) {
+        if (req.headers['if-match'] !== undefined || req.headers['if-none-match'] !== undefined) {
+          req.resume();
+          // OSS has no conditional PutObject (create-only is x-oss-forbid-overwrite).
+          return sendError(
+            res,
+            400,
+            'NotImplemented',
+            'A header you provided implies functionality that is not implemented.',
+          );
+        }
+        const source = req.headers['x-oss-copy-source'];
+        if (source !== undefined && appendables.has(copySourceId(String(source)))) {
+          req.resume();
+          return sendError(
+            res,
+            400,
+            'InvalidArgument',
+            'The source object is an appendable object, which CopyObject cannot copy.',
+          );
+        }
+        const forbidden =
+          String(req.headers['x-oss-forbid-overwrite'] ?? '') === 'true' && versioning === 'Off';
+        if (appendable && forbidden) {
+          req.resume();
+          return sendError(
+            res,
+            409,
+            'FileAlreadyExists',
+            'The object you specified already exists and cannot be overwritten.',
+          );
+        }
+        // A PUT (or a copy) over an appendable object makes it a normal one.
+        const status = await forward(req, res, method, query);
+        if (appendable && status < 300) await drop(id);
+        return;
+      }
+      if (appendable && !query.has('uploadId') && !query.has('uploads')) {
+        if (method === 'GET' || method === 'HEAD') return readAppendable(appendable, method, req, res);
+        if (method === 'DELETE') {
+          req.resume();
+          await drop(id);
+          return void res.writeHead(204, { 'x-oss-request-id': randomUUID() }).end();
+        }
+      }
+      const status = await forward(req, res, method, query);
+      // A completed multipart upload over an appendable object replaces it too.
+      if (appendable && method === 'POST' && query.has('uploadId') && status < 300) await drop(id);
+    });
+  }
 
-    const headers = forwardHeaders(
-      req.headers,
-      (h) => h === 'authorization' || (h === 'if-match' && method === 'PUT'),
-    );
+  /** Passes the request on to the S3 front, OSS headers mapped to S3's; returns the answer's status. */
+  async function forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    method: string,
+    query: URLSearchParams,
+  ): Promise<number> {
+    const pathname = (req.url ?? '/').split('?')[0] ?? '/';
+    const path = pathname + (query.size > 0 ? `?${query.toString().replace(/=(?=&|$)/g, '')}` : '');
+    const headers = forwardHeaders(req.headers, (h) => h === 'authorization');
     for (const [name, value] of Object.entries(headers)) {
       if (!name.startsWith('x-oss-')) continue;
       delete headers[name];
@@ -154,17 +254,330 @@ export async function startOssFront(
         up = await request(upstream, method, path, headers);
       }
     }
-    if (await applyOssFault(faults.take(ruleMatches(req, true)), res)) return;
+    if (await applyOssFault(faults.take(ruleMatches(req, true)), res)) return 500;
     if (method === 'POST' && query.has('restore') && up.status === 403) {
       // OSS refuses to restore an object that is not archived with 400, not S3's 403.
+      sendError(res, 400, 'OperationNotSupported', 'The operation is not supported for this resource.');
+      return 400;
+    }
+    const object = (method === 'GET' || method === 'HEAD') && !query.has('tagging') && !query.has('uploadId');
+    answer(res, up, method, headers['if-none-match'] === '*' && method === 'PUT', object);
+    return up.status;
+  }
+
+  /** Removes an appendable object (its key's lock held). */
+  async function drop(id: string): Promise<void> {
+    const gone = appendables.get(id);
+    appendables.delete(id);
+    if (gone) await fsp.rm(gone.file, { force: true });
+  }
+
+  /** AppendObject (the key's lock held). */
+  async function append(
+    id: string,
+    query: URLSearchParams,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    const body = await readBody(req);
+    const position = query.get('position');
+    if (position === null || !/^\d+$/.test(position)) {
+      return sendError(res, 400, 'InvalidArgument', 'The position of the append is missing or not a number.');
+    }
+    const md5 = req.headers['content-md5'];
+    if (md5 !== undefined && createHash('md5').update(body).digest('base64') !== md5) {
+      return sendError(res, 400, 'InvalidDigest', 'The Content-MD5 you specified is not valid.');
+    }
+    let object = appendables.get(id);
+    const length = object?.size ?? 0;
+    if (!object) {
+      const normal = await request(upstream, 'HEAD', `/${encodePath(id)}`, {});
+      if (normal.status === 200) {
+        return sendError(res, 409, 'ObjectNotAppendable', 'The object is not appendable.');
+      }
+      const bucket = id.slice(0, id.indexOf('/'));
+      if ((await request(upstream, 'HEAD', `/${encodeURIComponent(bucket)}`, {})).status === 404) {
+        return sendError(res, 404, 'NoSuchBucket', 'The specified bucket does not exist.');
+      }
+    }
+    if (Number(position) !== length && !ignorePosition) {
+      return sendError(res, 409, 'PositionNotEqualToLength', 'Position is not equal to file length.', {
+        'x-oss-next-append-position': String(length),
+      });
+    }
+    if (!object) {
+      const storageClass = String(req.headers['x-oss-storage-class'] ?? 'Standard');
+      if (!APPENDABLE_CLASSES.has(storageClass)) {
+        return sendError(res, 400, 'InvalidArgument', `An appendable object cannot be ${storageClass}.`);
+      }
+      const metadata: Record<string, string> = {};
+      for (const [name, value] of Object.entries(req.headers))
+        if (name.startsWith('x-oss-meta-') && value !== undefined) metadata[name] = String(value);
+      object = {
+        file: nodePath.join(folder, randomUUID()),
+        createdId: randomUUID(),
+        size: 0,
+        crc: 0n,
+        etag: '',
+        lastModified: new Date(),
+        contentType: String(req.headers['content-type'] ?? 'application/octet-stream'),
+        ...(req.headers['content-encoding']
+          ? { contentEncoding: String(req.headers['content-encoding']) }
+          : {}),
+        metadata,
+        tags: String(req.headers['x-oss-tagging'] ?? ''),
+        storageClass,
+      };
+      await fsp.writeFile(object.file, new Uint8Array(0));
+      appendables.set(id, object);
+    }
+    await fsp.appendFile(object.file, body);
+    object.size += body.length;
+    object.crc = crc64ecma(body, object.crc);
+    object.etag = createHash('md5').update(`${object.createdId}:${object.size}`).digest('hex').toUpperCase();
+    object.lastModified = new Date();
+    res
+      .writeHead(200, {
+        etag: `"${object.etag}"`,
+        'content-length': '0',
+        'x-oss-next-append-position': String(object.size),
+        'x-oss-hash-crc64ecma': String(object.crc),
+        'x-oss-request-id': randomUUID(),
+      })
+      .end();
+  }
+
+  /** GET or HEAD of an appendable object (its key's lock held), ranges and If-Match as OSS answers them. */
+  async function readAppendable(
+    object: Appendable,
+    method: string,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    req.resume();
+    const ifMatch = req.headers['if-match'];
+    if (ifMatch !== undefined && bare(String(ifMatch)) !== object.etag) {
       return sendError(
         res,
-        400,
-        'OperationNotSupported',
-        'The operation is not supported for this resource.',
+        412,
+        'PreconditionFailed',
+        'At least one of the pre-conditions you specified did not hold.',
       );
     }
-    return answer(res, up, method, headers['if-none-match'] === '*' && method === 'PUT');
+    const headers: http.OutgoingHttpHeaders = {
+      'content-type': object.contentType,
+      etag: `"${object.etag}"`,
+      'last-modified': object.lastModified.toUTCString(),
+      'accept-ranges': 'bytes',
+      'x-oss-object-type': 'Appendable',
+      'x-oss-next-append-position': String(object.size),
+      'x-oss-hash-crc64ecma': String(object.crc),
+      'x-oss-storage-class': object.storageClass,
+      'x-oss-request-id': randomUUID(),
+      ...(object.contentEncoding ? { 'content-encoding': object.contentEncoding } : {}),
+      ...object.metadata,
+    };
+    const tagCount = new URLSearchParams(object.tags).size;
+    if (tagCount > 0) headers['x-oss-tagging-count'] = String(tagCount);
+    const range = method === 'GET' ? parseRange(req.headers.range) : undefined;
+    let selected: { start: number; end: number } | undefined;
+    if (range) {
+      const standard = req.headers['x-oss-range-behavior'] === 'standard';
+      try {
+        selected = resolveRange(range, object.size, '', 'oss-front');
+      } catch {
+        if (standard) {
+          return sendError(res, 416, 'InvalidRange', 'The requested range is not satisfiable', {
+            'content-range': `bytes */${object.size}`,
+          });
+        }
+      }
+      // OSS's default ignores a range reaching past the object: the whole object, 200.
+      const past = range.suffix !== undefined ? range.suffix > object.size : (range.end ?? 0) >= object.size;
+      if (!standard && past) selected = undefined;
+    }
+    const from = selected?.start ?? 0;
+    const to = selected?.end ?? object.size - 1;
+    const count = Math.max(0, to - from + 1);
+    headers['content-length'] = String(count);
+    if (selected) headers['content-range'] = `bytes ${from}-${to}/${object.size}`;
+    if (method === 'HEAD') return void res.writeHead(200, headers).end();
+    const body = Buffer.alloc(count);
+    if (count > 0) {
+      const handle = await fsp.open(object.file, 'r');
+      try {
+        await handle.read(body, 0, count, from);
+      } finally {
+        await handle.close();
+      }
+    }
+    res.writeHead(selected ? 206 : 200, headers).end(body);
+  }
+
+  /** `?tagging` of an appendable object (its key's lock held). */
+  async function appendableTagging(
+    object: Appendable,
+    method: string,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    const body = (await readBody(req)).toString('utf8');
+    if (method === 'GET') {
+      const set = [...new URLSearchParams(object.tags)]
+        .map(([k, v]) => `<Tag><Key>${xmlEscape(k)}</Key><Value>${xmlEscape(v)}</Value></Tag>`)
+        .join('');
+      return sendXml(res, 200, `<Tagging><TagSet>${set}</TagSet></Tagging>`);
+    }
+    const keys = xmlValues(body, 'Key');
+    const values = xmlValues(body, 'Value');
+    object.tags =
+      method === 'PUT'
+        ? new URLSearchParams(keys.map((k, i): [string, string] => [k, values[i] ?? ''])).toString()
+        : '';
+    res.writeHead(method === 'PUT' ? 200 : 204, { 'x-oss-request-id': randomUUID() }).end();
+  }
+
+  /**
+   * ListObjects (V1) and ListObjectsV2 with the appendable objects merged in, in key order: the S3
+   * front's entries after the page's start (`start-after` upstream), then the front's own, grouped
+   * by the delimiter. The front's continuation token (and V1 marker) is the last key or prefix
+   * returned, so paging resumes exactly after it and a common prefix is never returned twice.
+   */
+  async function listObjects(
+    bucket: string,
+    query: URLSearchParams,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    const v2 = query.get('list-type') === '2';
+    const prefix = query.get('prefix') ?? '';
+    const delimiter = query.get('delimiter') || undefined;
+    const limit = Math.min(1000, Math.max(1, Number(query.get('max-keys') ?? 100) || 100));
+    let after = (v2 ? query.get('start-after') : query.get('marker')) || undefined;
+    const token = v2 ? query.get('continuation-token') : null;
+    if (token !== null) {
+      const decoded = token.startsWith(TOKEN)
+        ? Buffer.from(token.slice(TOKEN.length), 'base64url').toString('utf8')
+        : undefined;
+      if (decoded === undefined || `${TOKEN}${Buffer.from(decoded).toString('base64url')}` !== token) {
+        return sendError(res, 400, 'InvalidArgument', 'The continuation token is not valid.');
+      }
+      if (after === undefined || compareKeys(decoded, after) > 0) after = decoded;
+    }
+    const later = (name: string) => after === undefined || compareKeys(name, after) > 0;
+    const entries = new Map<string, ListEntry>();
+    // The S3 front's entries: enough of them that the first `limit` of the merge are known.
+    let cursor: string | undefined;
+    let exhausted = false;
+    let found = 0;
+    while (!exhausted && found <= limit) {
+      const q = new URLSearchParams({ 'list-type': '2', 'max-keys': '1000' });
+      if (prefix) q.set('prefix', prefix);
+      if (delimiter) q.set('delimiter', delimiter);
+      if (cursor) q.set('continuation-token', cursor);
+      else if (after !== undefined) q.set('start-after', after);
+      const up = await request(upstream, 'GET', `/${encodeURIComponent(bucket)}?${q}`, {});
+      if (up.status !== 200) return answer(res, up, 'GET', false, false);
+      const xml = up.body.toString('utf8');
+      for (const [, inner = ''] of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
+        const name = xmlValues(inner, 'Key')[0] ?? '';
+        if (!later(name)) continue;
+        entries.set(name, { name, xml: /<Type>/.test(inner) ? inner : `${inner}<Type>Normal</Type>` });
+        found++;
+      }
+      for (const [, inner = ''] of xml.matchAll(/<CommonPrefixes>([\s\S]*?)<\/CommonPrefixes>/g)) {
+        const name = xmlValues(inner, 'Prefix')[0] ?? '';
+        // A prefix returned last time comes back after it (its keys sort after it): skipped.
+        if (name === after) continue;
+        entries.set(name, { name, prefix: true });
+        found++;
+      }
+      cursor = xmlValues(xml, 'NextContinuationToken')[0];
+      exhausted = xmlValues(xml, 'IsTruncated')[0] !== 'true' || !cursor;
+    }
+    for (const [id, object] of appendables) {
+      if (!id.startsWith(`${bucket}/`)) continue;
+      const name = id.slice(bucket.length + 1);
+      if (!name.startsWith(prefix) || !later(name)) continue;
+      const at = delimiter === undefined ? -1 : name.indexOf(delimiter, prefix.length);
+      if (at >= 0) {
+        const common = name.slice(0, at + (delimiter as string).length);
+        if (common !== after) entries.set(common, { name: common, prefix: true });
+        continue;
+      }
+      entries.set(name, {
+        name,
+        xml: `<Key>${xmlEscape(name)}</Key><LastModified>${object.lastModified.toISOString()}</LastModified><ETag>"${object.etag}"</ETag><Type>Appendable</Type><Size>${object.size}</Size><StorageClass>${object.storageClass}</StorageClass>`,
+      });
+    }
+    const sorted = [...entries.values()].sort((a, b) => compareKeys(a.name, b.name));
+    const page = sorted.slice(0, limit);
+    const truncated = sorted.length > limit || !exhausted;
+    const last = page.at(-1)?.name;
+    const next = truncated && last !== undefined ? last : undefined;
+    // V1 always names the owner (ali-oss's V1 reads it), V2 with fetch-owner only.
+    const owner = !v2 || query.get('fetch-owner') === 'true';
+    const contents = page
+      .filter((e) => !e.prefix)
+      .map((e) => `<Contents>${e.xml}${owner && !/<Owner>/.test(e.xml ?? '') ? OWNER : ''}</Contents>`)
+      .join('');
+    const prefixes = page
+      .filter((e) => e.prefix)
+      .map((e) => `<CommonPrefixes><Prefix>${xmlEscape(e.name)}</Prefix></CommonPrefixes>`)
+      .join('');
+    const opt = (tag: string, value: string | null | undefined) =>
+      value === null || value === undefined || value === '' ? '' : `<${tag}>${xmlEscape(value)}</${tag}>`;
+    const head = v2
+      ? `${opt('StartAfter', query.get('start-after'))}${opt('ContinuationToken', token)}<MaxKeys>${limit}</MaxKeys>${opt('Delimiter', delimiter)}<IsTruncated>${truncated}</IsTruncated>${opt('NextContinuationToken', next === undefined ? undefined : `${TOKEN}${Buffer.from(next).toString('base64url')}`)}<KeyCount>${page.length}</KeyCount>`
+      : `<Marker>${xmlEscape(query.get('marker') ?? '')}</Marker><MaxKeys>${limit}</MaxKeys>${opt('Delimiter', delimiter)}<IsTruncated>${truncated}</IsTruncated>${opt('NextMarker', next)}`;
+    req.resume();
+    sendXml(
+      res,
+      200,
+      `<ListBucketResult><Name>${xmlEscape(bucket)}</Name><Prefix>${xmlEscape(prefix)}</Prefix>${head}${contents}${prefixes}</ListBucketResult>`,
+    );
+  }
+
+  /** DeleteMultipleObjects: the appendable keys here (each under its lock), the others upstream. */
+  async function deleteObjects(
+    bucket: string,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    const xml = (await readBody(req)).toString('utf8');
+    const quiet = /<Quiet>true<\/Quiet>/.test(xml);
+    const keys = xmlValues(xml, 'Key');
+    let deleted = '';
+    const rest: string[] = [];
+    for (const key of keys) {
+      const id = `${bucket}/${key}`;
+      const removed = await locks.run(id, async () => {
+        if (!appendables.has(id)) return false;
+        await drop(id);
+        return true;
+      });
+      if (!removed) rest.push(key);
+      else if (!quiet) deleted += `<Deleted><Key>${xmlEscape(key)}</Key></Deleted>`;
+    }
+    if (rest.length === 0) {
+      return sendXml(res, 200, `<DeleteResult>${deleted}</DeleteResult>`);
+    }
+    const body = Buffer.from(
+      `<?xml version="1.0" encoding="UTF-8"?><Delete><Quiet>${quiet}</Quiet>${rest.map((k) => `<Object><Key>${xmlEscape(k)}</Key></Object>`).join('')}</Delete>`,
+    );
+    const headers = forwardHeaders(
+      req.headers,
+      (h) => h === 'authorization' || h === 'content-md5' || h === 'content-length',
+    );
+    headers['content-length'] = String(body.length);
+    const up = await request(upstream, 'POST', `/${encodeURIComponent(bucket)}?delete`, headers, body);
+    if (await applyOssFault(faults.take(ruleMatches(req, true)), res)) return;
+    if (up.status === 200 && deleted) {
+      up.body = Buffer.from(
+        up.body.toString('utf8').replace(/<\/DeleteResult>\s*$/, `${deleted}</DeleteResult>`),
+      );
+    }
+    answer(res, up, 'POST', false, false);
   }
 
   /** Returns an OSS error code when the request is not correctly signed. */
@@ -211,7 +624,13 @@ export async function startOssFront(
     return expected === signature ? undefined : 'SignatureDoesNotMatch';
   }
 
-  function answer(res: http.ServerResponse, up: Upstream, method: string, forbidOverwrite: boolean): void {
+  function answer(
+    res: http.ServerResponse,
+    up: Upstream,
+    method: string,
+    forbidOverwrite: boolean,
+    object: boolean,
+  ): void {
     if (up.status >= 300) {
       const code = xmlValues(up.body.toString('utf8'), 'Code')[0] ?? 'UnknownError';
       // OSS answers a forbidden overwrite with 409 FileAlreadyExists, not S3's 412.
@@ -236,13 +655,120 @@ export async function startOssFront(
       if (name === 'transfer-encoding' || name === 'connection') continue;
       headers[name.startsWith('x-amz-') ? `x-oss-${name.slice('x-amz-'.length)}` : name] = value;
     }
+    // An object written by PutObject, CopyObject or a multipart upload.
+    if (object) headers['x-oss-object-type'] = 'Normal';
     // A HEAD answer keeps the object's length; its body is empty.
     if (method !== 'HEAD') headers['content-length'] = String(up.body.length);
     res.writeHead(up.status, headers).end(up.body);
   }
 
   const port = await listen(server);
-  return { port, endpoint: `http://localhost:${port}`, stop: () => close(server) };
+  return {
+    port,
+    endpoint: `http://localhost:${port}`,
+    stop: async () => {
+      await close(server);
+      await fsp.rm(folder, { recursive: true, force: true });
+    },
+  };
+}
+
+/** An appendable object the front keeps: its bytes in `file`, the rest here. */
+interface Appendable {
+  readonly file: string;
+  /** Drawn at creation: with the size, it makes the etag. */
+  readonly createdId: string;
+  size: number;
+  /** CRC-64/ECMA-182 of the bytes so far, as `x-oss-hash-crc64ecma` states it. */
+  crc: bigint;
+  etag: string;
+  lastModified: Date;
+  readonly contentType: string;
+  readonly contentEncoding?: string;
+  /** `x-oss-meta-*` headers as they came. */
+  readonly metadata: Record<string, string>;
+  /** Query-string form, as `x-oss-tagging` carries them. */
+  tags: string;
+  readonly storageClass: string;
+}
+
+/** One entry of a merged listing: an object (its `<Contents>` inner XML) or a common prefix. */
+interface ListEntry {
+  readonly name: string;
+  readonly xml?: string;
+  readonly prefix?: true;
+}
+
+/** The classes AppendObject accepts (not the cold archives). */
+const APPENDABLE_CLASSES = new Set(['Standard', 'IA', 'Archive']);
+/** The owner listings name (the one account the front knows). */
+const OWNER = '<Owner><ID>front-owner</ID><DisplayName>front-owner</DisplayName></Owner>';
+/** The front's continuation tokens start with this. */
+const TOKEN = 'front-';
+
+/** Whether a bucket GET is a listing (V2, or V1 with no other subresource). */
+function isListing(query: URLSearchParams): boolean {
+  if (query.get('list-type') === '2') return true;
+  return [...query.keys()].every((k) =>
+    ['prefix', 'marker', 'max-keys', 'delimiter', 'encoding-type'].includes(k),
+  );
+}
+
+/** `bucket/key` of an `x-oss-copy-source` header (`/bucket/key`, URL-encoded). */
+function copySourceId(header: string): string {
+  const { bucket, key } = parseTarget(header.startsWith('/') ? header : `/${header}`);
+  return `${bucket}/${key}`;
+}
+
+function encodePath(id: string): string {
+  return id.split('/').map(encodeURIComponent).join('/');
+}
+
+function bare(etag: string): string {
+  return etag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+}
+
+/** The reflected CRC-64/ECMA-182 table (polynomial 0x42F0E1EBA9EA3693 reversed), as two 32-bit halves. */
+const CRC_TABLE = (() => {
+  const poly = 0xc96c5795d7870f42n;
+  const lo = new Uint32Array(256);
+  const hi = new Uint32Array(256);
+  for (let i = 0; i < 256; i++) {
+    let crc = BigInt(i);
+    for (let bit = 0; bit < 8; bit++) crc = crc & 1n ? (crc >> 1n) ^ poly : crc >> 1n;
+    lo[i] = Number(crc & 0xffffffffn);
+    hi[i] = Number(crc >> 32n);
+  }
+  return { lo, hi };
+})();
+
+/**
+ * CRC-64/ECMA-182 as OSS computes `x-oss-hash-crc64ecma` (its documentation gives Boost's
+ * `crc_optimal<64, 0x42F0E1EBA9EA3693, ~0, ~0, true, true>`: the CRC-64/XZ parameters; "123456789"
+ * gives 0x995DC9BBDF1939FA). `previous` continues the CRC of the bytes before `data` (an append).
+ */
+export function crc64ecma(data: Uint8Array, previous = 0n): bigint {
+  const register = previous ^ 0xffffffffffffffffn;
+  let lo = Number(register & 0xffffffffn) >>> 0;
+  let hi = Number(register >> 32n) >>> 0;
+  const { lo: tLo, hi: tHi } = CRC_TABLE;
+  for (let i = 0; i < data.length; i++) {
+    const index = (lo ^ (data[i] as number)) & 0xff;
+    lo = (((lo >>> 8) | (hi << 24)) ^ (tLo[index] as number)) >>> 0;
+    hi = ((hi >>> 8) ^ (tHi[index] as number)) >>> 0;
+  }
+  return ((BigInt(hi) << 32n) | BigInt(lo)) ^ 0xffffffffffffffffn;
+}
+
+function sendXml(res: http.ServerResponse, status: number, xml: string): void {
+  const body = Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>\n${xml}`);
+  res
+    .writeHead(status, {
+      'content-type': 'application/xml',
+      'content-length': body.length,
+      'x-oss-request-id': randomUUID(),
+    })
+    .end(body);
 }
 
 /** Whether a ranged answer shows the range reaching past the object (OSS's default then ignores it). */
@@ -253,7 +779,13 @@ function reachesPast(range: ReturnType<typeof parseRange>, up: Upstream): boolea
   return range.suffix !== undefined ? range.suffix > size : range.end !== undefined && range.end >= size;
 }
 
-function sendError(res: http.ServerResponse, status: number, code: string, message: string): void {
+function sendError(
+  res: http.ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  headers: http.OutgoingHttpHeaders = {},
+): void {
   const requestId = randomUUID();
   const body = Buffer.from(
     `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${xmlEscape(message)}</Message><RequestId>${requestId}</RequestId><HostId>localhost</HostId></Error>`,
@@ -263,6 +795,7 @@ function sendError(res: http.ServerResponse, status: number, code: string, messa
       'content-type': 'application/xml',
       'content-length': body.length,
       'x-oss-request-id': requestId,
+      ...headers,
     })
     .end(body);
 }
