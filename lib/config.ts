@@ -54,6 +54,8 @@ const schema = z
     MAX_VALUE_BYTES: int(1024, 1024 * 1024 * 1024).default(64 * 1024 * 1024),
     MAX_BLOB_BYTES: int(1024, 4 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
     LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+    // Lambda only: X-Ray traces through Powertools Tracer (functions/aws/api.ts).
+    TRACING: bool.default(false),
     // Set by the platforms themselves.
     AWS_LAMBDA_FUNCTION_NAME: z.string().optional(),
     FC_FUNCTION_NAME: z.string().optional(),

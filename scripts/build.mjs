@@ -1,5 +1,7 @@
 // Bundles the entry points with esbuild (target node20, so one bundle runs on Node 20 here and on
-// Node 22/24 in the clouds), and compiles the library (`lib` -> dist/lib/: ES modules and .d.ts,
+// Node 22/24 in the clouds), each with a linked source map beside it (`<bundle>.map`, mappings only:
+// `node --enable-source-maps`, which the functions' NODE_OPTIONS set, names the files under lib/ in
+// stack traces), and compiles the library (`lib` -> dist/lib/: ES modules and .d.ts,
 // what the npm package ships) with `tsc -p tsconfig.lib.json`. `node scripts/build.mjs [names...]`
 // builds some (`lib` is the library); no names builds all. Prints every file it wrote, with sizes.
 import { spawn } from 'node:child_process';
@@ -11,6 +13,8 @@ import { build } from 'esbuild';
 const ENTRIES = {
   'aws/api': 'functions/aws/api.ts',
   'aliyun/api': 'functions/aliyun/api.ts',
+  // The ROS custom resource that puts the bucket's lifecycle rules (in the same code package).
+  'aliyun/lifecycle': 'functions/aliyun/lifecycle.ts',
   'local/server': 'functions/local/server.ts',
   token: 'scripts/token.ts',
   id: 'scripts/id.ts',
@@ -18,6 +22,8 @@ const ENTRIES = {
   openapi: 'scripts/openapi.ts',
   infra: 'scripts/infra.ts',
   lifecycle: 'scripts/lifecycle.ts',
+  // The renderer osls calls at package time (infra/aws/deployment.cjs).
+  'sls-deployment': 'scripts/sls-deployment.ts',
 };
 /** The library: tsc output of lib/, the package's files (see `exports` in package.json). */
 const LIB = 'lib';
@@ -54,7 +60,10 @@ async function bundle(name) {
     target: 'node20',
     format: 'esm',
     minify: name.includes('/api'),
-    sourcemap: false,
+    // Linked (a sourceMappingURL comment), without the sources' text: stack traces need only the
+    // mappings, and the map stays a fraction of the bundle.
+    sourcemap: 'linked',
+    sourcesContent: false,
     // ali-oss pulls proxy-agent lazily; it is never used here.
     external: ['proxy-agent'],
     // ESM bundles of CommonJS packages need require.
@@ -66,7 +75,8 @@ async function bundle(name) {
   });
   for (const file of outputFiles) {
     await writeWhole(file.path, file.contents);
-    lines.push([path.relative(process.cwd(), file.path), file.contents.length, 'bundle']);
+    const note = file.path.endsWith('.map') ? 'source map' : 'bundle';
+    lines.push([path.relative(process.cwd(), file.path), file.contents.length, note]);
   }
 }
 
@@ -124,7 +134,7 @@ async function library() {
 
 const results = await Promise.allSettled(names.map((name) => (name === LIB ? library() : bundle(name))));
 lines.sort((a, b) => a[0].localeCompare(b[0]));
-for (const [file, bytes, note] of lines) console.log(`${file.padEnd(24)}${kb(bytes)}  ${note}`);
+for (const [file, bytes, note] of lines) console.log(`${file.padEnd(28)}${kb(bytes)}  ${note}`);
 const failed = results.filter((r) => r.status === 'rejected');
 for (const { reason } of failed) console.error(`build failed: ${reason?.message ?? reason}`);
 if (failed.length > 0) process.exit(1);

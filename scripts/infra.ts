@@ -1,19 +1,14 @@
-/** `npm run infra`: writes the lifecycle rules into the deployable templates (from lib/lifecycle). */
+/**
+ * `npm run infra`: writes the deployment parameters, their rules, the functions' environment and
+ * the lifecycle rules into infra/aliyun/ros.yaml (from lib/lifecycle/deployment.ts; see
+ * scripts/ros-template.ts). The AWS rules need no file: osls renders them from the stack
+ * parameters at package time (infra/aws/deployment.cjs).
+ */
 import { readFile, writeFile } from 'node:fs/promises';
-import { lifecycleFromEnv, lifecycleRules, renderCloudFormation, renderRos } from '../lib/lifecycle/index.js';
+import { writeRosBlocks } from './ros-template.js';
 
-const config = lifecycleFromEnv();
-await writeFile(
-  'infra/aws/lifecycle.json',
-  `${JSON.stringify(renderCloudFormation(lifecycleRules('s3', config), config.prefix), null, 2)}\n`,
-);
-const ros = await readFile('infra/aliyun/ros.yaml', 'utf8');
-const start = ros.indexOf('# lifecycle:begin');
-const end = ros.indexOf('# lifecycle:end');
-const indent = '      ';
-const rules = JSON.stringify(renderRos(lifecycleRules('oss', config), config.prefix));
-await writeFile(
-  'infra/aliyun/ros.yaml',
-  `${ros.slice(0, start)}# lifecycle:begin\n${indent}LifecycleConfiguration: ${rules}\n${indent}${ros.slice(end)}`,
-);
-console.log('wrote infra/aws/lifecycle.json and the lifecycle of infra/aliyun/ros.yaml');
+const file = 'infra/aliyun/ros.yaml';
+const before = await readFile(file, 'utf8');
+const after = writeRosBlocks(before);
+if (after !== before) await writeFile(file, after);
+console.log(after === before ? `${file} is up to date` : `wrote the generated blocks of ${file}`);

@@ -5,6 +5,23 @@ import { createApp } from '../../lib/http/app.js';
 import { dynamoDbLockFrom, s3DriverFrom } from '../../lib/http/backends/aws.js';
 
 const config = loadConfigOrExit();
-export const handler = createApiGatewayHandler(
+const api = createApiGatewayHandler(
   createApp(config, { driver: s3DriverFrom(config), lock: dynamoDbLockFrom(config) }),
 );
+
+/**
+ * X-Ray through Powertools Tracer, only with TRACING=true (serverless.yml's `--param tracing=true`,
+ * which also turns on Lambda's active tracing): a segment per invocation with the cold start
+ * annotated, and a subsegment per outgoing S3 and DynamoDB request (the SDKs' HTTPS calls). Answers
+ * are not recorded (they carry users' state); errors are. Loaded on demand, so it costs nothing off.
+ */
+async function traced(handler: typeof api): Promise<typeof api> {
+  const [{ Tracer }, { captureLambdaHandler }] = await Promise.all([
+    import('@aws-lambda-powertools/tracer'),
+    import('@aws-lambda-powertools/tracer/middleware'),
+  ]);
+  const tracer = new Tracer({ serviceName: 'agent-state' });
+  return handler.use(captureLambdaHandler(tracer, { captureResponse: false }));
+}
+
+export const handler = config.TRACING ? await traced(api) : api;

@@ -23,7 +23,12 @@ export async function applyS3Lifecycle(
 /** Sends exactly the rendered OSS rules. */
 export async function applyOssLifecycle(client: OSS, bucket: string, config: Partial<LifecycleConfig> = {}) {
   const rules = renderOss(lifecycleRules('oss', config), config.prefix);
+  await applyOssRules(client, bucket, rules);
+  return rules;
+}
+
+/** Sends rules already rendered by `renderOss` (as a template passes them: see ros-resource.ts). */
+export async function applyOssRules(client: OSS, bucket: string, rules: readonly unknown[]) {
   // ali-oss rewrites the rules it is given in place: hand it a copy.
   await client.putBucketLifecycle(bucket, structuredClone(rules) as unknown as OSS.LifecycleRule[]);
-  return rules;
 }

@@ -61,6 +61,11 @@ const CLASSES: Record<
   oss: { values: ['IA', 'Archive', 'ColdArchive'], default: 'Archive', minDays: {} },
 };
 
+/** The storage classes a backend's rules may move objects to, and its default. */
+export function storageClassesOf(backend: LifecycleBackend): { values: readonly string[]; default: string } {
+  return { values: CLASSES[backend].values, default: CLASSES[backend].default };
+}
+
 /** A configuration mistake, naming the setting. */
 export class LifecycleConfigError extends Error {
   override name = 'LifecycleConfigError';

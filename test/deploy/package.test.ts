@@ -1,6 +1,8 @@
 /**
- * `npm run package` (osls + serverless-esbuild, offline, no credentials): assertions on the generated
- * CloudFormation; each built bundle loaded under Node 24 answering a health event; the ROS template.
+ * `npm run package -- --param=retentionDays=7` (osls + serverless-esbuild, offline, no credentials):
+ * assertions on the generated CloudFormation (the parameter reaches both the functions' environment
+ * and the bucket's rules); each built bundle loaded under Node 24 answering a health event; the ROS
+ * template.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -9,6 +11,7 @@ import { promisify } from 'node:util';
 import yaml from 'js-yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES } from '../../lib/http/router.js';
+import { deploymentSettings } from '../../lib/lifecycle/deployment.js';
 import { lifecycleRules, renderCloudFormation } from '../../lib/lifecycle/index.js';
 
 const run = promisify(execFile);
@@ -21,7 +24,7 @@ type Template = {
 describe('AWS: serverless package', () => {
   let t: Template;
   beforeAll(async () => {
-    await run('npm', ['run', 'package'], {
+    await run('npm', ['run', 'package', '--', '--param=retentionDays=7'], {
       env: { ...process.env, SLS_TELEMETRY_DISABLED: '1', SLS_NOTIFICATIONS_MODE: 'off' },
       timeout: 240_000,
     });
@@ -45,6 +48,25 @@ describe('AWS: serverless package', () => {
     expect(roleOf('StateLambdaFunction')).toBe('StateRole');
     expect(roleOf('WorkspacesLambdaFunction')).toBe('StateRole');
     expect(roleOf('PublicLambdaFunction')).toBe('PublicRole');
+  });
+
+  it('gives every function the deployment parameters, source maps enabled and tracing off by default', async () => {
+    const expected = deploymentSettings('s3', { retentionDays: 7 }).env;
+    expect(expected.RETENTION_DAYS).toBe('7');
+    const functions = ofType('AWS::Lambda::Function');
+    for (const [id, f] of functions) {
+      const env = f.Properties.Environment.Variables;
+      for (const [name, value] of Object.entries(expected))
+        expect(String(env[name]), `${id} ${name}`).toBe(value);
+      expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
+      expect(env.TRACING).toBe('false');
+      expect(f.Properties.TracingConfig).toEqual({ Mode: 'PassThrough' });
+    }
+    expect(t.Resources.XRayPolicy).toMatchObject({ Condition: 'Tracing', Type: 'AWS::IAM::Policy' });
+    // The package ships the bundle's source map beside it.
+    const listing = (await run('unzip', ['-l', '.serverless/agent-state.zip'])).stdout;
+    expect(listing).toMatch(/functions\/aws\/api\.mjs\n/);
+    expect(listing).toContain('functions/aws/api.mjs.map');
   });
 
   it('routes every API route, with the JWT authorizer on all but health and openapi, and a $default route', () => {
@@ -91,7 +113,17 @@ describe('AWS: serverless package', () => {
       IgnorePublicAcls: true,
       RestrictPublicBuckets: true,
     });
-    expect(bucket.LifecycleConfiguration).toEqual(renderCloudFormation(lifecycleRules('s3')));
+    // --param retentionDays=7: markers expire after 7 days, state 2 days later; the rest at defaults.
+    expect(bucket.LifecycleConfiguration).toEqual(
+      renderCloudFormation(lifecycleRules('s3', { retentionDays: 7 })),
+    );
+    const days = Object.fromEntries(
+      bucket.LifecycleConfiguration.Rules.map((r: { Id: string; ExpirationInDays?: number }) => [
+        r.Id,
+        r.ExpirationInDays,
+      ]),
+    );
+    expect(days).toMatchObject({ 'session-markers': 7, 'session-state': 9 });
     expect(bucket.VersioningConfiguration).toBeUndefined();
     expect(JSON.stringify(bucket.BucketEncryption)).toContain('AES256');
     expect(JSON.stringify(t.Resources.StateBucketPolicy?.Properties)).toContain('aws:SecureTransport');

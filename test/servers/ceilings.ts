@@ -37,7 +37,25 @@ export const CEILINGS: readonly Ceiling[] = [
     ],
     seconds: 30,
   },
-  { issue: '#7 deployment and lifecycle', files: ['test/deploy/'], seconds: 120 },
+  {
+    issue: '#7 deployment and lifecycle',
+    files: [
+      'test/deploy/package.test.ts',
+      'test/deploy/lifecycle.test.ts',
+      'test/deploy/expiry-simulation.test.ts',
+      'test/deploy/rgw-lifecycle.test.ts',
+    ],
+    seconds: 120,
+  },
+  {
+    issue: '#19 deployment as configured',
+    files: [
+      'test/deploy/ros-template.test.ts',
+      'test/deploy/deployment-parameters.test.ts',
+      'test/deploy/source-maps.test.ts',
+    ],
+    seconds: 90,
+  },
   {
     issue: '#8 workspaces (without the 100 MB transfers)',
     files: ['test/workspaces/workspaces.test.ts', 'test/drivers/transfer.test.ts'],
@@ -47,7 +65,8 @@ export const CEILINGS: readonly Ceiling[] = [
   {
     issue: '#9 faults, CI soak, fuzzing',
     files: ['test/faults/', 'test/soak/', 'test/http/fuzz.test.ts'],
-    seconds: 180,
+    // Measured 48 s (sum of the files' durations, 2 cores); lowered from 180 to make room for #19.
+    seconds: 160,
   },
   { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 30 },
   { issue: '#13 hardening', files: ['test/hardening/'], seconds: 60 },

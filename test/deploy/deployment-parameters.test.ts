@@ -1,0 +1,160 @@
+/**
+ * The lifecycle deployment parameters (lib/lifecycle/deployment.ts) on AWS: invalid combinations
+ * refused with the parameter's name by deploymentSettings and by osls when it resolves
+ * serverless.yml (`serverless print`, offline: the same resolution `serverless package` runs); the
+ * tracing parameter turning on Lambda's active tracing and the Powertools Tracer, which then sends
+ * X-Ray subsegments (to a daemon address on 127.0.0.1 here), and nothing when off.
+ */
+import { execFile } from 'node:child_process';
+import dgram from 'node:dgram';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { DeploymentParameterError, deploymentSettings } from '../../lib/lifecycle/deployment.js';
+
+const run = promisify(execFile);
+
+beforeAll(async () => {
+  await run('node', ['scripts/build.mjs', 'sls-deployment', 'aws/api']);
+}, 60_000);
+
+const refusal = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(DeploymentParameterError);
+    return error as DeploymentParameterError;
+  }
+  throw new Error('not refused');
+};
+
+describe('deployment parameters', () => {
+  it('fill in the defaults and give the functions the same values the rules use', () => {
+    const s = deploymentSettings('s3', { retentionDays: '7' });
+    expect(s.env).toMatchObject({
+      RETENTION_DAYS: '7',
+      STATE_GRACE_DAYS: '2',
+      KEEPALIVE_MS: '3600000',
+      ARCHIVE_STORAGE_CLASS: 'GLACIER_IR',
+    });
+    expect(s.rules.find((r) => r.id === 'session-state')?.expirationDays).toBe(9);
+    expect(deploymentSettings('oss').env.ARCHIVE_STORAGE_CLASS).toBe('Archive');
+  });
+
+  it('refuse invalid values and combinations, naming the parameter', () => {
+    expect(refusal(() => deploymentSettings('s3', { retentionDays: '7.5' })).parameter).toBe('retentionDays');
+    expect(refusal(() => deploymentSettings('s3', { stateGraceDays: 31 })).parameter).toBe('stateGraceDays');
+    // S3 refuses a STANDARD_IA transition before 30 days; OSS has no such minimum.
+    const ia = refusal(() =>
+      deploymentSettings('s3', { archiveStorageClass: 'STANDARD_IA', archiveTransitionDays: 10 }),
+    );
+    expect(ia.parameter).toBe('archiveStorageClass');
+    expect(ia.message).toContain('archiveTransitionDays=10');
+    expect(
+      deploymentSettings('oss', { archiveStorageClass: 'IA', archiveTransitionDays: 10 }).rules,
+    ).toHaveLength(5);
+    expect(refusal(() => deploymentSettings('s3', { workspaceStorageClass: 'Archive' })).parameter).toBe(
+      'workspaceStorageClass',
+    );
+    expect(
+      refusal(() => deploymentSettings('oss', { workspaceTransitionDays: 200, workspaceRetentionDays: 200 }))
+        .parameter,
+    ).toBe('workspaceStorageClass');
+    // Retention and grace against keep-alive: each must be more than twice the keep-alive interval.
+    const day = 86_400_000;
+    expect(refusal(() => deploymentSettings('s3', { keepAliveMs: day })).parameter).toBe('keepAliveMs');
+    expect(
+      refusal(() => deploymentSettings('s3', { stateGraceDays: 30, retentionDays: 1, keepAliveMs: day / 2 }))
+        .message,
+    ).toContain('retentionDays');
+    expect(
+      deploymentSettings('s3', { stateGraceDays: 30, retentionDays: 2, keepAliveMs: day / 2 - 1 }).env
+        .KEEPALIVE_MS,
+    ).toBe(String(day / 2 - 1));
+  });
+
+  it('are refused by serverless package (osls resolving serverless.yml) with the parameter named', async () => {
+    const sls = (...params: string[]) =>
+      run('npx', ['serverless', 'print', '--stage', 'dev', ...params.flatMap((p) => ['--param', p])], {
+        env: { ...process.env, SLS_TELEMETRY_DISABLED: '1', SLS_NOTIFICATIONS_MODE: 'off' },
+        timeout: 60_000,
+      }).then(
+        (out) => ({ code: 0, output: out.stdout + out.stderr }),
+        (error: { code: number; stdout: string; stderr: string }) => ({
+          code: error.code,
+          output: error.stdout + error.stderr,
+        }),
+      );
+    const [ia, keepAlive, traced] = await Promise.all([
+      sls('archiveStorageClass=STANDARD_IA', 'archiveTransitionDays=10'),
+      sls('keepAliveMs=172800000'),
+      sls('tracing=true', 'retentionDays=7'),
+    ]);
+    expect(ia.code).not.toBe(0);
+    expect(ia.output).toContain(
+      'parameter archiveStorageClass: s3 refuses a STANDARD_IA transition before 30 days',
+    );
+    expect(ia.output).toContain('archiveTransitionDays=10');
+    expect(keepAlive.code).not.toBe(0);
+    expect(keepAlive.output).toContain(
+      'parameter keepAliveMs: 172800000 ms must be under half of stateGraceDays',
+    );
+    expect(traced.code).toBe(0);
+    expect(traced.output).toMatch(/tracing:\n\s+lambda: Active/);
+    expect(traced.output).toMatch(/TRACING: 'true'/);
+    expect(traced.output).toMatch(/RETENTION_DAYS: '7'/);
+  }, 90_000);
+});
+
+describe('X-Ray through Powertools Tracer', () => {
+  /** Runs the bundled Lambda handler on a health event; returns the datagrams the X-Ray daemon got. */
+  const invoke = async (tracing: string) => {
+    const daemon = dgram.createSocket('udp4');
+    const datagrams: string[] = [];
+    daemon.on('message', (m) => datagrams.push(m.toString()));
+    await new Promise<void>((r) => daemon.bind(0, '127.0.0.1', r));
+    try {
+      const script = `import('./dist/aws/api.mjs').then((m) => m.handler({ version: '2.0', routeKey: '$default', rawPath: '/v1/health', rawQueryString: '', headers: {}, requestContext: { http: { method: 'GET', path: '/v1/health' }, requestId: 'r1' }, isBase64Encoded: false }, { functionName: 'f', awsRequestId: 'r1', getRemainingTimeInMillis: () => 1000 })).then((r) => console.log(JSON.stringify({ answer: r })))`;
+      const { stdout } = await run('node', ['--input-type=module', '-e', script], {
+        env: {
+          ...process.env,
+          NODE_OPTIONS: '',
+          TRACING: tracing,
+          AWS_LAMBDA_FUNCTION_NAME: 'f',
+          AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
+          LAMBDA_TASK_ROOT: process.cwd(),
+          _HANDLER: 'functions/aws/api.handler',
+          _X_AMZN_TRACE_ID: 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1',
+          AWS_XRAY_DAEMON_ADDRESS: `127.0.0.1:${daemon.address().port}`,
+          STORE_BACKEND: 's3',
+          S3_BUCKET: 'b',
+          LOCK_BACKEND: 'dynamodb',
+          LOCK_TABLE: 't',
+          AWS_REGION: 'us-east-1',
+          LOG_LEVEL: 'SILENT',
+        },
+      });
+      const answer = JSON.parse(stdout.split('\n').find((l) => l.startsWith('{"answer"')) ?? '{}').answer;
+      await new Promise((r) => setTimeout(r, 200));
+      return { answer, datagrams };
+    } finally {
+      daemon.close();
+    }
+  };
+
+  it('sends a subsegment per invocation, annotated, only with TRACING=true', async () => {
+    const [on, off] = await Promise.all([invoke('true'), invoke('')]);
+    expect(on.answer.statusCode).toBe(200);
+    expect(off.answer.statusCode).toBe(200);
+    const segments = on.datagrams.map((d) => JSON.parse(d.split('\n')[1] ?? '{}'));
+    const handler = segments.find((s) => s.name === '## functions/aws/api.handler');
+    expect(handler).toMatchObject({
+      type: 'subsegment',
+      trace_id: '1-5759e988-bd862e3fe1be46a994272793',
+      parent_id: '53995c3f42cd8ad8',
+      annotations: { Service: 'agent-state' },
+    });
+    // The answer (a user's state, on other routes) is not recorded.
+    expect(JSON.stringify(handler)).not.toContain('status');
+    expect(off.datagrams).toEqual([]);
+  }, 60_000);
+});
