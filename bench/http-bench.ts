@@ -137,3 +137,70 @@ export function bundleTable(): string {
   }
   return lines.join('\n');
 }
+
+/**
+ * Source maps' cost: cold start (process start to the first answer of a health event) and the p50
+ * of 200 more health events in the same process, for each function bundle, with NODE_OPTIONS empty
+ * and with --enable-source-maps (as deployed); medians of 5 processes.
+ */
+export function sourceMapTable(): string {
+  const base = {
+    ...process.env,
+    STORE_BACKEND: 's3',
+    S3_BUCKET: 'bench',
+    LOCK_BACKEND: 'dynamodb',
+    LOCK_TABLE: 'bench',
+    AWS_REGION: 'us-east-1',
+    LOG_LEVEL: 'SILENT',
+  };
+  const functions = [
+    {
+      name: 'aws/api (Lambda)',
+      bundle: 'dist/aws/api.mjs',
+      env: { ...base, AWS_LAMBDA_FUNCTION_NAME: 'bench', FC_FUNCTION_NAME: '' },
+      call: `m.handler({ version: '2.0', routeKey: '$default', rawPath: '/v1/health', rawQueryString: '', headers: {}, requestContext: { http: { method: 'GET', path: '/v1/health' }, requestId: 'r1' }, isBase64Encoded: false }, { functionName: 'f', awsRequestId: 'r1', getRemainingTimeInMillis: () => 1000 })`,
+    },
+    {
+      name: 'aliyun/api (Function Compute)',
+      bundle: 'dist/aliyun/api.mjs',
+      env: {
+        ...base,
+        AWS_LAMBDA_FUNCTION_NAME: '',
+        FC_FUNCTION_NAME: 'bench',
+        STORE_BACKEND: 'oss',
+        OSS_BUCKET: 'bench-bucket',
+        OSS_REGION: 'oss-cn-hangzhou',
+        ALIBABA_CLOUD_ACCESS_KEY_ID: 'bench',
+        ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'bench',
+        AUTH_JWKS_URL: 'http://127.0.0.1:1/jwks',
+      },
+      call: `m.handler(Buffer.from(JSON.stringify({ rawPath: '/v1/health', headers: {}, queryParameters: {}, requestContext: { requestId: 'r1', http: { method: 'GET' } } })))`,
+    },
+  ];
+  const median = (values: number[]) =>
+    [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+  const lines = [
+    '| function | source maps | map size | cold start to first answer ms | p50 of 200 warm health events ms |',
+    '|---|---|---:|---:|---:|',
+  ];
+  for (const f of functions) {
+    const file = `${process.cwd()}/${f.bundle}`;
+    const script = `const m = await import(${JSON.stringify(file)}); await ${f.call}; const cold = performance.now(); const t = []; for (let i = 0; i < 200; i++) { const s = performance.now(); await ${f.call}; t.push(performance.now() - s); } t.sort((a, b) => a - b); console.log(JSON.stringify({ cold, p50: t[100] }));`;
+    for (const options of ['', '--enable-source-maps']) {
+      const samples = Array.from({ length: 5 }, () => {
+        const out = execFileSync('node', ['--input-type=module', '-e', script], {
+          env: { ...f.env, NODE_OPTIONS: options },
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
+        return JSON.parse(out.toString().trim().split('\n').at(-1) as string) as {
+          cold: number;
+          p50: number;
+        };
+      });
+      lines.push(
+        `| ${f.name} | ${options ? 'enabled' : 'off'} | ${(statSync(`${f.bundle}.map`).size / 1024).toFixed(0)} KB | ${median(samples.map((x) => x.cold)).toFixed(0)} | ${median(samples.map((x) => x.p50)).toFixed(3)} |`,
+      );
+    }
+  }
+  return lines.join('\n');
+}

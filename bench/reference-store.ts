@@ -1,7 +1,8 @@
 /**
  * A faithful re-implementation of the request pattern of the reference's OSS store (REFERENCE.md),
  * on our driver interface, so both are measured on the same driver and server:
- * - reads are HEAD then GET;
+ * - reads are HEAD then GET (single values `<key>.json` and lists alike);
+ * - a single value's save is one unconditional PUT;
  * - a list save GETs the hash object; if present, GETs and parses the WHOLE list just to count it;
  *   PUTs the whole list whenever the size changed or a rewrite is needed; always PUTs the hash;
  * - the "hash" is a hashCode over the size and up to five sampled items.
@@ -33,6 +34,23 @@ export class ReferenceStore {
 
   private name(user: string, session: string, key: string, suffix: string) {
     return `${this.prefix}${user}/${session}/${key}${suffix}`;
+  }
+
+  /** A single value: PUT of `<key>.json`, unconditional. */
+  async save(user: string, session: string, key: string, value: unknown): Promise<void> {
+    await this.driver.put(this.name(user, session, key, '.json'), JSON.stringify(value));
+  }
+
+  /** A single value: HEAD, then GET (undefined when absent). */
+  async get(user: string, session: string, key: string): Promise<unknown> {
+    const name = this.name(user, session, key, '.json');
+    try {
+      await this.driver.head(name);
+      return JSON.parse(Buffer.from((await this.driver.get(name)).body).toString()) as unknown;
+    } catch (error) {
+      if (error instanceof ObjectNotFoundError) return undefined;
+      throw error;
+    }
   }
 
   async saveList(user: string, session: string, key: string, list: readonly unknown[]): Promise<void> {

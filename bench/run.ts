@@ -1,20 +1,28 @@
 /**
  * `npm run bench`: starts s3rver behind the S3 front on 127.0.0.1, runs every benchmark, prints the
- * tables and writes bench/REPORT.md and its charts. `npm run bench -- --smoke` runs the smallest size.
+ * tables and writes bench/REPORT.md and its charts. `npm run bench -- --smoke` runs the small sizes
+ * (`SMOKE` in store-bench.ts, as CI's test/bench-smoke.test.ts does) and writes nothing; `-- --format <name>` runs ours with another list format.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createS3Driver } from '../lib/drivers/s3.js';
+import type { ListFormatName } from '../lib/store/store.js';
 import { faultTable, runFaultScenario } from '../test/faults/scenario.js';
 import { startLocalBackends } from '../test/servers/local-backends.js';
 import { lineChart } from './chart.js';
-import { bundleTable, runHttpBench } from './http-bench.js';
+import { bundleTable, runHttpBench, sourceMapTable } from './http-bench.js';
 import { lockTable, runLockBench } from './lock-bench.js';
-import { runStoreBench, storeTable } from './store-bench.js';
+import { readmeTables, runStoreBench, SMOKE, storeTable, turnTable } from './store-bench.js';
 import { agentTranscript, compressionTable, runTransferBench, transferTable } from './workspace-bench.js';
 
 const smoke = process.argv.includes('--smoke');
-const sizes = smoke ? [10] : [10, 100, 1000, 10_000];
+/** `--format <name>` (or `--format=<name>`): a list format for ours other than the driver's default. */
+const formatArg =
+  process.argv.find((a) => a.startsWith('--format='))?.slice('--format='.length) ??
+  process.argv[process.argv.indexOf('--format') + 1];
+const listFormat = process.argv.some((a) => a.startsWith('--format'))
+  ? (formatArg as ListFormatName)
+  : undefined;
 const here = path.dirname(new URL(import.meta.url).pathname).replace(/\/\.bench-build\/bench$/, '/bench');
 
 const local = await startLocalBackends('bench');
@@ -27,10 +35,27 @@ try {
       endpoint: front.endpoint,
       credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
     });
-  const rows = await runStoreBench(makeDriver, sizes);
-  const table = storeTable(rows);
-  console.log('\nList operations, this store against the reference request pattern (s3 driver, s3rver):\n');
+  const storeStarted = performance.now();
+  const result = await runStoreBench({
+    s3Port: front.port,
+    dynamoPort,
+    bucket: 'bench',
+    ...(smoke ? SMOKE : { sizes: [20, 200, 2000, 20_000] }),
+    ...(listFormat ? { listFormat } : {}),
+    log: (line) => console.log(`  ${line}`),
+  });
+  const storeSeconds = (performance.now() - storeStarted) / 1000;
+  const table = storeTable(result);
+  const turns = turnTable(result);
+  const readme = readmeTables(result);
+  console.log(
+    `\nThe budget rows, this store against the reference pattern (s3 driver, S3 front over s3rver, counted by a proxy; ${storeSeconds.toFixed(0)} s):\n`,
+  );
   console.log(table);
+  console.log(`\nThe locked agent turn, mean over ${result.turns[0]?.turns ?? 0} turns:\n`);
+  console.log(turns);
+  console.log('\nFor the README (requests per operation, cost per million turns as measured):\n');
+  console.log(readme);
   const locks = lockTable(await runLockBench(`http://127.0.0.1:${dynamoPort}`, smoke ? 20 : 400));
   console.log('\nLock throughput (dynalite on loopback):\n');
   console.log(locks);
@@ -61,30 +86,66 @@ try {
   console.log(faults);
   const bundles = smoke ? '' : bundleTable();
   if (bundles) console.log(`\nFunction bundles (esbuild, target node20):\n\n${bundles}`);
+  const sourceMaps = smoke ? '' : sourceMapTable();
+  if (sourceMaps)
+    console.log(`\nSource maps (--enable-source-maps) on cold start and warm p50:\n\n${sourceMaps}`);
   if (!smoke) {
-    const amortized = rows.filter((r) => r.operation.startsWith('append 1, amortized'));
-    const svg = lineChart(
-      'Bytes uploaded per appended message',
-      'items in the list (N)',
-      'bytes per append',
-      [
-        { name: 'this store', color: '#1f77b4', points: amortized.map((r) => [r.n, r.ours.bytesUp]) },
-        { name: 'reference', color: '#d62728', points: amortized.map((r) => [r.n, r.reference.bytesUp]) },
-      ],
+    const perTurn = (pattern: 'ours' | 'reference') =>
+      result.turns
+        .filter((t) => t.pattern === pattern)
+        .map((t): [number, number] => [t.n, t.mean.bytesUp + t.mean.bytesDown]);
+    await writeFile(
+      path.join(here, 'turn-bytes.svg'),
+      lineChart('Bytes per locked agent turn (up + down)', 'items in the history (N)', 'bytes per turn', [
+        { name: 'this store', color: '#1f77b4', points: perTurn('ours') },
+        { name: 'reference', color: '#d62728', points: perTurn('reference') },
+      ]),
     );
-    await writeFile(path.join(here, 'append-bytes.svg'), svg);
+    const appended = result.rows.filter((r) => r.id === 'append-mean');
+    await writeFile(
+      path.join(here, 'append-bytes.svg'),
+      lineChart(
+        'Bytes uploaded per appended 1 KB message (mean)',
+        'items in the list (N)',
+        'bytes per append',
+        [
+          {
+            name: 'this store',
+            color: '#1f77b4',
+            points: appended.map((r) => [r.n, r.ours.traffic.bytesUp]),
+          },
+          {
+            name: 'reference',
+            color: '#d62728',
+            points: appended.map((r) => [r.n, r.reference?.traffic.bytesUp ?? 0]),
+          },
+        ],
+      ),
+    );
     const report = [
       '# Benchmark report',
       '',
       `Written by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)} (2 cores, loopback; times are noisy, requests and bytes are exact).`,
       '',
-      '## List operations: requests and bytes against the reference pattern',
+      '## Lists: the budget rows against the reference pattern',
       '',
-      'Items of about 1 KB; each list written once, then one unchanged save, one append, one full read, one compaction, and 64 single appends (folding amortized). The reference pattern is re-implemented in `bench/reference-store.ts` on the same driver and server.',
+      `Through a counting proxy on the local S3 server: the s3 driver against the S3 front over s3rver, as in production but on loopback, with a node:http proxy on 127.0.0.1 in front of the S3 front and another in front of dynalite (\`bench/counting-proxy.ts\`). The proxy classifies every request on the wire, SDK retries included: GET and HEAD of an object are GET-class; PUT, COPY, POST and LIST (a GET of the bucket, \`list-type\`, \`?uploads\`) are PUT-class; DELETE is free and counted apart; bytes are request and answer bodies. Round trips are counted at the driver (\`roundTrips\` in test/store/wrappers.ts). Ours: \`createStateStore\` with the ${result.format} list format; the reference: its OSS store's request pattern re-implemented in \`bench/reference-store.ts\` on the same driver and server (reads are HEAD + GET of the whole list; a list save GETs the hash and the whole list, PUTs the whole list and the hash; a value is one PUT). Items of about 1 KB; each history length N on fresh sessions, the list written once by saveList. A page is the most, field by field, over 16 random offsets (seeded). Appends: every call measured, over N appends at N ≤ 2,000 and 1,000 at 20,000; the reference's append is a save of the grown list, the same requests on every call, measured over 20 (its bytes grow by 1 KB a call). ✓ / ✗: the issue's ceiling for ours holds / does not. Store section: ${storeSeconds.toFixed(0)} s.`,
       '',
       table,
       '',
+      '## The locked agent turn',
+      '',
+      `Acquire the DynamoDB lock (dynalite), get \`agent_state\` (about 2 KB), getList \`last: 50\`, append 2 messages (ours: appendList at the count read, with the token; the reference: a save of the whole list grown by 2), save \`agent_state\` (ours with the lease's fencing token), release; mean over ${result.turns[0]?.turns ?? 0} turns at each history length, on a session of its own. $ per million turns at S3 list prices (PUT/COPY/POST/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000; DELETE free); DynamoDB requests counted apart and priced apart at on-demand $1.25 per million writes and $0.25 per million reads, not in the S3 $. The issue measured the reference at $17.4 and the slot store at $35.4.`,
+      '',
+      turns,
+      '',
+      '![bytes per turn against history length](turn-bytes.svg)',
+      '',
       '![bytes per append](append-bytes.svg)',
+      '',
+      '### For the README',
+      '',
+      readme,
       '',
       '## Lock throughput (DynamoDB lock on dynalite)',
       '',
@@ -118,6 +179,12 @@ try {
       '',
       bundles,
       '',
+      '## Source maps: cold start and p50',
+      '',
+      'Each function bundle ships its source map (`<bundle>.map`, mappings only) and runs with `NODE_OPTIONS=--enable-source-maps`, so logged stack traces name the files under lib/. Cold start is from the process start to the first answer of a health event; p50 is over 200 more health events in the same process; medians of 5 processes, with source maps off and enabled.',
+      '',
+      sourceMaps,
+      '',
     ].join('\n');
     // The full soak takes most of an hour, so `npm run soak` runs it apart; its last figures are kept here.
     const soak = await readFile(path.join(here, 'SOAK.md'), 'utf8').catch(() => '');
@@ -125,7 +192,7 @@ try {
       ? `## Concurrency soak (\`npm run soak\`, bench/SOAK.md)\n\n${soak.replace(/^# .*\n\n/, '')}`
       : '';
     await writeFile(path.join(here, 'REPORT.md'), `${report}\n${soakSection}`);
-    console.log('\nwrote bench/REPORT.md and bench/append-bytes.svg');
+    console.log('\nwrote bench/REPORT.md, bench/turn-bytes.svg and bench/append-bytes.svg');
   }
 } finally {
   await local.stop();

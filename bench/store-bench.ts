@@ -1,141 +1,686 @@
 /**
- * Requests and bytes per list operation, this store against the reference's request pattern, on the
- * same driver. Requests and bytes are counted (exact); milliseconds are measured once (noisy).
+ * The store's budget rows (issue "Storage v2", "Budgets"), this store against the reference's request
+ * pattern (bench/reference-store.ts), side by side in one run, on the s3 driver against the S3 front
+ * over s3rver. Requests and bytes are counted OUTSIDE the code, by a counting proxy in front of the
+ * S3 front and another in front of dynalite (bench/counting-proxy.ts): what a bill would count,
+ * SDK retries included. Round trips are counted at the driver (`roundTrips` in
+ * test/store/wrappers.ts: a call is in wave 1 + the highest wave of the calls that ended before it
+ * began). Requests and bytes are exact; milliseconds are measured once (noisy).
  */
-import type { ObjectStoreDriver } from '../lib/drivers/types.js';
-import { createStateStore } from '../lib/store/store.js';
-import { counting } from '../test/store/wrappers.js';
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createS3Driver } from '../lib/drivers/s3.js';
+import { createDynamoDbLock, createLockTable } from '../lib/lock/dynamodb.js';
+import type { Lease } from '../lib/lock/types.js';
+import { createStateStore, type ListFormatName } from '../lib/store/store.js';
+import { roundTrips } from '../test/store/wrappers.js';
+import {
+  type CountingProxy,
+  divide,
+  minus,
+  NO_TRAFFIC,
+  plus,
+  startCountingProxy,
+  type Traffic,
+} from './counting-proxy.js';
 import { ReferenceStore } from './reference-store.js';
 
-/** One measured operation. */
-export interface StoreBenchRow {
-  n: number;
-  operation: string;
-  ours: { requests: number; bytesUp: number; bytesDown: number; ms: number };
-  reference: { requests: number; bytesUp: number; bytesDown: number; ms: number };
-}
+const KIB = 1024;
+const MIB = 1024 * KIB;
 
-/** An item of about 1 KB, like an agent message. */
+/** S3 list prices (us-east-1): PUT/COPY/POST/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000; DELETE free. */
+export const S3_PRICES = { putClass: 0.005 / 1000, getClass: 0.0004 / 1000 };
+/** DynamoDB on-demand, as the issue prices it: $1.25 per million writes, $0.25 per million reads. */
+export const DYNAMO_PRICES = { write: 1.25 / 1e6, read: 0.25 / 1e6 };
+
+/** The turn's ceilings for this store (CAS format). */
+export const TURN_CEILINGS = { putClass: 2.05, getClass: 8.1, list: 0, dollars: 13.5 };
+
+/** An item of about 1 KB (1,000 to 1,040 bytes of JSON), like an agent message. */
 export function message(i: number) {
   return {
     role: i % 2 ? 'assistant' : 'user',
-    content: `turn ${i}: ${'lorem ipsum dolor sit amet '.repeat(36)}`.slice(0, 1000),
+    content: `turn ${i}: ${'lorem ipsum dolor sit amet '.repeat(40)}`.slice(0, 1000),
   };
 }
 
-/** Runs the store benchmark for each size on drivers made by `makeDriver`. */
-export async function runStoreBench(
-  makeDriver: () => ObjectStoreDriver,
-  sizes: number[],
-): Promise<StoreBenchRow[]> {
-  const rows: StoreBenchRow[] = [];
-  for (const n of sizes) {
-    const driver = measuring(makeDriver());
-    const run = `bench-${n}-${Date.now()}`;
-    const ours = createStateStore({ driver, prefix: `${run}/ours/` }).forUser('bench');
-    const reference = new ReferenceStore(driver, `${run}/ref/`);
-    const list = Array.from({ length: n }, (_, i) => message(i));
-    await ours.saveList('s', 'memory', list);
-    await reference.saveList('bench', 's', 'memory', list);
-    const grown = [...list, message(n)];
-    const compacted = [
-      { role: 'system', content: `summary of ${n} turns` },
-      ...list.slice(-Math.ceil(n / 10)),
-    ];
-    const ops: Array<[string, () => Promise<unknown>, () => Promise<unknown>]> = [
-      [
-        'save unchanged',
-        () => ours.saveList('s', 'memory', list),
-        () => reference.saveList('bench', 's', 'memory', list),
-      ],
-      [
-        'append 1 (saveList)',
-        () => ours.saveList('s', 'memory', grown),
-        () => reference.saveList('bench', 's', 'memory', grown),
-      ],
-      ['read whole list', () => ours.getList('s', 'memory'), () => reference.getList('bench', 's', 'memory')],
-    ];
-    for (const [operation, a, b] of ops) {
-      rows.push({ n, operation, ours: await driver.measure(a), reference: await driver.measure(b) });
-    }
-    // Folding is amortized: 64 single appends, folds included, per append.
-    const appends = 64;
-    let state: { count: number; hash: string } = await ours.getList('s', 'memory', { limit: 0 });
-    let refList = grown;
-    const ourTotal = await driver.measure(async () => {
-      for (let i = 0; i < appends; i++) {
-        state = await ours.appendList('s', 'memory', [message(n + 1 + i)], {
-          expectedCount: state.count,
-          expectedHash: state.hash,
-        });
-      }
-    });
-    const refTotal = await driver.measure(async () => {
-      for (let i = 0; i < appends; i++) {
-        refList = [...refList, message(n + 1 + i)];
-        await reference.saveList('bench', 's', 'memory', refList);
-      }
-    });
-    const per = (m: StoreBenchRow['ours']) => ({
-      requests: m.requests / appends,
-      bytesUp: Math.round(m.bytesUp / appends),
-      bytesDown: Math.round(m.bytesDown / appends),
-      ms: m.ms / appends,
-    });
-    rows.push({
-      n,
-      operation: `append 1, amortized over ${appends} (folds included)`,
-      ours: per(ourTotal),
-      reference: per(refTotal),
-    });
-    rows.push({
-      n,
-      operation: 'compaction (ours archives the old list)',
-      ours: await driver.measure(() => ours.saveList('s', 'memory', compacted)),
-      reference: await driver.measure(() => reference.saveList('bench', 's', 'memory', compacted)),
-    });
-    await driver.close();
-  }
-  return rows;
+/** The agent's state object (`agent_state`), about 2 KB, changed every turn. */
+function agentState(turn: number) {
+  return {
+    turn,
+    plan: Array.from({ length: 12 }, (_, i) => ({
+      step: i,
+      done: i < turn % 12,
+      what: `step ${i} of the plan ${'x'.repeat(120)}`,
+    })),
+  };
 }
 
-/** A counting driver that also counts bytes downloaded, with a `measure` helper. */
-function measuring(inner: ObjectStoreDriver) {
-  const driver = counting(inner);
-  let bytesDown = 0;
-  const get = driver.get;
-  driver.get = async (...args) => {
-    const object = await get(...args);
-    bytesDown += object.body.byteLength;
-    return object;
+/** What one measured call (or the mean of several) cost. */
+export interface Measured {
+  traffic: Traffic;
+  /** S3 round trips, counted at the driver. */
+  trips: number;
+  ms: number;
+}
+
+export type RowId =
+  | 'last50'
+  | 'whole'
+  | 'page'
+  | 'append-plain'
+  | 'append-sealing'
+  | 'append-mean'
+  | 'save-unchanged'
+  | 'save-grown';
+
+/** One budget row at one history length. */
+export interface BudgetRow {
+  n: number;
+  id: RowId;
+  operation: string;
+  ours: Measured;
+  /** Undefined where the reference has nothing to compare (it never seals). */
+  reference?: Measured;
+  /** Bytes of the whole list (its items as one JSON array): L. */
+  listBytes: number;
+  /** The ceiling ours must hold here, in words, and whether it holds; undefined: no ceiling. */
+  ceiling?: string;
+  holds?: boolean;
+  /** Appends measured (append rows). */
+  window?: number;
+  referenceWindow?: number;
+  /** Page rows: the most bytes read beyond the page's own items, over the offsets. */
+  beyondPage?: number;
+  /** Calls of the window that sealed, merged or dropped retired segments (append rows). */
+  sealing?: number;
+}
+
+/** The locked agent turn at one history length, one pattern, mean over the turns. */
+export interface TurnRow {
+  n: number;
+  pattern: 'ours' | 'reference';
+  turns: number;
+  mean: Traffic;
+  trips: number;
+  ms: number;
+  /** $ per million turns, S3 requests only. */
+  dollars: number;
+  /** $ per million turns of the DynamoDB requests (apart). */
+  dynamoDollars: number;
+  ceiling?: string;
+  holds?: boolean;
+}
+
+export interface StoreBenchResult {
+  /** The list format ours ran. */
+  format: string;
+  rows: BudgetRow[];
+  turns: TurnRow[];
+}
+
+export interface StoreBenchOptions {
+  /** Port of the S3 front on 127.0.0.1 (the proxy goes in front of it). */
+  s3Port: number;
+  /** Port of dynalite on 127.0.0.1. */
+  dynamoPort: number;
+  bucket: string;
+  /** History lengths. */
+  sizes: number[];
+  /** History lengths at which the turn is measured; default all of `sizes`. */
+  turnSizes?: number[];
+  /** Turns measured per history length and pattern; default 64. */
+  turns?: number;
+  /** Random page offsets measured per history length; default 16. */
+  pages?: number;
+  /** Appends measured at history length n; default n up to 2,000, else 1,000. */
+  appendWindow?: (n: number) => number;
+  /**
+   * Runs ours' and the reference's appends and turns at the same time (each counted on its own
+   * proxies: the counts are the same, the milliseconds are not comparable); default false.
+   */
+  parallel?: boolean;
+  /** A list format for ours (default: the store's default for the driver). */
+  listFormat?: ListFormatName;
+  /** Progress lines. */
+  log?: (line: string) => void;
+}
+
+/**
+ * The smoke (`npm run bench -- --smoke` and test/bench-smoke.test.ts, CI): history lengths 20 and
+ * 200, at most 100 appends (a seal included at 200), the turn at 200, ours and the reference at the
+ * same time.
+ */
+export const SMOKE: Pick<StoreBenchOptions, 'sizes' | 'turnSizes' | 'parallel' | 'appendWindow'> = {
+  sizes: [20, 200],
+  turnSizes: [200],
+  appendWindow: (n) => Math.min(n, 100),
+  parallel: true,
+};
+
+/** A small seeded generator (mulberry32), so the random offsets are the same every run. */
+function random(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return Object.assign(driver, {
-    async measure(fn: () => Promise<unknown>) {
-      driver.reset();
-      bytesDown = 0;
-      const started = performance.now();
-      await fn();
-      return {
-        requests: driver.total(),
-        bytesUp: driver.bytesPut,
-        bytesDown,
-        ms: performance.now() - started,
-      };
-    },
+}
+
+const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+const sum = (ms: Measured[]): Measured =>
+  ms.reduce((a, b) => ({ traffic: plus(a.traffic, b.traffic), trips: a.trips + b.trips, ms: a.ms + b.ms }), {
+    traffic: NO_TRAFFIC,
+    trips: 0,
+    ms: 0,
   });
+const mean = (ms: Measured[]): Measured => {
+  const s = sum(ms);
+  return { traffic: divide(s.traffic, ms.length), trips: s.trips / ms.length, ms: s.ms / ms.length };
+};
+/** Field-by-field maximum. */
+const max = (ms: Measured[]): Measured => {
+  const traffic = { ...NO_TRAFFIC };
+  for (const m of ms)
+    for (const k of Object.keys(traffic) as Array<keyof Traffic>)
+      traffic[k] = Math.max(traffic[k], m.traffic[k]);
+  return { traffic, trips: Math.max(0, ...ms.map((m) => m.trips)), ms: Math.max(0, ...ms.map((m) => m.ms)) };
+};
+const writes = (t: Traffic) => t.putClass;
+
+/** $ per million turns for a turn's mean traffic. */
+export function dollarsPerMillion(t: Traffic): { s3: number; dynamo: number } {
+  return {
+    s3: (t.putClass * S3_PRICES.putClass + t.getClass * S3_PRICES.getClass) * 1e6,
+    dynamo: (t.ddbWrites * DYNAMO_PRICES.write + t.ddbReads * DYNAMO_PRICES.read) * 1e6,
+  };
 }
 
-/** The rows as a Markdown table. */
-export function storeTable(rows: StoreBenchRow[]): string {
-  const kb = (b: number) => (b < 10_240 ? `${b} B` : `${(b / 1024).toFixed(0)} KB`);
+/** The CAS format's ceiling for a row, in words, and whether `m` holds it. */
+function casCeiling(
+  row: Omit<BudgetRow, 'ceiling' | 'holds'>,
+): { ceiling: string; holds: boolean } | undefined {
+  const t = row.ours.traffic;
+  const noList = t.list === 0;
+  switch (row.id) {
+    case 'last50':
+      return {
+        ceiling: '2 GET, 1 trip',
+        holds: t.getClass <= 2 && writes(t) === 0 && row.ours.trips <= 1 && noList,
+      };
+    case 'whole': {
+      const gets = 5 + Math.ceil(row.listBytes / (4 * MIB));
+      const bytes = 1.1 * row.listBytes + 128 * KIB;
+      return {
+        ceiling: `≤ ${gets} GET, ≤ 2 trips, ≤ 1.1 L + 128 KiB read`,
+        holds: t.getClass <= gets && writes(t) === 0 && row.ours.trips <= 2 && t.bytesDown <= bytes && noList,
+      };
+    }
+    case 'page':
+      return {
+        ceiling: '≤ 4 GET, ≤ 3 trips, ≤ page + 1 MiB read',
+        holds:
+          t.getClass <= 4 && writes(t) === 0 && row.ours.trips <= 3 && (row.beyondPage ?? 0) <= MIB && noList,
+      };
+    case 'append-plain':
+      return {
+        ceiling: '3 requests, 1 PUT, 2 trips',
+        holds: t.requests <= 3 && t.putClass <= 1 && row.ours.trips <= 2 && noList,
+      };
+    case 'append-sealing':
+      return {
+        ceiling: '≤ 6 requests, ≤ 2 PUT, ≤ 4 trips, ≤ 1 per 32 appends',
+        holds:
+          t.requests <= 6 &&
+          t.putClass <= 2 &&
+          row.ours.trips <= 4 &&
+          (row.sealing ?? 0) <= Math.ceil((row.window ?? 0) / 32) &&
+          noList,
+      };
+    case 'append-mean':
+      return {
+        ceiling: '≤ 1.05 PUT, ≤ 112 KiB written',
+        holds: t.putClass <= 1.05 && t.bytesUp <= 112 * KIB && noList,
+      };
+    case 'save-unchanged':
+      return {
+        ceiling: '≤ 2 GET, 0 writes',
+        holds: t.getClass <= 2 && writes(t) === 0 && t.deletes === 0 && noList,
+      };
+    case 'save-grown':
+      return {
+        ceiling: 'as appendList: 3 requests, 1 PUT, 2 trips (≤ 6, ≤ 2, ≤ 4 sealing)',
+        holds:
+          noList &&
+          ((t.requests <= 3 && t.putClass <= 1 && row.ours.trips <= 2) ||
+            (t.requests <= 6 && t.putClass <= 2 && row.ours.trips <= 4)),
+      };
+  }
+}
+
+/** One pattern's instruments: its own proxies (S3 and DynamoDB), driver and lock, so two can run at once. */
+interface Side {
+  driver: ReturnType<typeof roundTrips>;
+  lock: ReturnType<typeof createDynamoDbLock>;
+  /** Counts `fn` on the side's proxies, and its S3 round trips. */
+  measure<T>(fn: () => Promise<T>): Promise<Measured & { result: T }>;
+  /** Counts a sequence of steps, each its own round trips (summed). */
+  measureSteps(steps: Array<() => Promise<unknown>>): Promise<Measured>;
+  close(): Promise<void>;
+}
+
+async function startSide(options: StoreBenchOptions, tableName: string, create: boolean): Promise<Side> {
+  const s3: CountingProxy = await startCountingProxy(options.s3Port);
+  const ddb: CountingProxy = await startCountingProxy(options.dynamoPort);
+  const driver = roundTrips(
+    createS3Driver({
+      bucket: options.bucket,
+      endpoint: s3.endpoint,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    }),
+  );
+  const client = new DynamoDBClient({
+    endpoint: ddb.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' },
+  });
+  if (create) await createLockTable(client, tableName);
+  const measure = async <T>(fn: () => Promise<T>): Promise<Measured & { result: T }> => {
+    driver.resetWaves();
+    const [s3Before, ddbBefore] = [s3.snapshot(), ddb.snapshot()];
+    const started = performance.now();
+    const result = await fn();
+    const ms = performance.now() - started;
+    // S3's requests and bytes; of DynamoDB's, only its writes and reads.
+    const dynamo = minus(ddb.snapshot(), ddbBefore);
+    const traffic = {
+      ...minus(s3.snapshot(), s3Before),
+      ddbWrites: dynamo.ddbWrites,
+      ddbReads: dynamo.ddbReads,
+    };
+    return { result, traffic, trips: driver.waves(), ms };
+  };
+  return {
+    driver,
+    lock: createDynamoDbLock({ tableName, client }),
+    measure,
+    async measureSteps(steps) {
+      const parts: Measured[] = [];
+      for (const step of steps) parts.push(await measure(step));
+      return sum(parts);
+    },
+    async close() {
+      client.destroy();
+      await driver.close();
+      await s3.stop();
+      await ddb.stop();
+    },
+  };
+}
+
+/** Runs the store benchmark for each history length. */
+export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBenchResult> {
+  const log = options.log ?? (() => {});
+  const turnsPerSize = options.turns ?? 64;
+  const pages = options.pages ?? 16;
+  const windowOf = options.appendWindow ?? ((n: number) => (n <= 2000 ? n : 1000));
+  /** Runs ours' and the reference's parts at once (each side counts its own), or one after the other. */
+  const both = async <A, B>(a: () => Promise<A>, b: () => Promise<B>): Promise<[A, B]> =>
+    options.parallel ? Promise.all([a(), b()]) : [await a(), await b()];
+  const tableName = `bench-turns-${randomUUID()}`;
+  const us = await startSide(options, tableName, true);
+  const them = await startSide(options, tableName, false);
+  const format = options.listFormat ?? (us.driver.capabilities.conditionalOverwrite ? 'cas' : 'slots');
+  const rows: BudgetRow[] = [];
+  const turns: TurnRow[] = [];
+  const push = (row: Omit<BudgetRow, 'ceiling' | 'holds'>) =>
+    rows.push({ ...row, ...(format === 'cas' ? casCeiling(row) : {}) });
+  try {
+    for (const n of options.sizes) {
+      const run = `bench-${n}-${Date.now()}`;
+      const ours = createStateStore({
+        driver: us.driver,
+        prefix: `${run}/ours/`,
+        ...(options.listFormat ? { listFormat: options.listFormat } : {}),
+      }).forUser('bench');
+      const reference = new ReferenceStore(them.driver, `${run}/ref/`);
+      const list = Array.from({ length: n }, (_, i) => message(i));
+      const listBytes = jsonBytes(list);
+      const withTurns = !options.turnSizes || options.turnSizes.includes(n);
+      log(`N = ${n}: writing the lists (${(listBytes / MIB).toFixed(1)} MiB)`);
+      await both(
+        async () => {
+          for (const session of withTurns ? ['s', 't'] : ['s']) {
+            await ours.saveList(session, 'memory', list);
+            await ours.save(session, 'agent_state', agentState(0));
+          }
+        },
+        async () => {
+          for (const session of withTurns ? ['s', 't'] : ['s']) {
+            await reference.saveList('bench', session, 'memory', list);
+            await reference.save('bench', session, 'agent_state', agentState(0));
+          }
+        },
+      );
+
+      // Reads. The reference has no paging: every read is the whole list (HEAD + GET), sliced.
+      const refRead = await them.measure(() => reference.getList('bench', 's', 'memory'));
+      const last = await us.measure(() => ours.getList('s', 'memory', { last: 50 }));
+      push({ n, id: 'last50', operation: 'getList `last: 50`', ours: last, reference: refRead, listBytes });
+      const whole = await us.measure(() => ours.getList('s', 'memory'));
+      if (whole.result.items.length !== n)
+        throw new Error(`whole read: ${whole.result.items.length} of ${n}`);
+      push({
+        n,
+        id: 'whole',
+        operation: 'getList, the whole list',
+        ours: whole,
+        reference: refRead,
+        listBytes,
+      });
+      const next = random(n);
+      const offsets = Array.from({ length: pages }, () => Math.floor(next() * Math.max(1, n - 50)));
+      const paged: Measured[] = [];
+      let beyondPage = 0;
+      for (const offset of offsets) {
+        const m = await us.measure(() => ours.getList('s', 'memory', { offset, limit: 50 }));
+        beyondPage = Math.max(beyondPage, m.traffic.bytesDown - jsonBytes(m.result.items));
+        paged.push(m);
+      }
+      push({
+        beyondPage,
+        n,
+        id: 'page',
+        operation: `a page at a random offset, limit 50 (the most of ${pages} offsets)`,
+        ours: max(paged),
+        reference: refRead,
+        listBytes,
+      });
+
+      // Saves of the whole list, as the reference's callers do.
+      const unchanged = await us.measure(() => ours.saveList('s', 'memory', list));
+      const refUnchanged = await them.measure(() => reference.saveList('bench', 's', 'memory', list));
+      push({
+        n,
+        id: 'save-unchanged',
+        operation: 'saveList unchanged',
+        ours: unchanged,
+        reference: refUnchanged,
+        listBytes,
+      });
+      const grown = [...list, message(n)];
+      const saveGrown = await us.measure(() => ours.saveList('s', 'memory', grown));
+      const refGrown = await them.measure(() => reference.saveList('bench', 's', 'memory', grown));
+      push({
+        n,
+        id: 'save-grown',
+        operation: 'saveList grown by 1 item',
+        ours: saveGrown,
+        reference: refGrown,
+        listBytes,
+      });
+
+      // Appends of one 1 KB item: every call measured. The reference's append is a save of the
+      // whole list, the same requests on every call, so a shorter window shows its mean.
+      const window = windowOf(n);
+      const refWindow = Math.min(window, 20);
+      log(`N = ${n}: ${window} appends (reference: ${refWindow})`);
+      const [calls, refCalls] = await both(
+        async () => {
+          let state = { count: grown.length, hash: saveGrown.result.hash };
+          const out: Measured[] = [];
+          for (let i = 0; i < window; i++) {
+            const m = await us.measure(() =>
+              ours.appendList('s', 'memory', [message(grown.length + i)], {
+                expectedCount: state.count,
+                expectedHash: state.hash,
+              }),
+            );
+            state = m.result;
+            out.push(m);
+          }
+          return out;
+        },
+        async () => {
+          let refList = grown;
+          const out: Measured[] = [];
+          for (let i = 0; i < refWindow; i++) {
+            refList = [...refList, message(grown.length + i)];
+            const items = refList;
+            out.push(await them.measure(() => reference.saveList('bench', 's', 'memory', items)));
+          }
+          return out;
+        },
+      );
+      const plain = calls.filter((c) => c.traffic.putClass <= 1 && c.traffic.deletes === 0);
+      const sealing = calls.filter((c) => !plain.includes(c));
+      const refMean = mean(refCalls);
+      const common = { n, listBytes, window, referenceWindow: refWindow, sealing: sealing.length };
+      push({
+        ...common,
+        id: 'append-plain',
+        operation: `appendList 1 KB, a plain call (the most of ${plain.length})`,
+        ours: max(plain),
+        reference: refMean,
+      });
+      if (sealing.length > 0)
+        push({
+          ...common,
+          id: 'append-sealing',
+          operation: `appendList 1 KB, a sealing or merging call (the most of ${sealing.length})`,
+          ours: max(sealing),
+        });
+      push({
+        ...common,
+        id: 'append-mean',
+        operation: `appendList 1 KB, mean over ${window} appends (reference: ${refWindow})`,
+        ours: mean(calls),
+        reference: refMean,
+      });
+
+      // The locked agent turn, on a session of its own with a history of n.
+      if (!withTurns) continue;
+      log(`N = ${n}: ${turnsPerSize} turns each`);
+      const [ourTurns, refTurns] = await both(
+        async () => {
+          const key = { userId: 'bench', sessionId: `${run}/t` };
+          const out: Measured[] = [];
+          for (let i = 0; i < turnsPerSize; i++) {
+            let lease: Lease | undefined;
+            let page = { count: 0, hash: '' };
+            out.push(
+              await us.measureSteps([
+                async () => {
+                  lease = await us.lock.acquire(key, { leaseMs: 60_000 });
+                },
+                () => ours.get('t', 'agent_state'),
+                async () => {
+                  page = await ours.getList('t', 'memory', { last: 50 });
+                },
+                () =>
+                  ours.appendList('t', 'memory', [message(n + 2 * i), message(n + 2 * i + 1)], {
+                    expectedCount: page.count,
+                    expectedHash: page.hash,
+                    token: lease?.token,
+                  }),
+                () => ours.save('t', 'agent_state', agentState(i + 1), { token: lease?.token }),
+                () => us.lock.release(key, lease?.owner ?? '', lease?.token ?? 0),
+              ]),
+            );
+          }
+          return out;
+        },
+        async () => {
+          const key = { userId: 'bench', sessionId: `${run}/ref-t` };
+          const out: Measured[] = [];
+          for (let i = 0; i < turnsPerSize; i++) {
+            let lease: Lease | undefined;
+            let history: unknown[] = [];
+            out.push(
+              await them.measureSteps([
+                async () => {
+                  lease = await them.lock.acquire(key, { leaseMs: 60_000 });
+                },
+                () => reference.get('bench', 't', 'agent_state'),
+                // The agent shows it the last 50, but keeps the whole list: the reference saves whole lists.
+                async () => {
+                  history = await reference.getList('bench', 't', 'memory');
+                },
+                () =>
+                  reference.saveList('bench', 't', 'memory', [
+                    ...history,
+                    message(n + 2 * i),
+                    message(n + 2 * i + 1),
+                  ]),
+                () => reference.save('bench', 't', 'agent_state', agentState(i + 1)),
+                () => them.lock.release(key, lease?.owner ?? '', lease?.token ?? 0),
+              ]),
+            );
+          }
+          return out;
+        },
+      );
+      for (const [pattern, measured] of [
+        ['ours', ourTurns],
+        ['reference', refTurns],
+      ] as const) {
+        const m = mean(measured);
+        const price = dollarsPerMillion(m.traffic);
+        const row: TurnRow = {
+          n,
+          pattern,
+          turns: turnsPerSize,
+          mean: m.traffic,
+          trips: m.trips,
+          ms: m.ms,
+          dollars: price.s3,
+          dynamoDollars: price.dynamo,
+        };
+        if (pattern === 'ours' && format === 'cas') {
+          row.ceiling = `≤ ${TURN_CEILINGS.putClass} PUT, ≤ ${TURN_CEILINGS.getClass} GET, 0 LIST, ≤ $${TURN_CEILINGS.dollars}`;
+          row.holds =
+            m.traffic.putClass <= TURN_CEILINGS.putClass &&
+            m.traffic.getClass <= TURN_CEILINGS.getClass &&
+            m.traffic.list === 0 &&
+            price.s3 <= TURN_CEILINGS.dollars;
+        }
+        turns.push(row);
+      }
+    }
+  } finally {
+    await us.close();
+    await them.close();
+  }
+  return { format, rows, turns };
+}
+
+// ---- tables ------------------------------------------------------------------------------------
+
+/** Bytes, readably. */
+export function bytes(b: number): string {
+  if (b < 10 * KIB) return `${Math.round(b)} B`;
+  if (b < 10 * MIB) return `${(b / KIB).toFixed(0)} KiB`;
+  return `${(b / MIB).toFixed(1)} MiB`;
+}
+const num = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(2));
+const reqs = (t: Traffic) => `${num(t.requests)} (${num(t.putClass)} / ${num(t.getClass)} / ${num(t.list)})`;
+const mark = (holds: boolean | undefined) => (holds === undefined ? '' : holds ? ' ✓' : ' **✗**');
+
+/** The budget rows as one Markdown table, ours and the reference side by side. */
+export function storeTable(result: StoreBenchResult): string {
   const lines = [
-    '| N | operation | requests (ours / ref) | bytes up (ours / ref) | bytes down (ours / ref) | ms (ours / ref) |',
-    '|---:|---|---:|---:|---:|---:|',
+    `| N | operation | ours (${result.format}): requests (PUT-class / GET-class / LIST) | trips | bytes up / down | reference: requests (PUT-class / GET-class / LIST) | trips | bytes up / down | ceiling for ours |`,
+    '|---:|---|---:|---:|---:|---:|---:|---:|---|',
   ];
-  for (const r of rows) {
-    const req = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(2));
+  for (const r of result.rows) {
+    const down =
+      r.id === 'whole'
+        ? `${bytes(r.ours.traffic.bytesDown)} (${(r.ours.traffic.bytesDown / r.listBytes).toFixed(2)} L, L = ${bytes(r.listBytes)})`
+        : bytes(r.ours.traffic.bytesDown);
+    const ref = r.reference;
     lines.push(
-      `| ${r.n} | ${r.operation} | ${req(r.ours.requests)} / ${req(r.reference.requests)} | ${kb(r.ours.bytesUp)} / ${kb(r.reference.bytesUp)} | ${kb(r.ours.bytesDown)} / ${kb(r.reference.bytesDown)} | ${r.ours.ms.toFixed(1)} / ${r.reference.ms.toFixed(1)} |`,
+      [
+        '',
+        r.n.toLocaleString('en'),
+        r.operation,
+        reqs(r.ours.traffic),
+        num(r.ours.trips),
+        `${bytes(r.ours.traffic.bytesUp)} / ${down}`,
+        ref ? reqs(ref.traffic) : '—',
+        ref ? num(ref.trips) : '—',
+        ref ? `${bytes(ref.traffic.bytesUp)} / ${bytes(ref.traffic.bytesDown)}` : '—',
+        r.ceiling ? `${r.ceiling}${mark(r.holds)}` : '—',
+        '',
+      ]
+        .join(' | ')
+        .trim(),
+    );
+  }
+  return lines.join('\n');
+}
+
+/** The locked agent turns as a Markdown table. */
+export function turnTable(result: StoreBenchResult): string {
+  const lines = [
+    '| N | pattern | S3 requests per turn (PUT-class / GET-class / LIST) | DELETE | S3 round trips | DynamoDB writes / reads | bytes up / down | $ per million turns (S3) | DynamoDB $ per million | ms per turn | ceiling |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const t of result.turns) {
+    const s3Requests = { ...t.mean, requests: t.mean.putClass + t.mean.getClass + t.mean.deletes };
+    lines.push(
+      `| ${t.n.toLocaleString('en')} | ${t.pattern === 'ours' ? `ours (${result.format})` : 'reference'} | ${reqs(s3Requests)} | ${num(t.mean.deletes)} | ${num(t.trips)} | ${num(t.mean.ddbWrites)} / ${num(t.mean.ddbReads)} | ${bytes(t.mean.bytesUp)} / ${bytes(t.mean.bytesDown)} | $${t.dollars.toFixed(2)} | $${t.dynamoDollars.toFixed(2)} | ${t.ms.toFixed(1)} | ${t.ceiling ? `${t.ceiling}${mark(t.holds)}` : '—'} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/**
+ * The README's tables: requests per operation (at the largest history length run) and the cost
+ * per million turns as measured, at every history length.
+ */
+export function readmeTables(result: StoreBenchResult): string {
+  const n = Math.max(...result.rows.map((r) => r.n));
+  const at = result.rows.filter((r) => r.n === n);
+  const short = (t: Traffic) =>
+    `${num(t.putClass)} PUT + ${num(t.getClass)} GET${t.list ? ` (${num(t.list)} LIST)` : ''}${t.deletes ? ` + ${num(t.deletes)} DELETE` : ''}`;
+  const label: Record<RowId, string> = {
+    last50: 'getList `last: 50`',
+    whole: `getList, the whole list (${bytes(at[0]?.listBytes ?? 0)})`,
+    page: 'getList, a page at any offset (limit 50; the most of the offsets tried)',
+    'append-plain': 'appendList of one 1 KB item',
+    'append-sealing': 'appendList that seals or merges',
+    'append-mean': 'appendList of one 1 KB item, mean over the window (seals and merges included)',
+    'save-unchanged': 'saveList unchanged',
+    'save-grown': 'saveList grown by 1 item',
+  };
+  const lines = [
+    `Requests per operation, measured by \`npm run bench\` through a counting proxy on the local S3 server (s3 driver, ${result.format} lists, history of ${n.toLocaleString('en')} items of 1 KB; bytes are request and answer bodies):`,
+    '',
+    '| operation | this store: requests | round trips | bytes up / down | reference pattern: requests | bytes up / down |',
+    '|---|---|---:|---:|---|---:|',
+  ];
+  for (const r of at) {
+    const ref = r.reference;
+    lines.push(
+      `| ${label[r.id]} | ${short(r.ours.traffic)} | ${num(r.ours.trips)} | ${bytes(r.ours.traffic.bytesUp)} / ${bytes(r.ours.traffic.bytesDown)} | ${ref ? short(ref.traffic) : '—'} | ${ref ? `${bytes(ref.traffic.bytesUp)} / ${bytes(ref.traffic.bytesDown)}` : '—'} |`,
+    );
+  }
+  lines.push(
+    '',
+    'Cost per million turns as measured (the locked agent turn: acquire the DynamoDB lock, get `agent_state`, getList `last: 50`, append 2 messages, save `agent_state` with the fencing token, release; mean over the turns). S3 at list prices: PUT/COPY/POST/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000, DELETE free. DynamoDB apart, at on-demand $1.25 per million writes and $0.25 per million reads (the lock: one write to acquire, one to release); Lambda and API Gateway are not included.',
+    '',
+    '| history (items) | this store: S3 requests per turn | S3 $ per million turns | bytes per turn (up + down) | reference: S3 requests per turn | S3 $ per million turns | bytes per turn (up + down) | DynamoDB $ per million turns (both) |',
+    '|---:|---|---:|---:|---|---:|---:|---:|',
+  );
+  for (const size of [...new Set(result.turns.map((t) => t.n))]) {
+    const o = result.turns.find((t) => t.n === size && t.pattern === 'ours');
+    const r = result.turns.find((t) => t.n === size && t.pattern === 'reference');
+    if (!o || !r) continue;
+    lines.push(
+      `| ${size.toLocaleString('en')} | ${short(o.mean)} | $${o.dollars.toFixed(1)} | ${bytes(o.mean.bytesUp + o.mean.bytesDown)} | ${short(r.mean)} | $${r.dollars.toFixed(1)} | ${bytes(r.mean.bytesUp + r.mean.bytesDown)} | $${o.dynamoDollars.toFixed(2)} |`,
     );
   }
   return lines.join('\n');

@@ -54,6 +54,7 @@ import type {
   ArchiveInfo,
   DirectRequest,
   ListPage,
+  ListSaveOptions,
   ListWriteResult,
   PageOptions,
   SaveOptions,
@@ -207,12 +208,16 @@ export interface HttpSessionStore extends SessionStore {
     options?: SaveOptions & CallOptions,
   ): Promise<{ version: string }>;
   deleteKey(sessionId: string, key: string, options?: WriteOptions & CallOptions): Promise<void>;
-  /** When it turns into an append, that append carries one `Idempotency-Key`, as `appendList`'s. */
+  /**
+   * Sends as its base (`If-Match`) the hash this client last saw of the list (or `ifHash`): a list
+   * changed since is refused with `ListPreconditionFailedError`, nothing written. When it turns
+   * into an append, that append carries one `Idempotency-Key`, as `appendList`'s.
+   */
   saveList(
     sessionId: string,
     key: string,
     items: readonly unknown[],
-    options?: WriteOptions & CallOptions,
+    options?: ListSaveOptions & CallOptions,
   ): Promise<ListWriteResult>;
   /**
    * Sends one `Idempotency-Key` with every attempt, so it is retried after a lost answer too; a
@@ -278,6 +283,12 @@ export interface HttpSessionStore extends SessionStore {
     key: string,
     options?: CallOptions,
   ): Promise<{ download: DirectRequest; version: string; size: number; expiresAt: Date } | undefined>;
+  locateListItem(
+    sessionId: string,
+    key: string,
+    n: number,
+    options?: CallOptions,
+  ): Promise<{ download: DirectRequest; size: number; expiresAt: Date } | undefined>;
 
   acquireLock(sessionId: string, options?: AcquireLockOptions): Promise<Lease>;
   renewLock(sessionId: string, lease: LeaseRef, options?: { leaseMs?: number } & CallOptions): Promise<Lease>;
@@ -694,14 +705,16 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
           );
         for (const item of page.items.slice(0, count - items.length)) items.push(item);
       }
-      if (items.length === count && chainHash(EMPTY_HASH, items) === hash)
-        return { items: offset === 0 ? items : items.slice(offset), count, hash };
+      if (items.length === count && chainHash(EMPTY_HASH, items) === hash) {
+        const baseHash = offset === 0 ? EMPTY_HASH : chainHash(EMPTY_HASH, items.slice(0, offset));
+        return { items: offset === 0 ? items : items.slice(offset), count, hash, offset, baseHash };
+      }
       if (attempt > LIST_READ_RESTARTS) throw tagged(changed(attempt), last);
     }
   }
 
   /** A page without its request id. */
-  const pageOnly = <T>({ items, count, hash }: PageRead<T>): ListPage<T> => ({ items, count, hash });
+  const pageOnly = <T>({ requestId: _, ...page }: PageRead<T>): ListPage<T> => page;
 
   /**
    * One logical append: one `Idempotency-Key` on every attempt, retried after a lost answer. A 409
@@ -727,7 +740,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         expectedCount: o.expectedCount,
         ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}),
       },
-      headers: { ...fence(o), [HEADER_NAMES.idempotencyKey]: randomUUID() },
+      headers: { ...fence(o), [HEADER_NAMES.idempotencyKey]: o.writeId ?? randomUUID() },
       // A lost answer is retried only where the outcome can be checked: from a known base hash.
       idempotent: baseHash !== undefined,
       call: o,
@@ -752,7 +765,11 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       // After a lost answer, another writer may have appended behind this append: it landed if
       // its items are where it put them (a conflict would otherwise claim nothing was written).
       if (retried.lost && conflict.count > o.expectedCount) {
-        const at = await readPage(paths.list(sessionId, key), o.expectedCount, items.length, o);
+        const at = await readPage(
+          paths.list(sessionId, key),
+          { offset: o.expectedCount, limit: items.length },
+          o,
+        );
         if (at && canonicalJson(at.items) === canonicalJson(sent)) return landed;
       }
       throw conflict;
@@ -968,15 +985,31 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   /** A page of a list or an archive, as the server answers it; undefined for a 404 when `absent` allows. */
   async function readPage<T>(
     path: string,
-    offset: number | undefined,
-    limit: number | undefined,
+    query: PageOptions,
     o: CallOptions | undefined,
     archived?: string,
   ): Promise<PageRead<T> | undefined> {
-    const response = await call('GET', path, { query: { offset, limit }, call: o });
+    const { offset, limit, last } = query;
+    const response = await call('GET', path, { query: { offset, limit, last }, call: o });
     if (archived !== undefined) {
       if (response.status === 404) return undefined;
       if (response.status === 202) throw tagged(new RestoreInProgressError(`archive ${archived}`), response);
+    }
+    if (response.status === 303 && archived === undefined) {
+      // The page's first item alone is over the answer cap: it is read from where it is stored.
+      const {
+        download,
+        size: _,
+        expiresAt: __,
+        ...page
+      } = await bodyOf(response, schemas.ListItemLocation, 'getList');
+      const bytes = await direct(download, { call: o }, async (answer, clock) => {
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of chunksOf(answer, clock)) chunks.push(chunk);
+        return Buffer.concat(chunks);
+      });
+      const item = JSON.parse(bytes.toString('utf8')) as T;
+      return { ...page, items: [item], requestId: requestIdOf(response) };
     }
     if (response.status !== 200) return fail(response);
     const page = await bodyOf(response, schemas.ListPage, archived === undefined ? 'getList' : 'getArchive');
@@ -989,6 +1022,19 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     createWorkspaceUpload,
     completeWorkspaceUpload,
     getWorkspace,
+    async locateListItem(sessionId, key, n, o) {
+      const response = await call('GET', paths.list(sessionId, key), {
+        query: { offset: n, limit: 1 },
+        call: o,
+      });
+      if (response.status === 200) {
+        await response.body?.cancel();
+        return undefined;
+      }
+      if (response.status !== 303) return fail(response);
+      const located = await bodyOf(response, schemas.ListItemLocation, 'locateListItem');
+      return { download: located.download, size: located.size, expiresAt: new Date(located.expiresAt) };
+    },
     async locateValue(sessionId, key, o) {
       const response = await call('GET', paths.value(sessionId, key), { call: o });
       if (response.status === 404) return undefined;
@@ -1125,12 +1171,18 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
           if (!(error instanceof AppendConflictError)) throw error;
         }
       }
+      // The base is the hash this client last saw (or the one given): a list changed meanwhile is
+      // refused (412, ListPreconditionFailedError) rather than rewritten over.
+      const base = o?.ifHash ?? last?.hash;
       const response = await call('PUT', paths.list(sessionId, key), {
         body: items,
-        headers: fence(o),
+        headers: { ...fence(o), ...(base === undefined ? {} : { [HEADER_NAMES.ifMatch]: `"${base}"` }) },
         call: o,
       });
-      if (response.status !== 200) return fail(response);
+      if (response.status !== 200) {
+        known.delete(listName(sessionId, key));
+        return fail(response);
+      }
       const result: ListWriteResult = await bodyOf(response, schemas.ListWrite, 'saveList');
       remember(sessionId, key, result);
       return result;
@@ -1147,9 +1199,10 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       const path = paths.list(sessionId, key);
       // Never undefined: a list read answers an absent list as empty.
       const read = async (offset: number | undefined, limit?: number) =>
-        (await readPage<T>(path, offset, limit, page)) as PageRead<T>;
-      if (page.limit !== undefined) {
-        const result = pageOnly(await read(page.offset, page.limit));
+        (await readPage<T>(path, { offset, limit }, page)) as PageRead<T>;
+      if (page.limit !== undefined || page.last !== undefined) {
+        const one = { offset: page.offset, limit: page.limit, last: page.last };
+        const result = pageOnly((await readPage<T>(path, one, page)) as PageRead<T>);
         remember(sessionId, key, result);
         return result;
       }
@@ -1189,9 +1242,10 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     ) {
       const path = paths.archive(sessionId, key, archiveId);
       const read = (offset: number | undefined, limit?: number) =>
-        readPage<T>(path, offset, limit, page, archiveId);
-      if (page.limit !== undefined) {
-        const result = await read(page.offset, page.limit);
+        readPage<T>(path, { offset, limit }, page, archiveId);
+      if (page.limit !== undefined || page.last !== undefined) {
+        const one = { offset: page.offset, limit: page.limit, last: page.last };
+        const result = await readPage<T>(path, one, page, archiveId);
         return result && pageOnly(result);
       }
       return readWhole(

@@ -12,6 +12,7 @@ import {
   ContendedError,
   CorruptValueError,
   FencedError,
+  ListPreconditionFailedError,
   MisconfiguredBackendError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
@@ -116,6 +117,9 @@ export function toProblem(
   if (error instanceof LockLostError) return r(problem('lock-lost', error.message));
   if (error instanceof ContendedError) return r(problem('contended', error.message));
   if (error instanceof BackendUnsafeError) return r(problem('backend-unsafe', error.message));
+  if (error instanceof ListPreconditionFailedError) {
+    return r(problem('precondition-failed', 'the list has another hash', { currentHash: error.currentHash }));
+  }
   if (error instanceof PreconditionFailedError) {
     return r(
       problem('precondition-failed', 'the value has another version', { currentEtag: error.currentVersion }),

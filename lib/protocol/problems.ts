@@ -12,6 +12,7 @@ import {
   ContendedError,
   CorruptValueError,
   FencedError,
+  ListPreconditionFailedError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
   type StoreError,
@@ -82,7 +83,10 @@ export const PROBLEMS = {
   'precondition-failed': {
     status: 412,
     title: 'Precondition failed',
-    error: (p) => new PreconditionFailedError(p.currentEtag ?? p.currentHash ?? null),
+    error: (p) =>
+      p.currentHash !== undefined
+        ? new ListPreconditionFailedError(p.currentHash)
+        : new PreconditionFailedError(p.currentEtag ?? null),
   },
   'payload-too-large': {
     status: 413,

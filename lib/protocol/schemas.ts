@@ -14,6 +14,7 @@ import {
   MAX_UPLOAD_PARTS,
   MD5_PATTERN,
   SHA256_PATTERN,
+  WRITE_ID_PATTERN,
 } from '../store/limits.js';
 import { Problem } from './problems.js';
 
@@ -83,7 +84,7 @@ export const schemas = {
     count: int(),
     hash,
   }),
-  ListPage: z.object({ items: z.array(json), count: int(), hash }),
+  ListPage: z.object({ items: z.array(json), count: int(), hash, offset: int(), baseHash: hash }),
   Archives: z.object({
     archives: z.array(z.object({ archiveId: z.string(), count: int(), hash, archivedAt: timestamp })),
   }),
@@ -132,6 +133,15 @@ export const schemas = {
   }),
   ValueUploadRequest: z.strictObject({ size: int(1), md5 }),
   ValueUpload: z.object({ uploadId: z.string(), upload: direct, expiresAt: timestamp }),
+  ListItemLocation: z.object({
+    count: int(),
+    hash,
+    offset: int(),
+    baseHash: hash,
+    size: int(),
+    download: direct,
+    expiresAt: timestamp,
+  }),
   ValueLocation: z.object({
     etag: z.string(),
     size: int(),
@@ -170,8 +180,8 @@ export type HeaderKey = keyof typeof HEADER_NAMES;
 export const FENCING_TOKEN_PATTERN = DECIMAL_PATTERN;
 const TOKEN_RULE = 'must be a decimal integer below 2^53';
 
-/** An `Idempotency-Key` header: 1 to 64 letters, digits or any of `._:-`. */
-export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+/** An `Idempotency-Key` header: the append's write id (1 to 64 letters, digits or any of `._:-`). */
+export const IDEMPOTENCY_KEY_PATTERN = WRITE_ID_PATTERN;
 const IDEMPOTENCY_KEY_RULE = 'must be 1 to 64 letters, digits or any of . _ : -';
 
 /** A string that must be present ('is required' otherwise). */
@@ -233,9 +243,16 @@ export const headers = {
     ifNoneMatch: z.optional(ifNoneMatch),
     fencingToken: z.optional(fencingToken),
   }),
+  /** A whole-list save: its base (`If-Match: "<hash>"`) and `Fencing-Token`. */
+  listSave: z.object({
+    ifMatch: z.optional(
+      entityTag('any', 'a quoted entity tag: "<hash>", the hash the list must have (or *)'),
+    ),
+    fencingToken: z.optional(fencingToken),
+  }),
   /**
    * An append: `Fencing-Token`, and the `Idempotency-Key` the client sends once per logical append
-   * (validated; not used yet: the storage v2 issue keeps the recent ones).
+   * (the append's write id: a replay of an applied one answers the original result).
    */
   append: z.object({
     fencingToken: z.optional(fencingToken),
@@ -283,5 +300,6 @@ export const queries = {
   page: z.object({
     offset: z.optional(integer(0, Number.MAX_SAFE_INTEGER, 'first item')),
     limit: z.optional(integer(0, Number.MAX_SAFE_INTEGER, 'page size')),
+    last: z.optional(integer(0, Number.MAX_SAFE_INTEGER, 'the most recent items (not with offset or limit)')),
   }),
 } as const;

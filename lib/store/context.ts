@@ -15,7 +15,13 @@ export interface StoreContext {
   readonly keepAliveMs: number;
   /** How much longer than its marker a state object lives under the lifecycle rules. */
   readonly stateGraceMs: number;
-  /** A list is re-materialized (`.list.json`) once this many slots are unfolded. */
+  /** CAS format: most bytes of items a list head holds (116 KiB by default). */
+  readonly listHeadBytes: number;
+  /** CAS format: bytes of the oldest items sealed into a segment when the head is over `listHeadBytes`. */
+  readonly listSealBytes: number;
+  /** Append format: a log is sealed once its own items reach this many bytes (1 MiB by default). */
+  readonly listLogBytes: number;
+  /** Slot format: a list is re-materialized (`.list.json`) once this many slots are unfolded. */
   readonly foldEvery: number;
   /** A generation is rolled over (its content restated in a new one) at this many slots. */
   readonly rolloverAt: number;

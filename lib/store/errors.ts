@@ -33,6 +33,21 @@ export class PreconditionFailedError extends StoreError {
   }
 }
 
+/**
+ * A list read or whole-list save with a base (`ifHash`, HTTP `If-Match: "<hash>"`) found the list
+ * at another hash; nothing was written. A `PreconditionFailedError` whose version is unknown.
+ */
+export class ListPreconditionFailedError extends PreconditionFailedError {
+  override name = 'ListPreconditionFailedError';
+  constructor(
+    /** The list's current chain hash (the empty list's when it is absent). */
+    readonly currentHash: string,
+  ) {
+    super(null);
+    this.message = `precondition failed; the list's hash is ${currentHash}`;
+  }
+}
+
 /** The backend cannot evaluate the condition asked for (OSS has no compare-and-swap overwrite). */
 export class PreconditionUnsupportedError extends StoreError {
   override name = 'PreconditionUnsupportedError';

@@ -19,11 +19,18 @@ export function canonicalJson(value: unknown): string {
 
 /** The chain hash after appending `items` to a list whose hash is `from`. */
 export function chainHash(from: string, items: readonly unknown[]): string {
+  return chainLeaves(from, items.map(leafHash));
+}
+
+/** SHA-256 of an item's canonical JSON: what the chain hash folds in for it. */
+export function leafHash(item: unknown): Buffer {
+  return createHash('sha256').update(canonicalJson(item)).digest();
+}
+
+/** The chain hash after folding in items by their leaf hashes (an item stored elsewhere keeps its leaf). */
+export function chainLeaves(from: string, leaves: readonly Uint8Array[]): string {
   let state = Buffer.from(from.slice(PREFIX.length), 'hex');
-  for (const item of items) {
-    const leaf = createHash('sha256').update(canonicalJson(item)).digest();
-    state = createHash('sha256').update(state).update(leaf).digest();
-  }
+  for (const leaf of leaves) state = createHash('sha256').update(state).update(leaf).digest();
   return `${PREFIX}${state.toString('hex')}`;
 }
 

@@ -4,8 +4,11 @@
  *
  *   <prefix><user>/<session>/<key>.json                 single value
  *   <prefix><user>/<session>/<key>.list.json            list materialization (the whole array)
- *   <prefix><user>/<session>/<key>.list.hash            list manifest
- *   <prefix><user>/<session>/<key>.list~s~<inc>~<gen>~<seq>   list slot (create-only, authoritative)
+ *   <prefix><user>/<session>/<key>.list.hash            list head (CAS format) or manifest (slot format)
+ *   <prefix><user>/<session>/<key>.list~g~<inc>~<gen>~<first>~<last>~<hash>  sealed segment (CAS format)
+ *   <prefix><user>/<session>/<key>.list~i~<inc>~<gen>~<n>~<hash>   a list item over 1 MiB (CAS format)
+ *   <prefix><user>/<session>/<key>.list~s~<inc>~<gen>~<seq>   list slot (slot format)
+ *   <prefix><user>/<session>/<key>.list~l~<inc>~<gen>~<seq>~<tag>  list log or segment (append format)
  *   <prefix><user>/<session>/<key>.list~a~<inc>~<gen>   archived list (generation <gen>)
  *   <prefix><user>/~sessions/<session>                  session marker
  *   <prefix><user>/~deleted/<session>                   tombstone of a session deleted with a token
@@ -106,6 +109,22 @@ export interface UserLayout {
   /** Prefix of every slot of a list (all incarnations). */
   slots(sessionId: string, key: string): string;
   slot(sessionId: string, key: string, inc: string, gen: number, seq: number): string;
+  /** A sealed segment of items `first` to `last` (inclusive), named by its content (`tag`: a short hash). */
+  segment(
+    sessionId: string,
+    key: string,
+    inc: string,
+    gen: number,
+    first: number,
+    last: number,
+    tag: string,
+  ): string;
+  /** A list item stored as its own object (over 1 MiB): item `n` of generation `gen`, `tag` a short hash. */
+  listItem(sessionId: string, key: string, inc: string, gen: number, n: number, tag: string): string;
+  /** Prefix of every log and segment of a list in the append format (all incarnations). */
+  logs(sessionId: string, key: string): string;
+  /** Log `seq` of generation `gen` (named `tag`) of a list in the append format. */
+  log(sessionId: string, key: string, inc: string, gen: number, seq: number, tag: string): string;
   /** Prefix of the archives of a list in one incarnation. */
   archives(sessionId: string, key: string, inc: string): string;
   archive(sessionId: string, key: string, inc: string, gen: number): string;
@@ -133,6 +152,13 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     listHash: (s, k) => `${key(s, k)}.list.hash`,
     slots: (s, k) => `${key(s, k)}.list~s~`,
     slot: (s, k, inc, gen, seq) => `${key(s, k)}.list~s~${inc}~${padNumber(gen)}~${padNumber(seq)}`,
+    segment: (s, k, inc, gen, first, last, tag) =>
+      `${key(s, k)}.list~g~${inc}~${padNumber(gen)}~${padNumber(first)}~${padNumber(last)}~${tag}`,
+    listItem: (s, k, inc, gen, n, tag) =>
+      `${key(s, k)}.list~i~${inc}~${padNumber(gen)}~${padNumber(n)}~${tag}`,
+    logs: (s, k) => `${key(s, k)}.list~l~`,
+    log: (s, k, inc, gen, seq, tag) =>
+      `${key(s, k)}.list~l~${inc}~${padNumber(gen)}~${padNumber(seq)}~${tag}`,
     archives: (s, k, inc) => `${key(s, k)}.list~a~${inc}~`,
     archive: (s, k, inc, gen) => `${key(s, k)}.list~a~${inc}~${padNumber(gen)}`,
     workspaces: (s, inc) => `${session(s)}~ws~${inc}/`,

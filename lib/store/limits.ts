@@ -14,6 +14,12 @@ export const DECIMAL_PATTERN = /^\d{1,16}$/;
 /** An archive id as listed (any other form names no archive). */
 export const ARCHIVE_ID_PATTERN = DECIMAL_PATTERN;
 
+/** A list write id (`appendList`'s `writeId`, HTTP `Idempotency-Key`): 1 to 64 of `[A-Za-z0-9._:-]`. */
+export const WRITE_ID_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** List items larger than this (as JSON) are stored as objects of their own, never merged. */
+export const LIST_ITEM_OBJECT_BYTES = 1024 * 1024;
+
 /** Most items one append may carry. */
 export const MAX_APPEND_ITEMS = 1000;
 /** Most sessions one page of `listSessionIds` holds (and its default). */

@@ -8,6 +8,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
+import type { ListedObject } from '../drivers/types.js';
 import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
 import { ContendedError, FencedError } from './errors.js';
 import type { UserLayout } from './ids.js';
@@ -29,6 +30,23 @@ export interface MarkerRead {
 
 const MAX_ATTEMPTS = 5;
 
+/**
+ * A list format whose objects need a keep-alive of their own (the append format's logs: an
+ * appendable object cannot be copied onto itself). Called with every object the session holds.
+ */
+export interface StateKeeper {
+  /**
+   * Keeps alive those of `objects` it owns that are older than `cutoff` (and may delete its own
+   * garbage); returns the names it owns, which the generic keep-alive leaves alone.
+   */
+  keep(
+    sessionId: string,
+    inc: string,
+    objects: readonly ListedObject[],
+    cutoff: number,
+  ): Promise<ReadonlySet<string>>;
+}
+
 /** A new incarnation id: sortable by time, unique by its random tail, only `[a-z0-9]`. */
 function newIncarnation(now: number): string {
   return `${now.toString(36)}${randomBytes(4).toString('hex')}`;
@@ -36,6 +54,9 @@ function newIncarnation(now: number): string {
 
 /** Marker operations of one user. */
 export class Sessions {
+  /** Set by a list format that keeps its objects alive itself (the append format); none otherwise. */
+  keeper?: StateKeeper;
+
   constructor(
     private readonly ctx: StoreContext,
     private readonly layout: UserLayout,
@@ -69,9 +90,16 @@ export class Sessions {
 
   /**
    * The live marker a write needs: creates the session when absent (purging what an earlier
-   * incarnation left), refuses a lower token, records a higher one, and keeps the marker fresh.
+   * incarnation left), refuses a token below the marker's, and keeps the marker fresh. Fencing is
+   * per object (DESIGN.md, "Fencing"): the marker records a higher token only for a write that
+   * `creates` an object (every other write is fenced by what its target records).
    */
-  async forWrite(sessionId: string, read: MarkerRead, token: number | undefined): Promise<Marker> {
+  async forWrite(
+    sessionId: string,
+    read: MarkerRead,
+    token: number | undefined,
+    creates: boolean,
+  ): Promise<Marker> {
     let current = read;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const marker = current.live ?? (await this.create(sessionId, current.staleEtag, token));
@@ -83,11 +111,11 @@ export class Sessions {
         this.ctx.metrics.count('fencedWrites');
         throw new FencedError(token, marker.token);
       }
-      const raise = token !== undefined && (marker.token === null || token > marker.token);
+      const raise = token !== undefined && creates && (marker.token === null || token > marker.token);
       const stale = this.ctx.now() - marker.lastModified.getTime() > this.ctx.keepAliveMs;
       if (!raise && !stale) return marker;
       const written = await this.rewrite(sessionId, marker, raise ? (token as number) : marker.token);
-      if (written && stale) await this.refreshState(sessionId);
+      if (written && stale) await this.refreshState(sessionId, written.inc);
       if (written) return written;
       if (!raise) return marker; // a keep-alive that lost a race: someone else refreshed it
       current = await this.read(sessionId);
@@ -103,22 +131,52 @@ export class Sessions {
    * and uploads are never refreshed; they follow their own rules. State objects are the session's
    * direct children (encoded keys hold no `/`; workspaces and uploads live in `~` folders) other
    * than archives. Cost: each state object is copied at most once per (grace − R) of activity.
+   * An object that changes in place (a list head, a value) is refreshed by a GET and a PUT of the
+   * same body conditional on its etag where the backend can (a copy racing a write could undo it);
+   * immutable ones (segments, slots) are copied onto themselves.
    */
-  private async refreshState(sessionId: string): Promise<void> {
+  private async refreshState(sessionId: string, inc: string): Promise<void> {
     const cutoff = this.ctx.now() - (this.ctx.stateGraceMs - this.ctx.keepAliveMs);
     const prefix = this.layout.session(sessionId);
-    const old = (await listAll(this.ctx.driver, prefix)).filter(
+    const all = await listAll(this.ctx.driver, prefix);
+    // Objects a list format keeps alive itself (the append format's logs) are left to it.
+    const kept = this.keeper
+      ? await this.keeper.keep(sessionId, inc, all, cutoff).catch(() => {
+          this.ctx.metrics.count('persistenceFailures');
+          return new Set<string>();
+        })
+      : new Set<string>();
+    const old = all.filter(
       (o) =>
+        !kept.has(o.key) &&
         !o.key.slice(prefix.length).includes('/') &&
         !o.key.includes('.list~a~') &&
         o.lastModified.getTime() < cutoff,
     );
+    const { driver } = this.ctx;
     for (const object of old) {
-      await this.ctx.driver.copy(object.key, object.key, { tags: { kind: 'state' } }).catch(() => {
-        // Deleted meanwhile (a retired slot) or a transient failure: the next keep-alive tries again.
+      const mutable = object.key.endsWith('.list.hash') || object.key.endsWith('.json');
+      const refresh =
+        mutable && driver.capabilities.conditionalOverwrite
+          ? this.rewriteInPlace(object.key)
+          : driver.copy(object.key, object.key, { tags: { kind: 'state' } });
+      await refresh.catch(() => {
+        // Deleted or changed meanwhile (then it is fresh), or a transient failure: the next keep-alive tries again.
         this.ctx.metrics.count('persistenceFailures');
       });
     }
+  }
+
+  /** Writes an object again as it is, if it has not changed since read (its last-modified time moves). */
+  private async rewriteInPlace(name: string): Promise<void> {
+    const object = await this.ctx.driver.get(name);
+    await this.ctx.driver.put(name, object.body, {
+      ...(object.contentType ? { contentType: object.contentType } : {}),
+      ...(object.contentEncoding ? { contentEncoding: object.contentEncoding } : {}),
+      metadata: object.metadata,
+      tags: { kind: 'state' },
+      ifMatch: object.etag,
+    });
   }
 
   /** Writes the marker body again (new nonce), conditional on its etag where the backend can. */

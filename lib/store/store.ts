@@ -6,18 +6,15 @@ import { ObjectConditionFailedError, ObjectNotFoundError } from '../drivers/erro
 import type { ObjectInfo, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import {
   backendError,
-  backoff,
   checkToken,
   getOrUndefined,
   jsonBody,
   listAll,
-  MAX_WRITE_ATTEMPTS,
   parseJsonObject,
   type StoreContext,
 } from './context.js';
 import type { ContentEncoding } from './encoding.js';
 import {
-  AppendConflictError,
   ContendedError,
   CorruptValueError,
   FencedError,
@@ -26,15 +23,18 @@ import {
   PreconditionUnsupportedError,
   ValidationError,
 } from './errors.js';
-import { chainHash, EMPTY_HASH } from './hash.js';
+import { isHash } from './hash.js';
 import { checkId, checkPrefix, decodeId, layoutFor, type UserLayout } from './ids.js';
-import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE } from './limits.js';
-import { EMPTY_STATE, type ListState, Lists, slicePage } from './lists.js';
-import { type Marker, Sessions } from './sessions.js';
+import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN } from './limits.js';
+import { AppendFormat } from './lists/append.js';
+import { CasFormat } from './lists/cas.js';
+import { checkPage, type ListFormat } from './lists/format.js';
+import { SlotFormat } from './lists/slots.js';
+import { Sessions } from './sessions.js';
 import type {
   AppendOptions,
   ListPage,
-  ListWriteResult,
+  ListSaveOptions,
   MetricsSink,
   PageOptions,
   SaveOptions,
@@ -46,6 +46,7 @@ import type {
 import { Workspaces } from './workspaces.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+const KIB = 1024;
 
 /** Options of `createStateStore`. */
 export interface StateStoreOptions {
@@ -64,7 +65,21 @@ export interface StateStoreOptions {
   readonly now?: () => number;
   /** Enables `truncateAllSessions` (every user; for tests); default false. */
   readonly allowTruncate?: boolean;
-  /** Unfolded slots that trigger re-materializing `.list.json`; default 32 (the bound on slots a read fetches). */
+  /**
+   * How lists are stored (docs/DESIGN.md, "Lists"): `cas` (a head changed by compare-and-swap, with
+   * sealed segments; needs conditional overwrite), `append` (chains of appendable logs; needs
+   * position append), or `slots` (create-only slots). Default: `cas` where the driver has
+   * conditional overwrite (S3, Ceph RGW, fs, memory), else `append` where it has position append
+   * (OSS), else `slots`.
+   */
+  readonly listFormat?: ListFormatName;
+  /** CAS format: most bytes of items a head holds; default 116 KiB. */
+  readonly listHeadBytes?: number;
+  /** CAS format: bytes sealed into a segment when the head is full; default 64 KiB. */
+  readonly listSealBytes?: number;
+  /** Append format: bytes of its own items after which a log is sealed and a new one started; default 1 MiB. */
+  readonly listLogBytes?: number;
+  /** Slot format: unfolded slots that trigger re-materializing `.list.json`; default 32 (the bound on slots a read fetches). */
   readonly foldEvery?: number;
   /** Slots after which a generation is rolled over; default 512. */
   readonly rolloverAt?: number;
@@ -82,6 +97,9 @@ export interface StateStoreOptions {
   readonly maxValueBytes?: number;
 }
 
+/** The list formats (docs/DESIGN.md, "Lists"). */
+export type ListFormatName = 'cas' | 'append' | 'slots';
+
 /** The store: user-scoped stores, and the test-only truncate. */
 export interface StateStore {
   /** The store of one user; null or blank is the anonymous user. */
@@ -98,12 +116,38 @@ export function createStateStore(options: StateStoreOptions): StateStore {
   if ((options.stateGraceDays ?? 2) * DAY_MS <= 2 * (options.keepAliveMs ?? 3_600_000)) {
     throw new ValidationError('stateGraceDays', 'must be well over the keep-alive interval');
   }
+  const { capabilities } = options.driver;
+  const listFormat =
+    options.listFormat ??
+    (capabilities.conditionalOverwrite ? 'cas' : capabilities.positionAppend ? 'append' : 'slots');
+  if (listFormat === 'cas' && !capabilities.conditionalOverwrite)
+    throw new ValidationError(
+      'listFormat',
+      `cas needs conditional overwrite, which ${options.driver.name} has not`,
+    );
+  if (listFormat === 'append' && !capabilities.positionAppend)
+    throw new ValidationError(
+      'listFormat',
+      `append needs position append, which ${options.driver.name} has not`,
+    );
+  if (listFormat !== 'cas' && listFormat !== 'append' && listFormat !== 'slots')
+    throw new ValidationError('listFormat', 'must be cas, append or slots');
+  const listLogBytes = options.listLogBytes ?? 1024 * KIB;
+  if (!(Number.isSafeInteger(listLogBytes) && listLogBytes >= 1024))
+    throw new ValidationError('listLogBytes', 'must be an integer of at least 1024');
+  const listHeadBytes = options.listHeadBytes ?? 116 * KIB;
+  const listSealBytes = options.listSealBytes ?? 64 * KIB;
+  if (!(listSealBytes >= 256 && listSealBytes < listHeadBytes))
+    throw new ValidationError('listSealBytes', 'must be at least 256 and below listHeadBytes');
   const ctx: StoreContext = {
     driver: options.driver,
     prefix,
     retentionMs: retentionDays * DAY_MS,
     keepAliveMs: options.keepAliveMs ?? 60 * 60 * 1000,
     stateGraceMs: (options.stateGraceDays ?? 2) * DAY_MS,
+    listHeadBytes,
+    listSealBytes,
+    listLogBytes,
     foldEvery: options.foldEvery ?? 32,
     rolloverAt: options.rolloverAt ?? 512,
     retireAfterMs: options.retireAfterMs ?? 10 * 60 * 1000,
@@ -118,7 +162,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
   const store: StateStore = {
     forUser: (userId) => {
       if (userId != null && userId.trim() !== '') checkId('userId', userId);
-      return guarded(new UserStore(ctx, layoutFor(prefix, userId)));
+      return guarded(new UserStore(ctx, layoutFor(prefix, userId), listFormat));
     },
   };
   if (options.allowTruncate) {
@@ -147,15 +191,21 @@ function guarded(target: SessionStore): SessionStore {
 
 class UserStore implements SessionStore {
   private readonly sessions: Sessions;
-  private readonly lists: Lists;
+  private readonly lists: ListFormat;
   private readonly workspaces: Workspaces;
 
   constructor(
     private readonly ctx: StoreContext,
     private readonly layout: UserLayout,
+    listFormat: ListFormatName,
   ) {
     this.sessions = new Sessions(ctx, layout);
-    this.lists = new Lists(ctx, layout);
+    this.lists =
+      listFormat === 'cas'
+        ? new CasFormat(ctx, layout, this.sessions)
+        : listFormat === 'append'
+          ? new AppendFormat(ctx, layout, this.sessions)
+          : new SlotFormat(ctx, layout, this.sessions);
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
   }
 
@@ -207,7 +257,9 @@ class UserStore implements SessionStore {
         this.sessions.read(sessionId),
         conditional ? headOrUndefined(driver, name) : undefined,
       ]);
-      const marker = await this.sessions.forWrite(sessionId, read, options.token);
+      // A token write that creates the value raises the marker's token (DESIGN.md, "Fencing").
+      const creates = !head || head.metadata.inc !== read.live?.inc;
+      const marker = await this.sessions.forWrite(sessionId, read, options.token, creates);
       // An object of another incarnation is a leftover: absent for every purpose but its etag.
       const current = head && head.metadata.inc === marker.inc ? head : undefined;
       const stored = Number(current?.metadata.token);
@@ -258,7 +310,7 @@ class UserStore implements SessionStore {
       options.token === undefined ? undefined : headOrUndefined(this.ctx.driver, name),
     ]);
     if (!read.live) return;
-    await this.sessions.forWrite(sessionId, read, options.token);
+    await this.sessions.forWrite(sessionId, read, options.token, false);
     const stored = Number(head?.metadata.token);
     if (options.token !== undefined && Number.isSafeInteger(stored) && stored > options.token) {
       this.ctx.metrics.count('fencedWrites');
@@ -267,161 +319,51 @@ class UserStore implements SessionStore {
     await this.ctx.driver.delete(name);
   }
 
-  // ---- lists ---------------------------------------------------------------------------------
-
-  /** Marker, manifest and (when asked) the slot listing, in one round trip. */
-  private async listMeta(sessionId: string, key: string, withSlots: boolean) {
-    const [read, manifest, slots] = await Promise.all([
-      this.sessions.read(sessionId),
-      this.lists.readManifest(sessionId, key),
-      withSlots ? this.lists.listSlots(sessionId, key) : undefined,
-    ]);
-    return { read, manifest, slots };
-  }
-
-  private async stateOf(
-    sessionId: string,
-    key: string,
-    marker: Marker,
-    manifest: (ListState & { inc: string }) | undefined,
-    slots?: Array<{ inc: string; gen: number; seq: number }>,
-  ): Promise<ListState> {
-    if (manifest && manifest.inc === marker.inc) {
-      const latest = slots?.filter((slot) => slot.inc === marker.inc).at(-1);
-      // Without a listing the manifest is trusted; a stale one makes the slot write fail and re-read.
-      if (!slots || (latest && latest.gen === manifest.gen && latest.seq === manifest.seq)) return manifest;
-    }
-    if (slots && !slots.some((slot) => slot.inc === marker.inc)) return EMPTY_STATE;
-    this.ctx.metrics.count('manifestRepairs');
-    return this.lists.stateFromSlots(sessionId, key, marker.inc);
-  }
+  // ---- lists (the format owns the protocol: lib/store/lists/) -------------------------------
 
   async appendList(sessionId: string, key: string, items: readonly unknown[], options: AppendOptions) {
     this.ids(sessionId, key);
     checkToken(options.token);
-    checkItems(items, 1, MAX_APPEND_ITEMS);
-    const { expectedCount, expectedHash } = options;
+    checkItems(items, 1, MAX_APPEND_ITEMS, this.ctx.maxValueBytes);
+    const { expectedCount, writeId } = options;
     if (!Number.isSafeInteger(expectedCount) || expectedCount < 0) {
       throw new ValidationError('expectedCount', 'must be a non-negative integer');
     }
-    const { read, manifest } = await this.listMeta(sessionId, key, false);
-    const marker = await this.sessions.forWrite(sessionId, read, options.token);
-    const state = await this.stateOf(sessionId, key, marker, manifest);
-    const decide = (s: ListState): 'append' | ListWriteResult => {
-      if (s.count === expectedCount && (expectedHash === undefined || expectedHash === s.hash))
-        return 'append';
-      const replay = expectedHash !== undefined && chainHash(expectedHash, items) === s.hash;
-      if (s.count === expectedCount + items.length && replay)
-        return { action: 'unchanged', count: s.count, hash: s.hash };
-      throw new AppendConflictError(s.count, s.hash);
-    };
-    try {
-      // The state came from the manifest alone (`firstVerified` false): a lagging manifest is
-      // checked against the slots before a refusal.
-      return (await this.lists.append(
-        sessionId,
-        key,
-        marker,
-        state,
-        items,
-        decide,
-        options.token,
-        false,
-      )) as ListWriteResult;
-    } catch (error) {
-      if (!(error instanceof AppendConflictError)) throw error;
-      // Without an expected hash a replay is recognised by reading the tail back.
-      if (expectedHash === undefined && error.count === expectedCount + items.length) {
-        const content = await this.lists.readAll(sessionId, key, marker.inc);
-        const tail = content.items.slice(expectedCount);
-        if (content.count === error.count && chainHash(EMPTY_HASH, tail) === chainHash(EMPTY_HASH, items)) {
-          return { action: 'unchanged', count: content.count, hash: content.hash } satisfies ListWriteResult;
-        }
-      }
-      this.ctx.metrics.count('appendConflicts');
-      throw error;
-    }
+    if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
+      throw new ValidationError('writeId', 'must be 1 to 64 letters, digits or any of . _ : -');
+    return this.lists.append(sessionId, key, items, options);
   }
 
-  async saveList(sessionId: string, key: string, items: readonly unknown[], options: WriteOptions = {}) {
+  async saveList(sessionId: string, key: string, items: readonly unknown[], options: ListSaveOptions = {}) {
     this.ids(sessionId, key);
     checkToken(options.token);
-    checkItems(items, 0, Number.MAX_SAFE_INTEGER);
-    const { read, manifest, slots } = await this.listMeta(sessionId, key, true);
-    // Saving [] over an absent list changes nothing: no session is created for it.
-    if (items.length === 0 && (!read.live || !slots?.some((slot) => slot.inc === read.live?.inc))) {
-      return { action: 'unchanged', count: 0, hash: EMPTY_HASH } satisfies ListWriteResult;
-    }
-    const marker = await this.sessions.forWrite(sessionId, read, options.token);
-    let state = await this.stateOf(sessionId, key, marker, manifest, slots);
-    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
-      if (attempt > 0) await backoff(attempt);
-      if (state.type === 'seal') state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
-      const prefixHash =
-        items.length >= state.count ? chainHash(EMPTY_HASH, items.slice(0, state.count)) : undefined;
-      if (prefixHash === state.hash) {
-        if (items.length === state.count)
-          return { action: 'unchanged', count: state.count, hash: state.hash } satisfies ListWriteResult;
-        const extra = items.slice(state.count);
-        const at = state;
-        const decide = (s: ListState) => (s.count === at.count && s.hash === at.hash ? 'append' : 'moved');
-        const result = await this.lists.append(sessionId, key, marker, state, extra, decide, options.token);
-        if (result) return result;
-      } else {
-        // Shrunk, or an earlier item changed: a compaction. The previous list is archived first.
-        const result = await this.lists.rewrite(sessionId, key, marker.inc, items, options.token);
-        if (result) return result;
-      }
-      state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
-    }
-    throw new ContendedError('the list is too contended; nothing was written; retry');
+    checkItems(items, 0, Number.MAX_SAFE_INTEGER, this.ctx.maxValueBytes);
+    if (options.ifHash !== undefined && !isHash(options.ifHash))
+      throw new ValidationError('ifHash', 'must be a list hash (sha256:<64 hex>)');
+    return this.lists.save(sessionId, key, items, options);
   }
 
   async getList<T>(sessionId: string, key: string, page: PageOptions = {}): Promise<ListPage<T>> {
     this.ids(sessionId, key);
-    slicePage([], page);
-    if (page.limit === 0) {
-      // Only the count and hash: the manifest, checked against the slot listing (3 requests, no slot read).
-      const { read, manifest, slots } = await this.listMeta(sessionId, key, true);
-      if (!read.live) return { items: [], count: 0, hash: EMPTY_HASH };
-      const state = await this.stateOf(sessionId, key, read.live, manifest, slots);
-      return { items: [], count: state.count, hash: state.hash };
-    }
-    const inc = this.sessions.read(sessionId).then((read) => read.live?.inc);
-    const content = await this.lists.readAll(sessionId, key, inc);
-    return { items: slicePage(content.items, page) as T[], count: content.count, hash: content.hash };
+    checkPage(page);
+    return (await this.lists.read(sessionId, key, page)) as ListPage<T>;
   }
 
   async deleteList(sessionId: string, key: string, options: WriteOptions = {}) {
     this.ids(sessionId, key);
     checkToken(options.token);
-    const read = await this.sessions.read(sessionId);
-    if (!read.live) return;
-    const marker = await this.sessions.forWrite(sessionId, read, options.token);
-    for (let attempt = 0; ; attempt++) {
-      if (attempt >= MAX_WRITE_ATTEMPTS)
-        throw new ContendedError('the list is too contended; it was not deleted; retry');
-      if (attempt > 0) await backoff(attempt);
-      const state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
-      if (!state.exists || (state.count === 0 && state.type === 'start')) break;
-      if (await this.lists.rewrite(sessionId, key, marker.inc, [], options.token)) break;
-    }
-    await this.lists.dropMaterializations(sessionId, key);
+    return this.lists.remove(sessionId, key, options);
   }
 
   async listArchives(sessionId: string, key: string) {
     this.ids(sessionId, key);
-    const read = await this.sessions.read(sessionId);
-    return read.live ? this.lists.listArchives(sessionId, key, read.live.inc) : [];
+    return this.lists.listArchives(sessionId, key);
   }
 
   async getArchive<T>(sessionId: string, key: string, archiveId: string, page: PageOptions = {}) {
     this.ids(sessionId, key);
-    const read = await this.sessions.read(sessionId);
-    if (!read.live) return undefined;
-    return (await this.lists.getArchive(sessionId, key, read.live.inc, archiveId, page)) as
-      | ListPage<T>
-      | undefined;
+    checkPage(page);
+    return (await this.lists.getArchive(sessionId, key, archiveId, page)) as ListPage<T> | undefined;
   }
 
   // ---- workspaces and direct transfers -------------------------------------------------------
@@ -484,6 +426,13 @@ class UserStore implements SessionStore {
   async locateValue(sessionId: string, key: string) {
     this.ids(sessionId, key);
     return this.workspaces.locateValue(sessionId, key);
+  }
+
+  async locateListItem(sessionId: string, key: string, n: number) {
+    this.ids(sessionId, key);
+    if (!this.ctx.driver.capabilities.presign) return undefined;
+    const name = await this.lists.itemObject?.(sessionId, key, n);
+    return name === undefined ? undefined : this.workspaces.locateObject(name);
   }
 
   // ---- sessions ------------------------------------------------------------------------------
@@ -591,9 +540,12 @@ async function headOrUndefined(driver: ObjectStoreDriver, name: string): Promise
   }
 }
 
-function checkItems(items: unknown, min: number, max: number): void {
+function checkItems(items: unknown, min: number, max: number, maxItemBytes: number): void {
   if (!Array.isArray(items)) throw new ValidationError('items', 'must be an array');
   if (items.length < min || items.length > max)
     throw new ValidationError('items', `must hold ${min} to ${max} items`);
-  for (const item of items) jsonBody(item);
+  for (const item of items) {
+    if (Buffer.byteLength(jsonBody(item)) > maxItemBytes)
+      throw new ValidationError('items', `an item is over ${maxItemBytes} bytes (maxValueBytes)`);
+  }
 }

@@ -36,21 +36,45 @@ export interface AppendOptions extends WriteOptions {
   readonly expectedCount: number;
   /** The chain hash the caller believes the list has (checked when given). */
   readonly expectedHash?: string;
+  /**
+   * Names this logical append (at most 64 characters of `[A-Za-z0-9._:-]`; HTTP: `Idempotency-Key`):
+   * a replay of an applied id answers the original result and writes nothing. Made by the store
+   * when absent.
+   */
+  readonly writeId?: string;
 }
 
-/** Paging of list reads. */
+/** Options of `saveList`. */
+export interface ListSaveOptions extends WriteOptions {
+  /**
+   * The chain hash the caller last saw (HTTP: `If-Match: "<hash>"`): when the list has another one,
+   * `ListPreconditionFailedError` with the current hash and nothing is written.
+   */
+  readonly ifHash?: string;
+}
+
+/** Paging of list reads: `offset` and `limit`, or `last`. */
 export interface PageOptions {
   /** First item; default 0. */
   readonly offset?: number;
   /** Most items; default all. */
   readonly limit?: number;
+  /** The `last` most recent items (not with `offset` or `limit`). */
+  readonly last?: number;
 }
 
-/** A page of a list, with the whole list's count and hash. */
+/**
+ * A page of a list, with the whole list's count and hash. A page may hold fewer items than asked
+ * (cut to fit an answer, or at the end of a stored segment): read on from `offset + items.length`.
+ */
 export interface ListPage<T = unknown> {
   readonly items: T[];
   readonly count: number;
   readonly hash: string;
+  /** The number of the page's first item. */
+  readonly offset: number;
+  /** The chain hash before the page's first item (the list's hash at `offset`). */
+  readonly baseHash: string;
 }
 
 /** An archived list (kept for audit when a list is compacted or deleted). */
@@ -140,7 +164,7 @@ export interface SessionStore {
     sessionId: string,
     key: string,
     items: readonly unknown[],
-    options?: WriteOptions,
+    options?: ListSaveOptions,
   ): Promise<ListWriteResult>;
   /** Appends 1 to 1,000 items if the list is where the caller believes it is. */
   appendList(
@@ -204,6 +228,15 @@ export interface SessionStore {
     uploadId: string,
     options?: SaveOptions,
   ): Promise<{ version: string }>;
+  /**
+   * A URL to download list item `n` when it is stored as an object of its own (over 1 MiB) and the
+   * backend can presign; otherwise undefined (it is read with the list).
+   */
+  locateListItem(
+    sessionId: string,
+    key: string,
+    n: number,
+  ): Promise<{ download: DirectRequest; size: number; expiresAt: Date } | undefined>;
   /** A URL to download the single value (for values too large for an answer), or undefined. */
   locateValue(
     sessionId: string,

@@ -141,7 +141,7 @@ export class Workspaces {
     const r = checkUploadRequest(request);
     this.requireTransfer(r.parts !== undefined);
     const { driver, presignExpiresIn: expiresIn } = this.ctx;
-    const marker = await this.sessions.forWrite(s, await this.sessions.read(s), options.token);
+    const marker = await this.sessions.forWrite(s, await this.sessions.read(s), options.token, true);
     const key = this.layout.workspace(s, marker.inc, name);
     const recordName = this.layout.workspaceUpload(s, marker.inc, name);
     const previous = await this.record(recordName);
@@ -208,7 +208,7 @@ export class Workspaces {
     const { driver } = this.ctx;
     const read = await this.sessions.read(s);
     if (!read.live) throw new UploadNotFoundError(uploadId);
-    const marker = await this.sessions.forWrite(s, read, options.token);
+    const marker = await this.sessions.forWrite(s, read, options.token, true);
     const key = this.layout.workspace(s, marker.inc, name);
     const recordName = this.layout.workspaceUpload(s, marker.inc, name);
     const record = await this.record(recordName);
@@ -302,7 +302,7 @@ export class Workspaces {
     const { driver } = this.ctx;
     const read = await this.sessions.read(s);
     if (!read.live) return;
-    const marker = await this.sessions.forWrite(s, read, options.token);
+    const marker = await this.sessions.forWrite(s, read, options.token, true);
     const key = this.layout.workspace(s, marker.inc, name);
     const recordName = this.layout.workspaceUpload(s, marker.inc, name);
     const record = await this.record(recordName);
@@ -346,6 +346,17 @@ export class Workspaces {
     const result = await save(parseIJson(object.body));
     await this.ctx.driver.delete(name);
     return result;
+  }
+
+  /** A presigned GET of a stored object (a list item of its own), with its size. */
+  async locateObject(name: string) {
+    const { driver, presignExpiresIn: expiresIn } = this.ctx;
+    const [object, url] = await Promise.all([driver.head(name), driver.presignGet(name, { expiresIn })]);
+    return {
+      download: { method: 'GET' as const, url, headers: {} },
+      size: object.size,
+      expiresAt: new Date(Date.now() + expiresIn * 1000),
+    };
   }
 
   async locateValue(s: string, k: string) {

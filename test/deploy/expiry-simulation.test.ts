@@ -123,9 +123,20 @@ describe('session-coherent expiry (simulation of the rendered lifecycle rules)',
     const clock = () => now;
     const driver = createMemoryDriver({ now: clock });
     const rules = lifecycleRules('s3', { retentionDays: 3, stateGraceDays: 2 });
-    const user = createStateStore({ driver, now: clock, retentionDays: 3, stateGraceDays: 2 }).forUser('u');
+    // Small list caps: the long list is a head and several sealed segments, all written once.
+    const user = createStateStore({
+      driver,
+      now: clock,
+      retentionDays: 3,
+      stateGraceDays: 2,
+      listHeadBytes: 512,
+      listSealBytes: 256,
+    }).forUser('u');
+    const long = Array.from({ length: 600 }, (_, i) => ({ i, text: 'x'.repeat(40) }));
     await user.save('s', 'written-once', 'still here');
     await user.saveList('s', 'l', [1]);
+    await user.saveList('s', 'long', long);
+    expect((await driver.list({ prefix: 'agent-state/u/s/long.list~g~' })).objects.length).toBeGreaterThan(1);
     for (let day = 1; day <= 20; day++) {
       now += DAY;
       await user.save('s', 'tick', day); // activity, without touching the old objects
@@ -133,6 +144,8 @@ describe('session-coherent expiry (simulation of the rendered lifecycle rules)',
     }
     expect(await user.get('s', 'written-once')).toBe('still here');
     expect((await user.getList('s', 'l')).items).toEqual([1]);
+    expect((await user.getList('s', 'long')).items).toEqual(long);
+    expect((await user.getList('s', 'long', { offset: 77, limit: 3 })).items).toEqual(long.slice(77, 80));
   });
 
   it('keep-alive refreshes state only: workspaces and pending uploads keep their tag and age', async () => {

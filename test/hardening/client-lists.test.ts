@@ -89,6 +89,8 @@ describe('typed client: whole reads of lists larger than the answer cap', () => 
       items: next.slice(10, 15),
       count: COUNT + 1,
       hash: chainHash(EMPTY_HASH, next),
+      offset: 10,
+      baseHash: chainHash(EMPTY_HASH, next.slice(0, 10)),
     });
   });
 
@@ -96,7 +98,13 @@ describe('typed client: whole reads of lists larger than the answer cap', () => 
     const items = listOf('o');
     await direct.saveList('offset', 'memory', items);
     const page = await client().getList('offset', 'memory', { offset: 100 });
-    expect(page).toEqual({ items: items.slice(100), count: COUNT, hash: chainHash(EMPTY_HASH, items) });
+    expect(page).toEqual({
+      items: items.slice(100),
+      count: COUNT,
+      hash: chainHash(EMPTY_HASH, items),
+      offset: 100,
+      baseHash: chainHash(EMPTY_HASH, items.slice(0, 100)),
+    });
   });
 
   it('returns the first snapshot while an appender runs', async () => {
@@ -154,7 +162,13 @@ describe('typed client: whole reads of lists larger than the answer cap', () => 
     expect(archive?.count).toBe(COUNT);
     const archiveId = archive?.archiveId ?? '';
     const page = await alice.getArchive('archive', 'memory', archiveId);
-    expect(page).toEqual({ items, count: COUNT, hash: chainHash(EMPTY_HASH, items) });
+    expect(page).toEqual({
+      items,
+      count: COUNT,
+      hash: chainHash(EMPTY_HASH, items),
+      offset: 0,
+      baseHash: EMPTY_HASH,
+    });
     expect(requests.filter((r) => r.method === 'GET' && r.url.pathname.includes('/archives/')).length).toBe(
       2,
     );
@@ -162,6 +176,8 @@ describe('typed client: whole reads of lists larger than the answer cap', () => 
       items: items.slice(3, 5),
       count: COUNT,
       hash: chainHash(EMPTY_HASH, items),
+      offset: 3,
+      baseHash: chainHash(EMPTY_HASH, items.slice(0, 3)),
     });
   });
 

@@ -344,7 +344,8 @@ describe('typed client: an answer that is not what the protocol says is a Protoc
     expect(Object.hasOwn(value, '__proto__')).toBe(true);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     const items = [JSON.parse('{"__proto__":1}'), 'b'];
-    const page = JSON.stringify({ items, count: 2, hash: chainHash(EMPTY_HASH, items) });
+    const hash = chainHash(EMPTY_HASH, items);
+    const page = JSON.stringify({ items, count: 2, hash, offset: 0, baseHash: EMPTY_HASH });
     const lists = createHttpClient({ baseUrl: 'http://api.test', fetch: answering(() => withId(page)) });
     expect(JSON.stringify((await lists.getList('s', 'k')).items)).toBe('[{"__proto__":1},"b"]');
   });

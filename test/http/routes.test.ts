@@ -105,7 +105,26 @@ for (const make of harnesses) {
         hash: appended.json().hash,
       });
       const page = await api.call('alice', 'GET', `${base}?offset=1&limit=1`);
-      expect(page.json()).toEqual({ items: ['b'], count: 3, hash: appended.json().hash });
+      expect(page.json()).toEqual({
+        items: ['b'],
+        count: 3,
+        hash: appended.json().hash,
+        offset: 1,
+        baseHash: chainHash(EMPTY_HASH, ['a']),
+      });
+      const last = await api.call('alice', 'GET', `${base}?last=2`);
+      expect(last.json()).toMatchObject({ items: ['b', 'c'], offset: 1 });
+      expect((await api.call('alice', 'GET', `${base}?last=2&limit=1`)).status).toBe(400);
+      // A whole-list save with a stale base (If-Match: "<hash>") is 412 with the current hash, nothing written.
+      const staleSave = await api.call('alice', 'PUT', base, {
+        ...json(['z']),
+        headers: { 'content-type': 'application/json', 'if-match': `"${created.hash}"` },
+      });
+      expect(staleSave.status).toBe(412);
+      expect(staleSave.json()).toMatchObject({
+        code: 'precondition-failed',
+        currentHash: appended.json().hash,
+      });
       const stale = await api.call('alice', 'GET', base, { headers: { 'if-match': `"${created.hash}"` } });
       expect(stale.status).toBe(412);
       expect(stale.json()).toMatchObject({ code: 'precondition-failed', currentHash: appended.json().hash });
@@ -123,6 +142,8 @@ for (const make of harnesses) {
         items: [],
         count: 0,
         hash: EMPTY_HASH,
+        offset: 0,
+        baseHash: EMPTY_HASH,
       });
     });
 

@@ -179,14 +179,14 @@ describe('OpenAPI document: operations', () => {
     expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
   });
 
-  it('the append declares Idempotency-Key (1 to 64 of [A-Za-z0-9._:-]) and says it is not used yet', () => {
+  it('the append declares Idempotency-Key (1 to 64 of [A-Za-z0-9._:-]) and says what a replay answers', () => {
     const op = operation('POST', '/v1/sessions/{sessionId}/lists/{key}/items');
     const header = op.parameters.find((p) => p.name === 'Idempotency-Key');
     expect(header).toMatchObject({
       in: 'header',
       schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,64}$' },
     });
-    expect(op.description).toMatch(/`Idempotency-Key`[\s\S]*not used yet/);
+    expect(op.description).toMatch(/`Idempotency-Key`[\s\S]*answers the first answer again/);
   });
 });
 
@@ -284,20 +284,20 @@ describe('OpenAPI document: what the local server answers', () => {
     expect(seen.length).toBeGreaterThan(25);
   });
 
-  it('the append accepts an Idempotency-Key (and ignores it for now), refusing a malformed one', async () => {
+  it('the append remembers its Idempotency-Key: a replay answers the first answer, even after other appends; a malformed one is refused', async () => {
     const s = `/v1/sessions/idem-${Date.now()}/lists/log/items`;
     const first = await call('POST', s, { items: [1], expectedCount: 0 }, { 'idempotency-key': 'a.b_c:d-1' });
     expect(first.body).toMatchObject({ action: 'created', count: 1 });
-    // A retry is known by its items; the key is not kept yet: the same key on another append appends.
+    const other = await call('POST', s, { items: [2], expectedCount: 1 }, { 'idempotency-key': 'other-1' });
+    expect(other.body).toMatchObject({ action: 'appended', count: 2 });
+    // The first key again, after another append: its first answer, and nothing is written.
     const retried = await call(
       'POST',
       s,
       { items: [1], expectedCount: 0 },
       { 'idempotency-key': 'a.b_c:d-1' },
     );
-    expect(retried.body).toMatchObject({ action: 'unchanged', count: 1 });
-    const other = await call('POST', s, { items: [2], expectedCount: 1 }, { 'idempotency-key': 'a.b_c:d-1' });
-    expect(other.body).toMatchObject({ action: 'appended', count: 2 });
+    expect(retried.body).toEqual(first.body);
     const longest = await call(
       'POST',
       s,

@@ -194,6 +194,20 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     return request(upstream, 'HEAD', `/${encodePath(id)}`, {});
   }
 
+  /**
+   * s3rver 3.7.1 answers a PutObject (and a copy, and a multipart completion) before its write of
+   * the file has finished (it does not wait for the write stream), and serves an object's size as
+   * the file's size at read time: a GET right after the answer can get the object empty or cut
+   * short. With the key's lock still held, wait until the file has its whole size (a HEAD is a stat).
+   */
+  async function settled(id: string, size: number): Promise<void> {
+    for (let attempt = 0; attempt < 1000; attempt++) {
+      const head = await headUpstream(id);
+      if (head.status !== 200 || Number(head.headers['content-length']) === size) return;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  }
+
   /** Evaluates If-Match / If-None-Match against the current object; answers and returns false on failure. */
   async function conditionHolds(id: string, headers: http.IncomingHttpHeaders, res: http.ServerResponse) {
     const ifMatch = ignoredConditions.has('if-match') ? undefined : headers['if-match'];
@@ -237,7 +251,10 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     const body = await checkedBody(req, res);
     if (!body) return;
     const up = await request(upstream, 'PUT', req.url ?? '', forwardHeaders(req.headers, dropped), body);
-    if (up.status === 200) extras.set(id, extrasOf(req.headers));
+    if (up.status === 200) {
+      await settled(id, body.length);
+      extras.set(id, extrasOf(req.headers));
+    }
     await answer(req, res, up);
   }
 
@@ -319,9 +336,18 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     if (numbers.some((n, i) => upload.parts.get(n)?.etag !== etags[i]?.toLowerCase())) {
       return sendError(res, 400, 'InvalidPart', 'One or more of the specified parts could not be found.');
     }
-    const up = await mutex.run(id, () =>
-      request(upstream, 'POST', req.url ?? '', forwardHeaders(req.headers), Buffer.from(xml)),
-    );
+    const size = numbers.reduce((total, n) => total + (upload.parts.get(n)?.size ?? 0), 0);
+    const up = await mutex.run(id, async () => {
+      const done = await request(
+        upstream,
+        'POST',
+        req.url ?? '',
+        forwardHeaders(req.headers),
+        Buffer.from(xml),
+      );
+      if (done.status === 200) await settled(id, size);
+      return done;
+    });
     if (up.status === 200) {
       extras.set(id, upload.extras);
       uploads.delete(uploadId);
@@ -387,6 +413,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     if (encoding) headers['content-encoding'] = encoding;
     const up = await request(upstream, 'PUT', `/${encodePath(id)}`, headers, from.body);
     if (up.status !== 200) return answer(req, res, up);
+    await settled(id, from.body.length);
     const tagsReplaced = String(req.headers['x-amz-tagging-directive'] ?? 'COPY').toUpperCase() === 'REPLACE';
     extras.set(id, {
       tags: tagsReplaced ? String(req.headers['x-amz-tagging'] ?? '') : (extras.get(source)?.tags ?? ''),

@@ -6,48 +6,18 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_KEY_BYTES } from '../../lib/drivers/common.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { AppendConflictError, FencedError, PartialDeleteError } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { decodeId, encodeId, LIMITS, layoutFor } from '../../lib/store/ids.js';
 import { createStateStore } from '../../lib/store/store.js';
-import { type CountingDriver, counting, faulty } from './wrappers.js';
+import { faulty, roundTrips } from './wrappers.js';
 
 const item = (i: number) => ({ role: 'user', content: `turn ${i} ${'x'.repeat(200)}` });
 const items = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => item(from + i));
 
-/** Counts round trips: a call is in wave 1 + the highest wave of the calls that ended before it began. */
-function roundTrips(inner: ObjectStoreDriver): CountingDriver & { waves(): number; resetWaves(): void } {
-  const driver = counting(inner);
-  let ended = 0;
-  let max = 0;
-  const wrapped = { ...driver } as CountingDriver & { waves(): number; resetWaves(): void };
-  for (const m of ['get', 'head', 'put', 'delete', 'deleteMany', 'list', 'copy'] as const) {
-    (wrapped as unknown as Record<string, unknown>)[m] = async (...args: unknown[]) => {
-      const wave = ended + 1;
-      max = Math.max(max, wave);
-      try {
-        return await (driver[m] as (...a: unknown[]) => Promise<unknown>)(...args);
-      } finally {
-        ended = Math.max(ended, wave);
-      }
-    };
-  }
-  Object.defineProperty(wrapped, 'calls', { get: () => driver.calls });
-  Object.defineProperty(wrapped, 'bytesPut', { get: () => driver.bytesPut });
-  wrapped.reset = () => driver.reset();
-  wrapped.total = () => driver.total();
-  wrapped.waves = () => max;
-  wrapped.resetWaves = () => {
-    ended = 0;
-    max = 0;
-  };
-  return wrapped;
-}
-
-describe('request budgets (an existing session, no marker cache)', () => {
+describe('request budgets (an existing session, no marker cache; lists in the slot format: see list-budgets.test.ts for the CAS format)', () => {
   const driver = roundTrips(createMemoryDriver());
-  const user = createStateStore({ driver }).forUser('budget');
+  const user = createStateStore({ driver, listFormat: 'slots' }).forUser('budget');
   const measure = async (fn: () => Promise<unknown>) => {
     driver.reset();
     driver.resetWaves();
@@ -340,7 +310,7 @@ describe('failures are reported, never swallowed (reference fault 8)', () => {
 describe('regression: a manifest lagging behind the slots (its write after a commit failed)', () => {
   it('does not turn a correct append into a conflict (found by fault injection)', async () => {
     const driver = createMemoryDriver();
-    const user = createStateStore({ driver, prefix: 'p/' }).forUser('u');
+    const user = createStateStore({ driver, prefix: 'p/', listFormat: 'slots' }).forUser('u');
     await user.appendList('s', 'l', [0], { expectedCount: 0 });
     const lagging = await driver.get('p/u/s/l.list.hash');
     await user.appendList('s', 'l', [1], { expectedCount: 1 });

@@ -2,13 +2,31 @@
 import { ObjectStoreError } from '../../lib/drivers/errors.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 
-const METHODS = ['get', 'head', 'put', 'delete', 'deleteMany', 'list', 'copy'] as const;
+const METHODS = ['get', 'head', 'put', 'append', 'delete', 'deleteMany', 'list', 'copy'] as const;
 type Method = (typeof METHODS)[number];
+type Call = (...args: unknown[]) => Promise<unknown>;
+/** A driver's method by name (undefined when it has none: `append` on a driver without it). */
+const method = (driver: object, m: Method) => (driver as Record<string, Call | undefined>)[m];
 
-/** A driver that counts every request by method, and the bytes `put` sends. */
+/** Every method of a driver (a class instance keeps them on its prototype), bound to it. */
+function methodsOf(inner: ObjectStoreDriver): ObjectStoreDriver {
+  const out: Record<string, unknown> = { name: inner.name, capabilities: inner.capabilities };
+  for (let o: object | null = inner; o && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+    for (const name of Object.getOwnPropertyNames(o)) {
+      const value = (inner as unknown as Record<string, unknown>)[name];
+      if (name !== 'constructor' && !(name in out) && typeof value === 'function')
+        out[name] = value.bind(inner);
+    }
+  }
+  return out as unknown as ObjectStoreDriver;
+}
+
+/** A driver that counts every request by method, and the bytes `put` and `append` send. */
 export interface CountingDriver extends ObjectStoreDriver {
   readonly calls: Record<Method, number>;
   bytesPut: number;
+  /** Bytes of the bodies `get` returned. */
+  bytesGot: number;
   /** Puts of each object name, in order. */
   readonly puts: string[];
   reset(): void;
@@ -18,31 +36,71 @@ export interface CountingDriver extends ObjectStoreDriver {
 export function counting(inner: ObjectStoreDriver): CountingDriver {
   const calls = Object.fromEntries(METHODS.map((m) => [m, 0])) as Record<Method, number>;
   const wrapper = {
-    ...inner,
-    name: inner.name,
-    capabilities: inner.capabilities,
+    ...methodsOf(inner),
     calls,
     bytesPut: 0,
+    bytesGot: 0,
     puts: [] as string[],
     reset() {
       for (const m of METHODS) calls[m] = 0;
       wrapper.bytesPut = 0;
+      wrapper.bytesGot = 0;
       wrapper.puts.length = 0;
     },
     total: () => METHODS.reduce((sum, m) => sum + calls[m], 0),
   } as CountingDriver;
   for (const m of METHODS) {
+    if (typeof method(inner, m) !== 'function') continue;
     (wrapper as unknown as Record<string, unknown>)[m] = (...args: unknown[]) => {
       calls[m]++;
-      if (m === 'put') {
+      if (m === 'put' || m === 'append') {
+        // Bytes written: a PUT's body, or what an append adds.
         const body = args[1] as Uint8Array | string;
         wrapper.bytesPut += typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-        wrapper.puts.push(args[0] as string);
+        if (m === 'put') wrapper.puts.push(args[0] as string);
       }
-      return (inner[m] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
+      const result = (method(inner, m) as Call).apply(inner, args);
+      if (m !== 'get') return result;
+      return result.then((object) => {
+        wrapper.bytesGot += (object as { body: Uint8Array }).body.byteLength;
+        return object;
+      });
     };
   }
   return wrapper;
+}
+
+/** Counts round trips: a call is in wave 1 + the highest wave of the calls that ended before it began. */
+export function roundTrips(
+  inner: ObjectStoreDriver,
+): CountingDriver & { waves(): number; resetWaves(): void } {
+  const driver = counting(inner);
+  let ended = 0;
+  let max = 0;
+  const wrapped = { ...driver } as CountingDriver & { waves(): number; resetWaves(): void };
+  for (const m of METHODS) {
+    if (typeof method(driver, m) !== 'function') continue;
+    (wrapped as unknown as Record<string, unknown>)[m] = async (...args: unknown[]) => {
+      const wave = ended + 1;
+      max = Math.max(max, wave);
+      try {
+        return await (method(driver, m) as Call)(...args);
+      } finally {
+        ended = Math.max(ended, wave);
+      }
+    };
+  }
+  Object.defineProperty(wrapped, 'calls', { get: () => driver.calls });
+  Object.defineProperty(wrapped, 'bytesPut', { get: () => driver.bytesPut });
+  Object.defineProperty(wrapped, 'bytesGot', { get: () => driver.bytesGot });
+  wrapped.reset = () => driver.reset();
+  wrapped.total = () => driver.total();
+  wrapped.waves = () => max;
+  wrapped.resetWaves = () => {
+    ended = 0;
+    max = 0;
+  };
+  return wrapped;
 }
 
 /** A driver whose n-th request (from `arm`) fails, either before reaching the backend or after it acted. */
@@ -62,7 +120,7 @@ export function faulty(inner: ObjectStoreDriver): FaultyDriver {
   let seen = 0;
   let fired = false;
   const wrapper = {
-    ...inner,
+    ...methodsOf(inner),
     arm(n: number, a: boolean) {
       target = n;
       after = a;
@@ -80,8 +138,9 @@ export function faulty(inner: ObjectStoreDriver): FaultyDriver {
     },
   } as FaultyDriver;
   for (const m of METHODS) {
+    if (typeof method(inner, m) !== 'function') continue;
     (wrapper as unknown as Record<string, unknown>)[m] = async (...args: unknown[]) => {
-      const call = () => (inner[m] as (...a: unknown[]) => Promise<unknown>).apply(inner, args);
+      const call = () => (method(inner, m) as Call).apply(inner, args);
       if (target === 0) return call();
       seen++;
       if (seen !== target) return call();

@@ -43,7 +43,7 @@ export const ARCHIVE_ROUTES = [
       const { sessionId, key, archiveId } = c.params;
       const page = await c.user.getArchive(sessionId, key, archiveId, pageOf(c.query));
       if (!page) throw new HttpProblem('not-found', 'no such archive');
-      return json(200, { items: fitPage(page.items, c.limit), count: page.count, hash: page.hash });
+      return json(200, fitPage(page, c.limit, c.query.last === undefined ? 'old' : 'new'));
     },
   }),
 ];

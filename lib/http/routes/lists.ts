@@ -1,6 +1,7 @@
 /** Lists: save whole, append items at the expected count, read a page, delete (archived first). */
 import { PATHS } from '../../protocol/paths.js';
 import { headers, queries, schemas } from '../../protocol/schemas.js';
+import { chainHash } from '../../store/hash.js';
 import { HttpProblem } from '../problems.js';
 import { fitPage, json, noContent, pageOf, route, WRITE_PROBLEMS } from './route.js';
 
@@ -12,17 +13,22 @@ export const LIST_ROUTES = [
     tag: 'lists',
     summary: 'Save the whole list: unchanged, append, or (archived) rewrite',
     description:
-      'Saves the whole list, and answers what that did with the new `count` and `hash`: `created` when there was none, `unchanged` for the same items, `appended` when the items extend the stored ones (only the new ones are written), else `rewritten`, after the old list is archived. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
+      'Saves the whole list, and answers what that did with the new `count` and `hash`: `created` when there was none, `unchanged` for the same items, `appended` when the items extend the stored ones (only the new ones are written), else `rewritten`, after the old list is archived. With `If-Match: "<hash>"` (the hash the caller last saw; the typed client sends it), 412 `precondition-failed` with `currentHash` when the list has another one, and nothing is written. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
     auth: true,
     body: schemas.WholeList,
-    headers: headers.write,
+    headers: headers.listSave,
     answers: { 200: { body: schemas.ListWrite, description: 'saved' } },
-    problems: ['fenced', ...WRITE_PROBLEMS],
-    handle: async (c) =>
-      json(
+    problems: ['precondition-failed', 'fenced', ...WRITE_PROBLEMS],
+    handle: async (c) => {
+      const { ifMatch, fencingToken } = c.headers;
+      return json(
         200,
-        await c.user.saveList(c.params.sessionId, c.params.key, c.body, { token: c.headers.fencingToken }),
-      ),
+        await c.user.saveList(c.params.sessionId, c.params.key, c.body, {
+          token: fencingToken,
+          ...(ifMatch !== undefined && ifMatch !== '*' ? { ifHash: ifMatch } : {}),
+        }),
+      );
+    },
   }),
   route({
     method: 'POST',
@@ -31,7 +37,7 @@ export const LIST_ROUTES = [
     tag: 'lists',
     summary: 'Append 1 to 1,000 items at the expected count',
     description:
-      "Appends the items when the list has `expectedCount` items (and, with `expectedHash`, that chain hash); an absent list has 0 items. A retry of an append that has landed answers `unchanged` (the list then ends with these items, from `expectedCount` on). Otherwise 409 `append-conflict` with the list's `count` and `hash`, and nothing is written.\n\n`Idempotency-Key` (1 to 64 letters, digits or `._:-`) names one logical append: send the same key with every retry of it. It is validated (a malformed one is 400 `invalid-request` with `field` `Idempotency-Key`) but not used yet: the server keeps no keys yet, and knows a retried append by its items alone.",
+      "Appends the items when the list has `expectedCount` items (and, with `expectedHash`, that chain hash); an absent list has 0 items. A retry of an append that has landed answers `unchanged` (the list then ends with these items, from `expectedCount` on). Otherwise 409 `append-conflict` with the list's `count` and `hash`, and nothing is written.\n\n`Idempotency-Key` (1 to 64 letters, digits or `._:-`) names one logical append: send the same key with every retry of it. A retry whose key the list records (its last 64 appends) answers the first answer again, even after other appends, and writes nothing; a malformed key is 400 `invalid-request` with `field` `Idempotency-Key`.",
     auth: true,
     body: schemas.AppendRequest,
     headers: headers.append,
@@ -42,6 +48,7 @@ export const LIST_ROUTES = [
       const result = await c.user.appendList(c.params.sessionId, c.params.key, items, {
         expectedCount,
         ...(expectedHash ? { expectedHash } : {}),
+        ...(c.headers.idempotencyKey ? { writeId: c.headers.idempotencyKey } : {}),
         token: c.headers.fencingToken,
       });
       return json(200, result);
@@ -54,11 +61,19 @@ export const LIST_ROUTES = [
     tag: 'lists',
     summary: 'Read a page of the list (If-Match: "<hash>" to read only that version)',
     description:
-      'A page of the list from `offset` (at most `limit` items, and cut to fit an answer), with the whole list\'s `count` and `hash` (the ETag header is the hash). An absent list reads as empty. With `If-Match: "<hash>"`, 412 `precondition-failed` with `currentHash` unless the list has that hash.',
+      'A page of the list from `offset` (at most `limit` items), or its `last` items (not with `offset` or `limit`), with the whole list\'s `count` and `hash` (the ETag header is the hash), the page\'s `offset` and `baseHash` (the chain hash before its first item). A page may hold fewer items than asked: cut to fit an answer (from its new end; for `last`, from its old end), or at the end of a stored segment; read on from `offset` + the items it holds. An absent list reads as empty. With `If-Match: "<hash>"`, 412 `precondition-failed` with `currentHash` unless the list has that hash.',
     auth: true,
     query: queries.page,
     headers: headers.listRead,
-    answers: { 200: { body: schemas.ListPage, description: 'a page of the list', headers: ['ETag'] } },
+    answers: {
+      200: { body: schemas.ListPage, description: 'a page of the list', headers: ['ETag'] },
+      303: {
+        body: schemas.ListItemLocation,
+        description:
+          "the page's first item alone is larger than an answer may be: read it from the presigned URL in Location (the item at `offset`; read on from `offset` + 1)",
+        headers: ['Location', 'ETag'],
+      },
+    },
     problems: ['precondition-failed'],
     handle: async (c) => {
       const page = await c.user.getList(c.params.sessionId, c.params.key, pageOf(c.query));
@@ -66,11 +81,32 @@ export const LIST_ROUTES = [
       if (expected !== undefined && expected !== '*' && expected !== page.hash) {
         throw new HttpProblem('precondition-failed', 'the list has another hash', { currentHash: page.hash });
       }
-      return json(
-        200,
-        { items: fitPage(page.items, c.limit), count: page.count, hash: page.hash },
-        { etag: `"${page.hash}"` },
-      );
+      const keep = c.query.last === undefined ? 'old' : 'new';
+      const fitted = fitPage(page, c.limit, keep);
+      if (fitted.items.length === 0 && page.items.length > 0) {
+        // One item alone over the cap: where it is stored as an object of its own, a URL to it.
+        const at = keep === 'old' ? 0 : page.items.length - 1;
+        const offset = page.offset + at;
+        const located = await c.user.locateListItem(c.params.sessionId, c.params.key, offset);
+        if (located) {
+          const { count, hash } = page;
+          const baseHash = chainHash(page.baseHash, page.items.slice(0, at));
+          return json(
+            303,
+            {
+              count,
+              hash,
+              offset,
+              baseHash,
+              size: located.size,
+              download: located.download,
+              expiresAt: located.expiresAt.toISOString(),
+            },
+            { location: located.download.url, etag: `"${hash}"` },
+          );
+        }
+      }
+      return json(200, fitted, { etag: `"${page.hash}"` });
     },
   }),
   route({

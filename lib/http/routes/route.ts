@@ -11,8 +11,9 @@ import type * as z from 'zod/mini';
 import type { SessionLock } from '../../lock/types.js';
 import type { PathParams } from '../../protocol/paths.js';
 import type { ProblemCode } from '../../protocol/problems.js';
+import { chainHash } from '../../store/hash.js';
 import type { StateStore } from '../../store/store.js';
-import type { SessionStore } from '../../store/types.js';
+import type { ListPage, SessionStore } from '../../store/types.js';
 import type { Authenticator } from '../auth.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
 
@@ -184,17 +185,32 @@ export function json(status: number, value: unknown, headers: Record<string, str
 export const noContent = (): HttpResponse => ({ status: 204, headers: { 'cache-control': 'no-store' } });
 
 /** Cuts a page so that its JSON fits the answer limit. */
-export function fitPage(items: unknown[], limit: number): unknown[] {
-  let size = 64;
-  for (let i = 0; i < items.length; i++) {
+export function fitPage<T>(page: ListPage<T>, limit: number, keep: 'old' | 'new'): ListPage<T> {
+  const { items } = page;
+  let size = 128;
+  const order = keep === 'old' ? items.map((_, i) => i) : items.map((_, i) => items.length - 1 - i);
+  for (const i of order) {
     size += Buffer.byteLength(JSON.stringify(items[i])) + 1;
-    if (size > limit) return items.slice(0, i);
+    if (size <= limit) continue;
+    // Cut from the end the page keeps least: its new end, or (for `last`) its old end.
+    if (keep === 'old') return { ...page, items: items.slice(0, i) };
+    return {
+      ...page,
+      items: items.slice(i + 1),
+      offset: page.offset + i + 1,
+      baseHash: chainHash(page.baseHash, items.slice(0, i + 1)),
+    };
   }
-  return items;
+  return page;
 }
 
 /** The page options of a parsed `offset` and `limit` (an offset of 0 is the default). */
-export const pageOf = (q: { offset?: number | undefined; limit?: number | undefined }) => ({
+export const pageOf = (q: {
+  offset?: number | undefined;
+  limit?: number | undefined;
+  last?: number | undefined;
+}) => ({
   ...(q.offset ? { offset: q.offset } : {}),
   ...(q.limit !== undefined ? { limit: q.limit } : {}),
+  ...(q.last !== undefined ? { last: q.last } : {}),
 });

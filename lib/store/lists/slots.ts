@@ -13,8 +13,8 @@
  * read-to-commit takes longer than `maxCommitMs` (far below it) gives up, so no writer can ever
  * re-create a retired slot from a view that old.
  */
-import { ObjectConditionFailedError } from '../drivers/errors.js';
-import type { StoredObject } from '../drivers/types.js';
+import { ObjectConditionFailedError } from '../../drivers/errors.js';
+import type { StoredObject } from '../../drivers/types.js';
 import {
   backoff,
   getOrUndefined,
@@ -23,21 +23,27 @@ import {
   MAX_WRITE_ATTEMPTS,
   parseJsonObject,
   type StoreContext,
-} from './context.js';
-import { decodeBody, encodeBody } from './encoding.js';
+} from '../context.js';
 import {
   AppendConflictError,
   BackendError,
   ContendedError,
   CorruptValueError,
-  ValidationError,
-} from './errors.js';
-import { chainHash, EMPTY_HASH, isHash } from './hash.js';
-import { padNumber, parseSlotName, type UserLayout } from './ids.js';
-import { ARCHIVE_ID_PATTERN, HASH_PREFIX } from './limits.js';
-import type { Marker } from './sessions.js';
-import type { ArchiveInfo, ListPage, ListWriteResult, PageOptions } from './types.js';
-import { readRestoring } from './workspaces.js';
+  ListPreconditionFailedError,
+} from '../errors.js';
+import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
+import { parseSlotName, type UserLayout } from '../ids.js';
+import type { Marker, Sessions } from '../sessions.js';
+import type {
+  AppendOptions,
+  ListPage,
+  ListSaveOptions,
+  ListWriteResult,
+  PageOptions,
+  WriteOptions,
+} from '../types.js';
+import { Archives } from './archives.js';
+import { checkPage, emptyPage, type ListFormat, pageOfItems } from './format.js';
 
 type SlotType = 'start' | 'append' | 'seal';
 
@@ -57,7 +63,7 @@ interface SlotBody {
 }
 
 /** Where a list is: the latest slot's position and the list's count and hash there. */
-export interface ListState {
+interface ListState {
   readonly exists: boolean;
   readonly gen: number;
   readonly seq: number;
@@ -73,7 +79,7 @@ interface Content extends ListState {
 }
 
 /** A list that has no slot yet. */
-export const EMPTY_STATE: ListState = {
+const EMPTY_STATE: ListState = {
   exists: false,
   gen: 0,
   seq: -1,
@@ -83,12 +89,16 @@ export const EMPTY_STATE: ListState = {
   folded: -1,
 };
 
-/** List operations of one user's session key. */
-export class Lists {
+/** Slot operations of one user's lists. */
+class SlotLists {
+  private readonly archives: Archives;
+
   constructor(
     private readonly ctx: StoreContext,
     private readonly layout: UserLayout,
-  ) {}
+  ) {
+    this.archives = new Archives(ctx, layout);
+  }
 
   /** The manifest with the incarnation it belongs to, or undefined when it is missing or damaged. */
   async readManifest(s: string, k: string): Promise<(ListState & { inc: string }) | undefined> {
@@ -451,7 +461,7 @@ export class Lists {
       if (token !== undefined) seal.token = token;
       if (!(await this.createSlot(s, k, seal, startedAt))) return undefined;
     }
-    await this.archive(s, k, inc, content);
+    await this.archives.write(s, k, inc, content.gen, content);
     if (!(await this.start(s, k, inc, content.gen + 1, [...items], startedAt))) return undefined;
     this.ctx.metrics.count('listRewrites');
     await this.retire(s, k, inc, content.gen + 1).catch(() => this.ctx.metrics.count('persistenceFailures'));
@@ -460,26 +470,6 @@ export class Lists {
       count: items.length,
       hash: chainHash(EMPTY_HASH, items),
     } satisfies ListWriteResult;
-  }
-
-  /** Archives a sealed generation; the archive's name carries its count and hash, so listing them reads no bodies. */
-  private async archive(s: string, k: string, inc: string, content: Content): Promise<void> {
-    const name = `${this.layout.archive(s, k, inc, content.gen)}~${padNumber(content.count)}~${content.hash.slice(HASH_PREFIX.length)}`;
-    try {
-      const encoding = this.ctx.archiveEncoding;
-      const body = encodeBody(Buffer.from(jsonBody(content.items), 'utf8'), encoding);
-      await this.ctx.driver.put(name, body, {
-        contentType: 'application/json',
-        ...(encoding !== 'identity' ? { contentEncoding: encoding } : {}),
-        metadata: { inc, count: String(content.count), hash: content.hash },
-        tags: { kind: 'archive' },
-        ifNoneMatch: '*',
-      });
-      this.ctx.metrics.count('archivedLists');
-    } catch (error) {
-      // Already archived by a writer that sealed the same generation: the same content.
-      if (!(error instanceof ObjectConditionFailedError)) throw error;
-    }
   }
 
   /** Deletes slots of generations before `current` (and of other incarnations) once older than the grace. */
@@ -501,48 +491,6 @@ export class Lists {
     ]);
     if (failed.length > 0) this.ctx.metrics.count('persistenceFailures', failed.length);
   }
-
-  /** The archives of the list in this incarnation, oldest first. */
-  async listArchives(s: string, k: string, inc: string): Promise<ArchiveInfo[]> {
-    const prefix = this.layout.archives(s, k, inc);
-    const out: ArchiveInfo[] = [];
-    for (const object of await listAll(this.ctx.driver, prefix)) {
-      const match = /^(\d{16})~(\d{16})~([0-9a-f]{64})$/.exec(object.key.slice(prefix.length));
-      if (!match) continue;
-      out.push({
-        archiveId: String(Number(match[1])),
-        count: Number(match[2]),
-        hash: `${HASH_PREFIX}${match[3]}`,
-        archivedAt: object.lastModified,
-      });
-    }
-    return out;
-  }
-
-  /** One archived list, or undefined. */
-  async getArchive(
-    s: string,
-    k: string,
-    inc: string,
-    archiveId: string,
-    page: PageOptions,
-  ): Promise<ListPage | undefined> {
-    // Archive ids are decimal: any other form names no archive.
-    if (!ARCHIVE_ID_PATTERN.test(archiveId)) return undefined;
-    const prefix = `${this.layout.archive(s, k, inc, Number(archiveId))}~`;
-    const [found] = (await this.ctx.driver.list({ prefix, limit: 1 })).objects;
-    // An archive in a cold class is restored first (RestoreInProgressError until it is readable).
-    const object = found ? await readRestoring(this.ctx, found.key, `archive ${archiveId}`) : undefined;
-    if (!object) return undefined;
-    let items: unknown;
-    try {
-      items = JSON.parse(Buffer.from(decodeBody(object.body, object.contentEncoding)).toString('utf8'));
-    } catch (error) {
-      throw new CorruptValueError(k, { cause: error });
-    }
-    if (!Array.isArray(items)) throw new CorruptValueError(k);
-    return { items: slicePage(items, page), count: items.length, hash: chainHash(EMPTY_HASH, items) };
-  }
 }
 
 /** True when every sequence number from `from` to `to` is present. */
@@ -551,13 +499,170 @@ function isRun(present: ReadonlySet<number>, from: number, to: number): boolean 
   return true;
 }
 
-/** Checks paging options and slices. */
-export function slicePage<T>(items: readonly T[], page: PageOptions): T[] {
-  const offset = page.offset ?? 0;
-  const limit = page.limit ?? items.length;
-  if (!Number.isSafeInteger(offset) || offset < 0)
-    throw new ValidationError('offset', 'must be a non-negative integer');
-  if (!Number.isSafeInteger(limit) || limit < 0)
-    throw new ValidationError('limit', 'must be a non-negative integer');
-  return items.slice(offset, offset + limit);
+/**
+ * The slot format behind the list interface. It stays for OSS until the append format replaces it;
+ * `writeId` and `ifHash` are honoured only as far as a check before the write goes (not atomically).
+ */
+export class SlotFormat implements ListFormat {
+  private readonly lists: SlotLists;
+  private readonly archives: Archives;
+
+  constructor(
+    private readonly ctx: StoreContext,
+    layout: UserLayout,
+    private readonly sessions: Sessions,
+  ) {
+    this.lists = new SlotLists(ctx, layout);
+    this.archives = new Archives(ctx, layout);
+  }
+
+  /** Marker, manifest and (when asked) the slot listing, in one round trip. */
+  private async listMeta(sessionId: string, key: string, withSlots: boolean) {
+    const [read, manifest, slots] = await Promise.all([
+      this.sessions.read(sessionId),
+      this.lists.readManifest(sessionId, key),
+      withSlots ? this.lists.listSlots(sessionId, key) : undefined,
+    ]);
+    return { read, manifest, slots };
+  }
+
+  private async stateOf(
+    sessionId: string,
+    key: string,
+    marker: Marker,
+    manifest: (ListState & { inc: string }) | undefined,
+    slots?: Array<{ inc: string; gen: number; seq: number }>,
+  ): Promise<ListState> {
+    if (manifest && manifest.inc === marker.inc) {
+      const latest = slots?.filter((slot) => slot.inc === marker.inc).at(-1);
+      // Without a listing the manifest is trusted; a stale one makes the slot write fail and re-read.
+      if (!slots || (latest && latest.gen === manifest.gen && latest.seq === manifest.seq)) return manifest;
+    }
+    if (slots && !slots.some((slot) => slot.inc === marker.inc)) return EMPTY_STATE;
+    this.ctx.metrics.count('manifestRepairs');
+    return this.lists.stateFromSlots(sessionId, key, marker.inc);
+  }
+
+  async append(sessionId: string, key: string, items: readonly unknown[], options: AppendOptions) {
+    const { expectedCount, expectedHash } = options;
+    const { read, manifest } = await this.listMeta(sessionId, key, false);
+    const marker = await this.sessions.forWrite(sessionId, read, options.token, true);
+    const state = await this.stateOf(sessionId, key, marker, manifest);
+    const decide = (s: ListState): 'append' | ListWriteResult => {
+      if (s.count === expectedCount && (expectedHash === undefined || expectedHash === s.hash))
+        return 'append';
+      const replay = expectedHash !== undefined && chainHash(expectedHash, items) === s.hash;
+      if (s.count === expectedCount + items.length && replay)
+        return { action: 'unchanged', count: s.count, hash: s.hash };
+      throw new AppendConflictError(s.count, s.hash);
+    };
+    try {
+      // The state came from the manifest alone (`firstVerified` false): a lagging manifest is
+      // checked against the slots before a refusal.
+      return (await this.lists.append(
+        sessionId,
+        key,
+        marker,
+        state,
+        items,
+        decide,
+        options.token,
+        false,
+      )) as ListWriteResult;
+    } catch (error) {
+      if (!(error instanceof AppendConflictError)) throw error;
+      // Without an expected hash a replay is recognised by reading the tail back.
+      if (expectedHash === undefined && error.count === expectedCount + items.length) {
+        const content = await this.lists.readAll(sessionId, key, marker.inc);
+        const tail = content.items.slice(expectedCount);
+        if (content.count === error.count && chainHash(EMPTY_HASH, tail) === chainHash(EMPTY_HASH, items)) {
+          return { action: 'unchanged', count: content.count, hash: content.hash } satisfies ListWriteResult;
+        }
+      }
+      this.ctx.metrics.count('appendConflicts');
+      throw error;
+    }
+  }
+
+  async save(sessionId: string, key: string, items: readonly unknown[], options: ListSaveOptions) {
+    const { read, manifest, slots } = await this.listMeta(sessionId, key, true);
+    // Saving [] over an absent list changes nothing: no session is created for it.
+    const absent = !read.live || !slots?.some((slot) => slot.inc === read.live?.inc);
+    if (options.ifHash !== undefined && absent && options.ifHash !== EMPTY_HASH)
+      throw new ListPreconditionFailedError(EMPTY_HASH);
+    if (items.length === 0 && absent) {
+      return { action: 'unchanged', count: 0, hash: EMPTY_HASH } satisfies ListWriteResult;
+    }
+    const marker = await this.sessions.forWrite(sessionId, read, options.token, true);
+    let state = await this.stateOf(sessionId, key, marker, manifest, slots);
+    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+      if (attempt > 0) await backoff(attempt);
+      if (state.type === 'seal') state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
+      if (options.ifHash !== undefined && options.ifHash !== state.hash)
+        throw new ListPreconditionFailedError(state.hash);
+      const prefixHash =
+        items.length >= state.count ? chainHash(EMPTY_HASH, items.slice(0, state.count)) : undefined;
+      if (prefixHash === state.hash) {
+        if (items.length === state.count)
+          return { action: 'unchanged', count: state.count, hash: state.hash } satisfies ListWriteResult;
+        const extra = items.slice(state.count);
+        const at = state;
+        const decide = (s: ListState) => (s.count === at.count && s.hash === at.hash ? 'append' : 'moved');
+        const result = await this.lists.append(sessionId, key, marker, state, extra, decide, options.token);
+        if (result) return result;
+      } else {
+        // Shrunk, or an earlier item changed: a compaction. The previous list is archived first.
+        const result = await this.lists.rewrite(sessionId, key, marker.inc, items, options.token);
+        if (result) return result;
+      }
+      state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
+    }
+    throw new ContendedError('the list is too contended; nothing was written; retry');
+  }
+
+  async read(sessionId: string, key: string, page: PageOptions): Promise<ListPage> {
+    checkPage(page);
+    if (page.limit === 0) {
+      // Only the count and hash: the manifest, checked against the slot listing (3 requests, no slot read).
+      const { read, manifest, slots } = await this.listMeta(sessionId, key, true);
+      if (!read.live) return emptyPage();
+      const state = await this.stateOf(sessionId, key, read.live, manifest, slots);
+      const offset = Math.min(page.offset ?? 0, state.count);
+      if (offset === 0 || offset === state.count) {
+        const baseHash = offset === 0 ? EMPTY_HASH : state.hash;
+        return { items: [], count: state.count, hash: state.hash, offset, baseHash };
+      }
+      const content = await this.lists.readAll(sessionId, key, read.live.inc);
+      return pageOfItems(content.items, page, content.hash);
+    }
+    const inc = this.sessions.read(sessionId).then((read) => read.live?.inc);
+    const content = await this.lists.readAll(sessionId, key, inc);
+    return pageOfItems(content.items, page, content.hash);
+  }
+
+  async remove(sessionId: string, key: string, options: WriteOptions) {
+    const read = await this.sessions.read(sessionId);
+    if (!read.live) return;
+    const marker = await this.sessions.forWrite(sessionId, read, options.token, true);
+    for (let attempt = 0; ; attempt++) {
+      if (attempt >= MAX_WRITE_ATTEMPTS)
+        throw new ContendedError('the list is too contended; it was not deleted; retry');
+      if (attempt > 0) await backoff(attempt);
+      const state = await this.lists.stateFromSlots(sessionId, key, marker.inc);
+      if (!state.exists || (state.count === 0 && state.type === 'start')) break;
+      if (await this.lists.rewrite(sessionId, key, marker.inc, [], options.token)) break;
+    }
+    await this.lists.dropMaterializations(sessionId, key);
+  }
+
+  async listArchives(sessionId: string, key: string) {
+    const read = await this.sessions.read(sessionId);
+    return read.live ? this.archives.list(sessionId, key, read.live.inc) : [];
+  }
+
+  async getArchive(sessionId: string, key: string, archiveId: string, page: PageOptions) {
+    const read = await this.sessions.read(sessionId);
+    if (!read.live) return undefined;
+    return this.archives.get(sessionId, key, read.live.inc, archiveId, page);
+  }
 }

@@ -1,0 +1,97 @@
+/**
+ * What every list format offers the store (docs/DESIGN.md, "Lists"): one owner per format, the
+ * store only checks ids and options and delegates. Also the page arithmetic both formats share.
+ */
+import { ValidationError } from '../errors.js';
+import { chainHash, EMPTY_HASH } from '../hash.js';
+import type {
+  AppendOptions,
+  ArchiveInfo,
+  ListPage,
+  ListSaveOptions,
+  ListWriteResult,
+  PageOptions,
+  WriteOptions,
+} from '../types.js';
+
+/** The list operations of one user's sessions, in one storage format. */
+export interface ListFormat {
+  /** A page (or, without `limit` and `last`, the whole list); an absent list is empty. */
+  read(sessionId: string, key: string, page: PageOptions): Promise<ListPage>;
+  append(
+    sessionId: string,
+    key: string,
+    items: readonly unknown[],
+    options: AppendOptions,
+  ): Promise<ListWriteResult>;
+  save(
+    sessionId: string,
+    key: string,
+    items: readonly unknown[],
+    options: ListSaveOptions,
+  ): Promise<ListWriteResult>;
+  remove(sessionId: string, key: string, options: WriteOptions): Promise<void>;
+  listArchives(sessionId: string, key: string): Promise<ArchiveInfo[]>;
+  getArchive(
+    sessionId: string,
+    key: string,
+    archiveId: string,
+    page: PageOptions,
+  ): Promise<ListPage | undefined>;
+  /** The object name of item `n` where the format stores it as an object of its own, else undefined. */
+  itemObject?(sessionId: string, key: string, n: number): Promise<string | undefined>;
+}
+
+/** The item range `[from, to)` a page asks for, in a list of `count` items. */
+export interface PageRange {
+  readonly from: number;
+  readonly to: number;
+  /** Which end to keep when the page must be cut: the newest items for `last`, the oldest otherwise. */
+  readonly keep: 'old' | 'new';
+}
+
+/** Checks paging options (`last` excludes `offset` and `limit`). */
+export function checkPage(page: PageOptions): void {
+  for (const field of ['offset', 'limit', 'last'] as const) {
+    const value = page[field];
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0))
+      throw new ValidationError(field, 'must be a non-negative integer');
+  }
+  if (page.last !== undefined && (page.offset !== undefined || page.limit !== undefined))
+    throw new ValidationError('last', 'cannot be combined with offset or limit');
+}
+
+/** The range a (checked) page asks for. */
+export function rangeOf(page: PageOptions, count: number): PageRange {
+  if (page.last !== undefined) return { from: Math.max(0, count - page.last), to: count, keep: 'new' };
+  const from = Math.min(page.offset ?? 0, count);
+  const to = page.limit === undefined ? count : Math.min(count, from + page.limit);
+  return { from, to, keep: 'old' };
+}
+
+/** A page of a list held whole in memory (the slot format, archives). */
+export function pageOfItems<T>(items: readonly T[], page: PageOptions, hash?: string): ListPage<T> {
+  checkPage(page);
+  const { from, to } = rangeOf(page, items.length);
+  const whole = hash ?? chainHash(EMPTY_HASH, items);
+  const baseHash =
+    from === 0 ? EMPTY_HASH : from === items.length ? whole : chainHash(EMPTY_HASH, items.slice(0, from));
+  return { items: items.slice(from, to), count: items.length, hash: whole, offset: from, baseHash };
+}
+
+/** The page of an absent list. */
+export function emptyPage<T>(): ListPage<T> {
+  return { items: [], count: 0, hash: EMPTY_HASH, offset: 0, baseHash: EMPTY_HASH };
+}
+
+/** The outcome an append decided without writing, or the write it wants. */
+export function replayOf(
+  options: AppendOptions,
+  items: readonly unknown[],
+  count: number,
+  hash: string,
+): ListWriteResult | undefined {
+  const { expectedCount, expectedHash } = options;
+  if (expectedHash === undefined || count !== expectedCount + items.length) return undefined;
+  return chainHash(expectedHash, items) === hash ? { action: 'unchanged', count, hash } : undefined;
+}
