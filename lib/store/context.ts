@@ -21,11 +21,7 @@ export interface StoreContext {
   readonly listSealBytes: number;
   /** Append format: a log is sealed once its own items reach this many bytes (1 MiB by default). */
   readonly listLogBytes: number;
-  /** Slot format: a list is re-materialized (`.list.json`) once this many slots are unfolded. */
-  readonly foldEvery: number;
-  /** A generation is rolled over (its content restated in a new one) at this many slots. */
-  readonly rolloverAt: number;
-  /** Slots of past generations are deleted only when older than this. */
+  /** Retired segments and superseded logs are deleted only when older than this. */
   readonly retireAfterMs: number;
   /** A writer gives up (retryable) if its read-to-commit took longer than this; well below `retireAfterMs`. */
   readonly maxCommitMs: number;

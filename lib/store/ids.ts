@@ -4,10 +4,9 @@
  *
  *   <prefix><user>/<session>/<key>.json                 single value
  *   <prefix><user>/<session>/<key>.list.json            list materialization (the whole array)
- *   <prefix><user>/<session>/<key>.list.hash            list head (CAS format) or manifest (slot format)
+ *   <prefix><user>/<session>/<key>.list.hash            list head (CAS format) or pointer (append format)
  *   <prefix><user>/<session>/<key>.list~g~<inc>~<gen>~<first>~<last>~<hash>  sealed segment (CAS format)
  *   <prefix><user>/<session>/<key>.list~i~<inc>~<gen>~<n>~<hash>   a list item over 1 MiB (CAS format)
- *   <prefix><user>/<session>/<key>.list~s~<inc>~<gen>~<seq>   list slot (slot format)
  *   <prefix><user>/<session>/<key>.list~l~<inc>~<gen>~<seq>~<tag>  list log or segment (append format)
  *   <prefix><user>/<session>/<key>.list~a~<inc>~<gen>   archived list (generation <gen>)
  *   <prefix><user>/~sessions/<session>                  session marker
@@ -106,9 +105,6 @@ export interface UserLayout {
   value(sessionId: string, key: string): string;
   listJson(sessionId: string, key: string): string;
   listHash(sessionId: string, key: string): string;
-  /** Prefix of every slot of a list (all incarnations). */
-  slots(sessionId: string, key: string): string;
-  slot(sessionId: string, key: string, inc: string, gen: number, seq: number): string;
   /** A sealed segment of items `first` to `last` (inclusive), named by its content (`tag`: a short hash). */
   segment(
     sessionId: string,
@@ -150,8 +146,6 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     value: (s, k) => `${key(s, k)}.json`,
     listJson: (s, k) => `${key(s, k)}.list.json`,
     listHash: (s, k) => `${key(s, k)}.list.hash`,
-    slots: (s, k) => `${key(s, k)}.list~s~`,
-    slot: (s, k, inc, gen, seq) => `${key(s, k)}.list~s~${inc}~${padNumber(gen)}~${padNumber(seq)}`,
     segment: (s, k, inc, gen, first, last, tag) =>
       `${key(s, k)}.list~g~${inc}~${padNumber(gen)}~${padNumber(first)}~${padNumber(last)}~${tag}`,
     listItem: (s, k, inc, gen, n, tag) =>
@@ -166,15 +160,4 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     workspaceUpload: (s, inc, name) => `${session(s)}~wsu~${inc}/${encodeId('workspace', name)}`,
     valueUpload: (s, k, id) => `${session(s)}~vu/${encodeId('key', k)}~${id}`,
   };
-}
-
-/** Parses the tail of a slot name (`<inc>~<gen>~<seq>`), or undefined when it is not one. */
-export function parseSlotName(
-  name: string,
-  slotsPrefix: string,
-): { inc: string; gen: number; seq: number } | undefined {
-  if (!name.startsWith(slotsPrefix)) return undefined;
-  const match = /^([a-z0-9]+)~(\d{16})~(\d{16})$/.exec(name.slice(slotsPrefix.length));
-  if (!match) return undefined;
-  return { inc: match[1] as string, gen: Number(match[2]), seq: Number(match[3]) };
 }

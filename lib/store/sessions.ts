@@ -133,7 +133,7 @@ export class Sessions {
    * than archives. Cost: each state object is copied at most once per (grace − R) of activity.
    * An object that changes in place (a list head, a value) is refreshed by a GET and a PUT of the
    * same body conditional on its etag where the backend can (a copy racing a write could undo it);
-   * immutable ones (segments, slots) are copied onto themselves.
+   * immutable ones (segments, items of their own) are copied onto themselves.
    */
   private async refreshState(sessionId: string, inc: string): Promise<void> {
     const cutoff = this.ctx.now() - (this.ctx.stateGraceMs - this.ctx.keepAliveMs);

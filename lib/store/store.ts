@@ -29,7 +29,6 @@ import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN } from './limits.j
 import { AppendFormat } from './lists/append.js';
 import { CasFormat } from './lists/cas.js';
 import { checkPage, type ListFormat } from './lists/format.js';
-import { SlotFormat } from './lists/slots.js';
 import { Sessions } from './sessions.js';
 import type {
   AppendOptions,
@@ -67,10 +66,9 @@ export interface StateStoreOptions {
   readonly allowTruncate?: boolean;
   /**
    * How lists are stored (docs/DESIGN.md, "Lists"): `cas` (a head changed by compare-and-swap, with
-   * sealed segments; needs conditional overwrite), `append` (chains of appendable logs; needs
-   * position append), or `slots` (create-only slots). Default: `cas` where the driver has
-   * conditional overwrite (S3, Ceph RGW, fs, memory), else `append` where it has position append
-   * (OSS), else `slots`.
+   * sealed segments; needs conditional overwrite) or `append` (chains of appendable logs; needs
+   * position append). Default: `cas` where the driver has conditional overwrite (S3, Ceph RGW, fs,
+   * memory), else `append` (OSS). A driver with neither is refused.
    */
   readonly listFormat?: ListFormatName;
   /** CAS format: most bytes of items a head holds; default 116 KiB. */
@@ -79,11 +77,7 @@ export interface StateStoreOptions {
   readonly listSealBytes?: number;
   /** Append format: bytes of its own items after which a log is sealed and a new one started; default 1 MiB. */
   readonly listLogBytes?: number;
-  /** Slot format: unfolded slots that trigger re-materializing `.list.json`; default 32 (the bound on slots a read fetches). */
-  readonly foldEvery?: number;
-  /** Slots after which a generation is rolled over; default 512. */
-  readonly rolloverAt?: number;
-  /** Age after which past generations' slots are deleted; default 10 minutes. */
+  /** Age after which retired segments and superseded logs are deleted; default 10 minutes. */
   readonly retireAfterMs?: number;
   /** Longest read-to-commit of a list write before it gives up (retryable); default 60 s. */
   readonly maxCommitMs?: number;
@@ -98,7 +92,7 @@ export interface StateStoreOptions {
 }
 
 /** The list formats (docs/DESIGN.md, "Lists"). */
-export type ListFormatName = 'cas' | 'append' | 'slots';
+export type ListFormatName = 'cas' | 'append';
 
 /** The store: user-scoped stores, and the test-only truncate. */
 export interface StateStore {
@@ -117,9 +111,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     throw new ValidationError('stateGraceDays', 'must be well over the keep-alive interval');
   }
   const { capabilities } = options.driver;
-  const listFormat =
-    options.listFormat ??
-    (capabilities.conditionalOverwrite ? 'cas' : capabilities.positionAppend ? 'append' : 'slots');
+  const listFormat = options.listFormat ?? (capabilities.conditionalOverwrite ? 'cas' : 'append');
   if (listFormat === 'cas' && !capabilities.conditionalOverwrite)
     throw new ValidationError(
       'listFormat',
@@ -130,8 +122,8 @@ export function createStateStore(options: StateStoreOptions): StateStore {
       'listFormat',
       `append needs position append, which ${options.driver.name} has not`,
     );
-  if (listFormat !== 'cas' && listFormat !== 'append' && listFormat !== 'slots')
-    throw new ValidationError('listFormat', 'must be cas, append or slots');
+  if (listFormat !== 'cas' && listFormat !== 'append')
+    throw new ValidationError('listFormat', 'must be cas or append');
   const listLogBytes = options.listLogBytes ?? 1024 * KIB;
   if (!(Number.isSafeInteger(listLogBytes) && listLogBytes >= 1024))
     throw new ValidationError('listLogBytes', 'must be an integer of at least 1024');
@@ -148,8 +140,6 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     listHeadBytes,
     listSealBytes,
     listLogBytes,
-    foldEvery: options.foldEvery ?? 32,
-    rolloverAt: options.rolloverAt ?? 512,
     retireAfterMs: options.retireAfterMs ?? 10 * 60 * 1000,
     maxCommitMs: options.maxCommitMs ?? 60_000,
     archiveEncoding: options.archiveEncoding ?? 'gzip',
@@ -203,9 +193,7 @@ class UserStore implements SessionStore {
     this.lists =
       listFormat === 'cas'
         ? new CasFormat(ctx, layout, this.sessions)
-        : listFormat === 'append'
-          ? new AppendFormat(ctx, layout, this.sessions)
-          : new SlotFormat(ctx, layout, this.sessions);
+        : new AppendFormat(ctx, layout, this.sessions);
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
   }
 

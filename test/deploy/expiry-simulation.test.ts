@@ -69,8 +69,9 @@ describe('session-coherent expiry (simulation of the rendered lifecycle rules)',
         retentionDays: 3,
         keepAliveMs: HOUR,
         stateGraceDays: 2,
-        foldEvery: 3,
-        rolloverAt: 6,
+        listHeadBytes: 300,
+        listSealBytes: 256,
+        listLogBytes: 1024,
       }).forUser('u');
       const model = new Map<string, { values: Map<string, number>; list: unknown[] }>();
       const fresh = () => ({ values: new Map<string, number>(), list: [] as unknown[] });

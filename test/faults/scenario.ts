@@ -77,14 +77,13 @@ export async function runFaultScenario(
     for (const kind of ['throttle', '500', 'reset'])
       await post(dynamo.endpoint, 'faults', { kind, probability: 0.1 });
     const lock = createDynamoDbLock({ tableName: table, client });
-    // Small lists caps: seals and merges (CAS) and folds and rollovers (slots) happen under the faults too.
+    // Small lists caps: seals and merges (CAS) and rollovers (append) happen under the faults too.
     const store = createStateStore({
       driver,
       prefix,
-      foldEvery: 4,
-      rolloverAt: 10,
       listHeadBytes: 1024,
       listSealBytes: 512,
+      listLogBytes: 1024,
     }).forUser('agent');
 
     let operations = 0;

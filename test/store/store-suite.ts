@@ -38,9 +38,9 @@ const msg = (i: number) => ({ role: i % 2 ? 'assistant' : 'user', content: `mess
 const msgs = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => msg(from + i));
 
 /**
- * The list format a backend runs: memory and fs offer all three, so the suite runs each there.
- * Small caps (a 2 KiB head, 1 KiB seals; 2 KiB logs; 4 slots per fold) make seals, merges,
- * rollovers and folds happen within a few dozen items.
+ * The list format a backend runs: memory and fs offer both, so the suite runs each there. Small
+ * caps (a 2 KiB head, 1 KiB seals; 2 KiB logs) make seals, merges and rollovers happen within a
+ * few dozen items.
  */
 export type SuiteFormat = ListFormatName;
 
@@ -60,8 +60,7 @@ export function describeStoreSuite(
     let alice: SessionStore;
     let bob: SessionStore;
     const cas = () => driver.capabilities.conditionalOverwrite;
-    const format = (): ListFormatName =>
-      listFormat ?? (cas() ? 'cas' : driver.capabilities.positionAppend ? 'append' : 'slots');
+    const format = (): ListFormatName => listFormat ?? (cas() ? 'cas' : 'append');
     /** Writes of any kind (the append format writes by `append`). */
     const writes = () => driver.calls.put + driver.calls.append + driver.calls.copy;
 
@@ -73,8 +72,6 @@ export function describeStoreSuite(
       const options: StateStoreOptions = {
         driver,
         prefix,
-        foldEvery: 4,
-        rolloverAt: 12,
         listHeadBytes: 2048,
         listSealBytes: 1024,
         listLogBytes: 2048,
@@ -381,8 +378,8 @@ export function describeStoreSuite(
         ).toBeLessThanOrEqual(8);
       });
 
-      it('a damaged manifest or pointer, or materialization, still serves the list, repaired and counted (slot and append formats)', async () => {
-        if (format() !== 'slots' && format() !== 'append') return;
+      it('a damaged pointer or materialization still serves the list, repaired and counted (append format)', async () => {
+        if (format() !== 'append') return;
         const s = sid();
         await alice.saveList(s, 'l', msgs(0, 6));
         const before = counters.get('manifestRepairs') ?? 0;
@@ -397,7 +394,6 @@ export function describeStoreSuite(
 
     describe('lists, storage v2', () => {
       it('a damaged head (CAS) or log (append) fails that list only (counted); the other keys read; a delete resets it', async () => {
-        if (format() !== 'cas' && format() !== 'append') return;
         const s = sid();
         await alice.saveList(s, 'l', msgs(0, 6));
         await alice.saveList(s, 'other', msgs(0, 2));
@@ -424,7 +420,6 @@ export function describeStoreSuite(
       });
 
       it('a replayed write id answers the original result and writes nothing', async () => {
-        if (format() !== 'cas' && format() !== 'append') return;
         const s = sid();
         const first = await alice.appendList(s, 'w', msgs(0, 2), { expectedCount: 0, writeId: 'turn-1' });
         expect(first.action).toBe('created');
@@ -472,8 +467,7 @@ export function describeStoreSuite(
         let hash = EMPTY_HASH;
         const all: unknown[] = [];
         const segmentsBefore = driver.puts.filter((name) => name.includes('.list~g~')).length;
-        // The slot format, on its way out, LISTs on every read: fewer appends there.
-        for (let i = 0; i < (format() === 'slots' ? 120 : 500); i++) {
+        for (let i = 0; i < 500; i++) {
           const items = [{ ...msg(i), pad: 'x'.repeat(i % 7 === 0 ? 400 : 20) }];
           ({ count, hash } = await alice.appendList(s, 'seg', items, {
             expectedCount: count,
@@ -508,11 +502,9 @@ export function describeStoreSuite(
           expect(page.offset).toBeGreaterThanOrEqual(all.length - last);
           expect(page.items.length).toBeGreaterThan(0);
         }
-        if (format() === 'cas' || format() === 'append') {
-          const names = (await driver.list({ prefix: `${prefix}alice/${s}/` })).objects.map((o) => o.key);
-          const stored = format() === 'cas' ? '.list~g~' : '.list~l~';
-          expect(names.filter((n) => n.includes(stored)).length).toBeGreaterThan(1);
-        }
+        const names = (await driver.list({ prefix: `${prefix}alice/${s}/` })).objects.map((o) => o.key);
+        const stored = format() === 'cas' ? '.list~g~' : '.list~l~';
+        expect(names.filter((n) => n.includes(stored)).length).toBeGreaterThan(1);
         // A rewrite of a long list keeps the whole content, in a new generation.
         const rewritten = all.slice(all.length - 100);
         expect((await alice.saveList(s, 'seg', rewritten)).action).toBe('rewritten');
@@ -525,8 +517,6 @@ export function describeStoreSuite(
       }, 90_000);
 
       it('an append whose answer is lost is applied once: by the store reading the head back, or by the caller retrying its write id', async () => {
-        // The slot format (OSS until the append format replaces it) is not held to this.
-        if (format() === 'slots') return;
         const s = sid();
         await alice.saveList(s, 'lost', msgs(0, 2));
         // The next list write lands, then its answer is lost (a 5xx after the fact); the read after

@@ -6,7 +6,6 @@ import { describeStoreSuite } from './store-suite.js';
 for (const backend of backends()) {
   if (backend.name === 'memory' || backend.name === 'fs') {
     describeStoreSuite(backend, 'library', 'cas');
-    describeStoreSuite(backend, 'library', 'slots');
     describeStoreSuite(backend, 'library', 'append');
   } else describeStoreSuite(backend);
 }

@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ObjectConditionFailedError, ObjectNotFoundError, ObjectStoreError } from '../../drivers/errors.js';
+import type { ListedObject } from '../../drivers/types.js';
 import { backoff, getOrUndefined, jsonBody, MAX_WRITE_ATTEMPTS, type StoreContext } from '../context.js';
 import {
   AppendConflictError,
@@ -23,9 +24,9 @@ import {
   ListPreconditionFailedError,
 } from '../errors.js';
 import { chainHash, chainLeaves, EMPTY_HASH, isHash, leafHash } from '../hash.js';
-import type { UserLayout } from '../ids.js';
+import { decodeId, type UserLayout } from '../ids.js';
 import { LIST_ITEM_OBJECT_BYTES } from '../limits.js';
-import type { Marker, Sessions } from '../sessions.js';
+import type { Marker, Sessions, StateKeeper } from '../sessions.js';
 import type {
   AppendOptions,
   ListPage,
@@ -144,7 +145,7 @@ const MAX_CALL_REQUESTS = 6;
 /** A segment vanished under a read (a concurrent session delete or retirement): read again. */
 class SegmentGoneError extends Error {}
 
-export class CasFormat implements ListFormat {
+export class CasFormat implements ListFormat, StateKeeper {
   private readonly archives: Archives;
   private readonly sealBytes: number;
   private readonly headBytes: number;
@@ -159,6 +160,44 @@ export class CasFormat implements ListFormat {
     this.sealBytes = ctx.listSealBytes;
     this.headBytes = ctx.listHeadBytes;
     this.indexBytes = INDEX_SEALS * ctx.listSealBytes;
+    sessions.keeper = this;
+  }
+
+  /**
+   * With the session's keep-alive (at most once per interval): brings `.list.json` up to date for
+   * each list whose materialization lags its head. Owns no object (the generic keep-alive refreshes
+   * heads and segments).
+   */
+  async keep(s: string, inc: string, objects: readonly ListedObject[]): Promise<ReadonlySet<string>> {
+    const folder = this.layout.session(s);
+    for (const object of objects) {
+      const segment = object.key.slice(folder.length);
+      if (!segment.endsWith('.list.hash') || segment.includes('/')) continue;
+      let k: string;
+      try {
+        k = decodeId('key', segment.slice(0, -'.list.hash'.length));
+      } catch {
+        continue; // not a name this store wrote
+      }
+      await this.materializeIfLagging(s, k, inc).catch(() => this.ctx.metrics.count('persistenceFailures'));
+    }
+    return new Set();
+  }
+
+  private async materializeIfLagging(s: string, k: string, inc: string): Promise<void> {
+    const [current, json] = await Promise.all([
+      this.readCurrent(s, k),
+      this.ctx.driver.head(this.layout.listJson(s, k)).catch((error: unknown) => {
+        if (error instanceof ObjectNotFoundError) return undefined;
+        throw error;
+      }),
+    ]);
+    const head = mine(current, inc).head;
+    if (!head || head.deleted) return;
+    const stamp = json?.metadata;
+    if (stamp?.inc === inc && stamp.count === String(head.count) && stamp.hash === head.hash) return;
+    const whole = await this.resolve(k, await this.pageOf(s, k, head, {}));
+    await this.materialize(s, k, inc, head, whole.items);
   }
 
   // ---- reading -------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ export function rangeOf(page: PageOptions, count: number): PageRange {
   return { from, to, keep: 'old' };
 }
 
-/** A page of a list held whole in memory (the slot format, archives). */
+/** A page of a list held whole in memory (an archive). */
 export function pageOfItems<T>(items: readonly T[], page: PageOptions, hash?: string): ListPage<T> {
   checkPage(page);
   const { from, to } = rangeOf(page, items.length);
