@@ -54,6 +54,7 @@ import type {
 } from '../types.js';
 import { Archives } from './archives.js';
 import { checkPage, emptyPage, type ListFormat, rangeOf, replayOf } from './format.js';
+import { ITEM_REF, type ItemObject, isItemRef, resolveItem, storedChain, storedItems } from './items.js';
 
 const KIB = 1024;
 /** Bytes of a record trailer (with its newline). */
@@ -232,6 +233,8 @@ interface Prepared {
     readonly body: Buffer;
     readonly appendable: boolean;
   }>;
+  /** Its items stored as objects of their own, created before its logs and segments. */
+  readonly items: readonly ItemObject[];
   readonly info: LogInfo;
   readonly result: ListWriteResult;
 }
@@ -484,13 +487,62 @@ export class AppendFormat implements ListFormat, StateKeeper {
         const pointer = mine(raw, read.live.inc);
         if (!pointer.info && !pointer.corrupt) return emptyPage();
         try {
-          return await this.pageOf(s, k, read.live.inc, pointer, page);
+          return await this.resolve(await this.pageOf(s, k, read.live.inc, pointer, page));
         } catch (error) {
           if (!(error instanceof LogGoneError)) throw error;
         }
       }
       throw new DamageError('objects the list names stay gone');
     });
+  }
+
+  /**
+   * Items as they were sent: those stored as objects of their own are read (in parallel) and
+   * checked against their leaf hashes (one gone: read again, as for a vanished log).
+   */
+  private async resolve<T extends { readonly items: readonly unknown[] }>(page: T): Promise<T> {
+    const items = await Promise.all(
+      page.items.map(async (item) => {
+        const got = await resolveItem(this.ctx.driver, item);
+        if ('gone' in got) throw new LogGoneError();
+        if ('corrupt' in got) throw new DamageError('an item object that is not its item');
+        return got.value;
+      }),
+    );
+    return { ...page, items };
+  }
+
+  async itemObject(s: string, k: string, n: number): Promise<string | undefined> {
+    if (!Number.isSafeInteger(n) || n < 0) return undefined;
+    return this.guard(k, async () => {
+      for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+        const [read, raw] = await Promise.all([this.sessions.read(s), this.readPointer(s, k)]);
+        if (!read.live) return undefined;
+        const pointer = mine(raw, read.live.inc);
+        if (!pointer.info && !pointer.corrupt) return undefined;
+        try {
+          const page = await this.pageOf(s, k, read.live.inc, pointer, { offset: n, limit: 1 });
+          const [item] = page.offset === n ? page.items : [];
+          return isItemRef(item) ? item[ITEM_REF] : undefined;
+        } catch (error) {
+          if (!(error instanceof LogGoneError)) throw error;
+        }
+      }
+      throw new DamageError('objects the list names stay gone');
+    });
+  }
+
+  /** Creates item objects (create-only: one already there holds that item of that generation). */
+  private async createItems(objects: readonly ItemObject[]): Promise<void> {
+    await Promise.all(
+      objects.map((o) =>
+        this.ctx.driver
+          .put(o.name, o.body, { contentType: 'application/json', tags: { kind: 'state' }, ifNoneMatch: '*' })
+          .catch((error: unknown) => {
+            if (!(error instanceof ObjectConditionFailedError)) throw error;
+          }),
+      ),
+    );
   }
 
   private async pageOf(s: string, k: string, inc: string, pointer: PointerRead, page: PageOptions) {
@@ -741,7 +793,10 @@ export class AppendFormat implements ListFormat, StateKeeper {
       }
       const action: ListAction = count === 0 ? 'created' : 'appended';
       const next = chainHash(hash, items);
-      const body = itemLines(items);
+      const { gen } = tail.ref;
+      const own = storedItems(items, (i, tag) => this.layout.listItem(s, k, marker.inc, gen, count + i, tag));
+      await this.createItems(own.objects);
+      const body = itemLines(own.stored);
       const bytes = tail.last.bytes + body.length;
       const after: Trailer = {
         kind: action === 'created' ? 'n' : 'a',
@@ -901,7 +956,9 @@ export class AppendFormat implements ListFormat, StateKeeper {
       index: [],
       writes: [],
     };
-    const part: Part = { kind: 'n', body: itemLines(items), count: items.length, hash, wid, own: true };
+    const own = storedItems(items, (i, tag) => this.layout.listItem(s, k, marker.inc, ref.gen, i, tag));
+    await this.createItems(own.objects);
+    const part: Part = { kind: 'n', body: itemLines(own.stored), count: items.length, hash, wid, own: true };
     const built = buildLog(info, { count: 0, hash: EMPTY_HASH }, token ?? null, [part]);
     const name = this.name(s, k, marker.inc, ref);
     try {
@@ -1122,7 +1179,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
       const content = await this.contentOf(s, k, inc, tail, cache.content);
       cache.content = content;
       writes = content.writes;
-      if (content.count > 0) await this.archives.write(s, k, inc, tail.ref.gen, content);
+      if (content.count > 0) await this.archives.write(s, k, inc, tail.ref.gen, await this.resolve(content));
     }
     // A damaged chain is replaced in a generation above any it can have had.
     const gen = damaged || !tail ? Math.max(this.ctx.now(), (tail?.ref.gen ?? 0) + 1) : tail.ref.gen + 1;
@@ -1138,6 +1195,9 @@ export class AppendFormat implements ListFormat, StateKeeper {
         maxToken(tail?.last.token ?? null, token),
         writes,
       );
+      // Item objects first (never deleted with a rewrite that lost: a winner of the same generation
+      // may name the same ones; they go with their generation, see `keepList`).
+      await this.createItems(prepared.items);
       await Promise.all(
         prepared.objects.map((o) =>
           o.appendable
@@ -1228,7 +1288,8 @@ export class AppendFormat implements ListFormat, StateKeeper {
     writes: readonly WriteRecord[],
   ): Prepared {
     const tag = randomBytes(4).toString('hex');
-    const list = items ?? [];
+    const own = storedItems(items ?? [], (i, leaf) => this.layout.listItem(s, k, inc, gen, i, leaf));
+    const list = own.stored;
     const sizes = list.map(itemBytes);
     let split = list.length;
     for (let b = 0; split > 0 && b + (sizes[split - 1] as number) <= this.logBytes / 2; split--)
@@ -1266,6 +1327,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
     return {
       gen,
       objects,
+      items: own.objects,
       info: built.info,
       result: items
         ? { action: 'rewritten', count, hash }
@@ -1351,10 +1413,11 @@ export class AppendFormat implements ListFormat, StateKeeper {
     objects: readonly ListedObject[],
     cutoff: number,
   ): Promise<ReadonlySet<string>> {
-    const logs = objects.filter((o) => o.key.includes('.list~l~'));
+    const marks = ['.list~l~', '.list~i~'];
+    const logs = objects.filter((o) => marks.some((mark) => o.key.includes(mark)));
     const byList = new Map<string, ListedObject[]>();
     for (const o of logs) {
-      const base = o.key.slice(0, o.key.lastIndexOf('.list~l~'));
+      const base = o.key.slice(0, Math.max(...marks.map((mark) => o.key.lastIndexOf(mark))));
       byList.set(base, [...(byList.get(base) ?? []), o]);
     }
     const session = this.layout.session(s);
@@ -1373,7 +1436,8 @@ export class AppendFormat implements ListFormat, StateKeeper {
    * One list: its current log gets a keep-alive record when idle past the cutoff; an older log or
    * segment past it is refreshed (a sealed log once stored again as a normal object, the same
    * bytes; a normal one copied onto itself); objects no chain names (superseded generations,
-   * rewrites that lost) go once older than `retireAfterMs`.
+   * rewrites that lost) go once older than `retireAfterMs`; so do item objects of another
+   * generation than the current one (those of the current one are refreshed like segments).
    */
   private async keepList(s: string, k: string, inc: string, group: readonly ListedObject[], cutoff: number) {
     const pointer = mine(await this.readPointer(s, k), inc);
@@ -1382,8 +1446,18 @@ export class AppendFormat implements ListFormat, StateKeeper {
     const info = await this.infoOf(inc, tail);
     const live = new Set([tail.name, ...info.index.map((e) => this.name(s, k, inc, e))]);
     const prefix = `${this.layout.logs(s, k)}${inc}~`;
+    const itemPrefix = this.layout.listItem(s, k, inc, 0, 0, '').replace(/~\d{16}~\d{16}~$/, '~');
     const { driver } = this.ctx;
     for (const o of group) {
+      if (o.key.startsWith(itemPrefix)) {
+        const gen = /^(\d{16})~\d{16}~[0-9a-f]{12}$/.exec(o.key.slice(itemPrefix.length))?.[1];
+        if (gen === undefined) continue;
+        if (Number(gen) === tail.ref.gen) {
+          if (o.lastModified.getTime() < cutoff) await driver.copy(o.key, o.key, { tags: { kind: 'state' } });
+        } else if (this.ctx.now() - o.lastModified.getTime() > this.ctx.retireAfterMs)
+          await driver.delete(o.key);
+        continue;
+      }
       if (!o.key.startsWith(prefix) || !parseLogName(o.key.slice(prefix.length))) continue;
       const old = o.lastModified.getTime() < cutoff;
       if (o.key === tail.name) {
@@ -1636,11 +1710,11 @@ function spanOf(chunk: Chunk, from: number, to: number): Span | undefined {
       continue;
     }
     const its = parseItems(r.body);
-    if (count + its.length !== r.count || chainHash(hash, its) !== r.hash)
+    if (count + its.length !== r.count || storedChain(hash, its) !== r.hash)
       throw new DamageError('items that do not match their trailer');
     for (let j = 0; j < its.length; j++) {
       const n = count + j;
-      if (n === start && baseHash === undefined) baseHash = chainHash(hash, its.slice(0, j));
+      if (n === start && baseHash === undefined) baseHash = storedChain(hash, its.slice(0, j));
       if (n >= start && n < to) items.push(its[j]);
     }
     count = r.count;

@@ -23,9 +23,8 @@ import {
   FencedError,
   ListPreconditionFailedError,
 } from '../errors.js';
-import { chainHash, chainLeaves, EMPTY_HASH, isHash, leafHash } from '../hash.js';
+import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
 import { decodeId, type UserLayout } from '../ids.js';
-import { LIST_ITEM_OBJECT_BYTES } from '../limits.js';
 import type { Marker, Sessions, StateKeeper } from '../sessions.js';
 import type {
   AppendOptions,
@@ -37,6 +36,7 @@ import type {
 } from '../types.js';
 import { Archives } from './archives.js';
 import { checkPage, emptyPage, type ListFormat, rangeOf, replayOf } from './format.js';
+import { ITEM_REF, isItemRef, resolveItem, storedChain, storedItems } from './items.js';
 
 /** Write ids a head remembers (a replay older than that is recognised by its items, as without an id). */
 const KEPT_WRITES = 64;
@@ -243,20 +243,13 @@ export class CasFormat implements ListFormat, StateKeeper {
   private async resolve(k: string, page: ListPage): Promise<ListPage> {
     const items = await Promise.all(
       page.items.map(async (item) => {
-        if (!isItemRef(item)) return unescapeItem(item);
-        const object = await getOrUndefined(this.ctx.driver, item[ITEM_REF]);
-        if (!object) throw new SegmentGoneError();
-        let value: unknown;
-        try {
-          value = JSON.parse(Buffer.from(object.body).toString('utf8'));
-        } catch {
-          value = undefined;
-        }
-        if (value === undefined || leafHash(value).toString('hex') !== item[ITEM_LEAF]) {
+        const got = await resolveItem(this.ctx.driver, item);
+        if ('gone' in got) throw new SegmentGoneError();
+        if ('corrupt' in got) {
           this.ctx.metrics.count('corruptObjects');
           throw new CorruptValueError(k);
         }
-        return value;
+        return got.value;
       }),
     );
     return { ...page, items };
@@ -592,16 +585,7 @@ export class CasFormat implements ListFormat, StateKeeper {
     first: number,
     items: readonly unknown[],
   ) {
-    const objects: Array<{ name: string; body: Buffer }> = [];
-    const stored = items.map((item, i) => {
-      const body = Buffer.from(jsonBody(item), 'utf8');
-      if (body.length <= LIST_ITEM_OBJECT_BYTES) return escapeItem(item);
-      const leaf = leafHash(item).toString('hex');
-      const name = this.layout.listItem(s, k, inc, gen, first + i, leaf.slice(0, 12));
-      objects.push({ name, body });
-      return { [ITEM_REF]: name, [ITEM_LEAF]: leaf };
-    });
-    return { stored, objects };
+    return storedItems(items, (i, tag) => this.layout.listItem(s, k, inc, gen, first + i, tag));
   }
 
   /**
@@ -910,41 +894,6 @@ export class CasFormat implements ListFormat, StateKeeper {
 
 function newWriteId(): string {
   return `w.${randomBytes(12).toString('base64url')}`;
-}
-
-/** Where a stored item is an object of its own: `{ "~ref": <object name>, "~leaf": <its leaf hash> }`. */
-const ITEM_REF = '~ref';
-const ITEM_LEAF = '~leaf';
-/** An item that has a `~ref` or `~esc` member of its own is stored as `{ "~esc": item }`. */
-const ITEM_ESCAPE = '~esc';
-
-type ItemRef = { readonly [ITEM_REF]: string; readonly [ITEM_LEAF]: string };
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
-function isItemRef(stored: unknown): stored is ItemRef {
-  return isRecord(stored) && Object.hasOwn(stored, ITEM_REF);
-}
-
-function escapeItem(item: unknown): unknown {
-  return isRecord(item) && (Object.hasOwn(item, ITEM_REF) || Object.hasOwn(item, ITEM_ESCAPE))
-    ? { [ITEM_ESCAPE]: item }
-    : item;
-}
-
-function unescapeItem(stored: unknown): unknown {
-  return isRecord(stored) && Object.hasOwn(stored, ITEM_ESCAPE) ? stored[ITEM_ESCAPE] : stored;
-}
-
-/** The chain hash after stored items: a reference folds in the leaf hash of the item it stands for. */
-function storedChain(from: string, stored: readonly unknown[]): string {
-  return chainLeaves(
-    from,
-    stored.map((item) =>
-      isItemRef(item) ? Buffer.from(item[ITEM_LEAF], 'hex') : leafHash(unescapeItem(item)),
-    ),
-  );
 }
 
 /** `storedChain` after each prefix of stored items: `[h0, h1, …, hn]` from `from`. */

@@ -1,0 +1,88 @@
+/**
+ * List items stored as objects of their own (docs/DESIGN.md, "Lists"), shared by both formats: an
+ * item over `LIST_ITEM_OBJECT_BYTES` of JSON is its own object, created create-only before what
+ * references it, and stored as `{ "~ref": <object name>, "~leaf": <its leaf hash> }`; an item that
+ * has a `~ref` or `~esc` member of its own is stored as `{ "~esc": item }`. Chain hashes fold in a
+ * reference's leaf, so a list's hash is the same whatever is stored where.
+ */
+import type { ObjectStoreDriver } from '../../drivers/types.js';
+import { getOrUndefined, jsonBody } from '../context.js';
+import { chainLeaves, leafHash } from '../hash.js';
+import { LIST_ITEM_OBJECT_BYTES } from '../limits.js';
+
+export const ITEM_REF = '~ref';
+export const ITEM_LEAF = '~leaf';
+export const ITEM_ESCAPE = '~esc';
+
+export type ItemRef = { readonly [ITEM_REF]: string; readonly [ITEM_LEAF]: string };
+
+/** An item object to create (create-only) before the record or head that references it. */
+export interface ItemObject {
+  readonly name: string;
+  readonly body: Buffer;
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+export function isItemRef(stored: unknown): stored is ItemRef {
+  return isRecord(stored) && Object.hasOwn(stored, ITEM_REF);
+}
+
+export function escapeItem(item: unknown): unknown {
+  return isRecord(item) && (Object.hasOwn(item, ITEM_REF) || Object.hasOwn(item, ITEM_ESCAPE))
+    ? { [ITEM_ESCAPE]: item }
+    : item;
+}
+
+export function unescapeItem(stored: unknown): unknown {
+  return isRecord(stored) && Object.hasOwn(stored, ITEM_ESCAPE) ? stored[ITEM_ESCAPE] : stored;
+}
+
+/** The chain hash after stored items: a reference folds in the leaf hash of the item it stands for. */
+export function storedChain(from: string, stored: readonly unknown[]): string {
+  return chainLeaves(
+    from,
+    stored.map((item) =>
+      isItemRef(item) ? Buffer.from(item[ITEM_LEAF], 'hex') : leafHash(unescapeItem(item)),
+    ),
+  );
+}
+
+/**
+ * Items as stored: one over `LIST_ITEM_OBJECT_BYTES` becomes a reference to an object named by
+ * `nameOf(i, <first 12 hex digits of its leaf>)` (returned in `objects`, to create first).
+ */
+export function storedItems(
+  items: readonly unknown[],
+  nameOf: (i: number, tag: string) => string,
+): { stored: unknown[]; objects: ItemObject[] } {
+  const objects: ItemObject[] = [];
+  const stored = items.map((item, i) => {
+    const body = Buffer.from(jsonBody(item), 'utf8');
+    if (body.length <= LIST_ITEM_OBJECT_BYTES) return escapeItem(item);
+    const leaf = leafHash(item).toString('hex');
+    const name = nameOf(i, leaf.slice(0, 12));
+    objects.push({ name, body });
+    return { [ITEM_REF]: name, [ITEM_LEAF]: leaf };
+  });
+  return { stored, objects };
+}
+
+/** A stored item read back: the item, or its object gone, or an object that is not the item. */
+export type Resolved = { readonly value: unknown } | { readonly gone: true } | { readonly corrupt: true };
+
+/** The item a stored item stands for (a reference's object read and checked against its leaf). */
+export async function resolveItem(driver: ObjectStoreDriver, stored: unknown): Promise<Resolved> {
+  if (!isItemRef(stored)) return { value: unescapeItem(stored) };
+  const object = await getOrUndefined(driver, stored[ITEM_REF]);
+  if (!object) return { gone: true };
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(object.body).toString('utf8'));
+  } catch {
+    value = undefined;
+  }
+  if (value === undefined || leafHash(value).toString('hex') !== stored[ITEM_LEAF]) return { corrupt: true };
+  return { value };
+}
