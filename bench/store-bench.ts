@@ -333,7 +333,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
   const tableName = `bench-turns-${randomUUID()}`;
   const us = await startSide(options, tableName, true);
   const them = await startSide(options, tableName, false);
-  const format = options.listFormat ?? (us.driver.capabilities.conditionalOverwrite ? 'cas' : 'slots');
+  const format = options.listFormat ?? (us.driver.capabilities.conditionalOverwrite ? 'cas' : 'append');
   const rows: BudgetRow[] = [];
   const turns: TurnRow[] = [];
   const push = (row: Omit<BudgetRow, 'ceiling' | 'holds'>) =>
@@ -394,7 +394,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
         beyondPage,
         n,
         id: 'page',
-        operation: `a page at a random offset, limit 50 (the most of ${pages} offsets)`,
+        operation: `a page at a random offset, limit 50 (each count the most of ${pages} offsets)`,
         ours: max(paged),
         reference: refRead,
         listBytes,
@@ -462,7 +462,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
       push({
         ...common,
         id: 'append-plain',
-        operation: `appendList 1 KB, a plain call (the most of ${plain.length})`,
+        operation: `appendList 1 KB, a plain call (each count the most of ${plain.length} calls)`,
         ours: max(plain),
         reference: refMean,
       });
@@ -470,7 +470,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
         push({
           ...common,
           id: 'append-sealing',
-          operation: `appendList 1 KB, a sealing or merging call (the most of ${sealing.length})`,
+          operation: `appendList 1 KB, a sealing or merging call (each count the most of ${sealing.length} calls)`,
           ours: max(sealing),
         });
       push({
@@ -649,9 +649,9 @@ export function readmeTables(result: StoreBenchResult): string {
   const label: Record<RowId, string> = {
     last50: 'getList `last: 50`',
     whole: `getList, the whole list (${bytes(at[0]?.listBytes ?? 0)})`,
-    page: 'getList, a page at any offset (limit 50; the most of the offsets tried)',
+    page: 'getList, a page at any offset (limit 50; each count the most over 16 random offsets)',
     'append-plain': 'appendList of one 1 KB item',
-    'append-sealing': 'appendList that seals or merges',
+    'append-sealing': 'appendList that seals or merges (each count the most over those calls)',
     'append-mean': 'appendList of one 1 KB item, mean over the window (seals and merges included)',
     'save-unchanged': 'saveList unchanged',
     'save-grown': 'saveList grown by 1 item',
@@ -670,7 +670,7 @@ export function readmeTables(result: StoreBenchResult): string {
   }
   lines.push(
     '',
-    'Cost per million turns as measured (the locked agent turn: acquire the DynamoDB lock, get `agent_state`, getList `last: 50`, append 2 messages, save `agent_state` with the fencing token, release; mean over the turns). S3 at list prices: PUT/COPY/POST/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000, DELETE free. DynamoDB apart, at on-demand $1.25 per million writes and $0.25 per million reads (the lock: one write to acquire, one to release); Lambda and API Gateway are not included.',
+    'Cost per million turns as measured (the locked agent turn: acquire the DynamoDB lock, get `agent_state`, getList `last: 50`, append 2 messages, save `agent_state` with the fencing token, release; mean over the turns). S3 at list prices: PUT/COPY/POST/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000, DELETE free. DynamoDB apart, at on-demand $1.25 per million writes and $0.25 per million reads (the lock: one write to acquire, one to release; AWS has listed half those prices since November 2024). Not included: Lambda ($0.20 per million requests + $0.0000133334 per GB-second, arm64) and API Gateway HTTP API ($1.00 per million requests), a few dollars per million turns more through the HTTP API.',
     '',
     '| history (items) | this store: S3 requests per turn | S3 $ per million turns | bytes per turn (up + down) | reference: S3 requests per turn | S3 $ per million turns | bytes per turn (up + down) | DynamoDB $ per million turns (both) |',
     '|---:|---|---:|---:|---|---:|---:|---:|',
