@@ -27,6 +27,7 @@ import { isHash } from './hash.js';
 import { checkId, checkPrefix, decodeId, layoutFor, type UserLayout } from './ids.js';
 import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN } from './limits.js';
 import { AppendFormat } from './lists/append.js';
+import { Archives } from './lists/archives.js';
 import { CasFormat } from './lists/cas.js';
 import { checkPage, type ListFormat } from './lists/format.js';
 import { Sessions } from './sessions.js';
@@ -182,6 +183,7 @@ function guarded(target: SessionStore): SessionStore {
 class UserStore implements SessionStore {
   private readonly sessions: Sessions;
   private readonly lists: ListFormat;
+  private readonly archives: Archives;
   private readonly workspaces: Workspaces;
 
   constructor(
@@ -190,6 +192,7 @@ class UserStore implements SessionStore {
     listFormat: ListFormatName,
   ) {
     this.sessions = new Sessions(ctx, layout);
+    this.archives = new Archives(ctx, layout);
     this.lists =
       listFormat === 'cas'
         ? new CasFormat(ctx, layout, this.sessions)
@@ -345,13 +348,18 @@ class UserStore implements SessionStore {
 
   async listArchives(sessionId: string, key: string) {
     this.ids(sessionId, key);
-    return this.lists.listArchives(sessionId, key);
+    const read = await this.sessions.read(sessionId);
+    return read.live ? this.archives.list(sessionId, key, read.live.inc) : [];
   }
 
   async getArchive<T>(sessionId: string, key: string, archiveId: string, page: PageOptions = {}) {
     this.ids(sessionId, key);
     checkPage(page);
-    return (await this.lists.getArchive(sessionId, key, archiveId, page)) as ListPage<T> | undefined;
+    const read = await this.sessions.read(sessionId);
+    if (!read.live) return undefined;
+    return (await this.archives.get(sessionId, key, read.live.inc, archiveId, page)) as
+      | ListPage<T>
+      | undefined;
   }
 
   // ---- workspaces and direct transfers -------------------------------------------------------

@@ -53,7 +53,19 @@ import type {
   WriteOptions,
 } from '../types.js';
 import { Archives } from './archives.js';
-import { checkPage, emptyPage, type ListFormat, rangeOf, replayOf } from './format.js';
+import {
+  checkPage,
+  emptyPage,
+  itemBytes,
+  KEPT_WRITES,
+  type ListFormat,
+  maxToken,
+  newWriteId,
+  prefixHashes,
+  READ_ATTEMPTS,
+  rangeOf,
+  replayOf,
+} from './format.js';
 import { ITEM_REF, type ItemObject, isItemRef, resolveItem, storedChain, storedItems } from './items.js';
 
 const KIB = 1024;
@@ -63,8 +75,6 @@ export const TRAILER_BYTES = 169;
 const SUFFIX_BYTES = 64 * KIB;
 /** Largest tail a `last: n` read asks for at once. */
 const MAX_SUFFIX_BYTES = 8 * 1024 * KIB;
-/** Write ids a log's index record remembers from before it (its own records hold the rest). */
-const KEPT_WRITES = 64;
 /** A successor carries at most this much of its predecessor's newest records (a quarter log when logs are small). */
 const MAX_CARRY_BYTES = 64 * KIB;
 /** Index marks of a sealed log are at most this far apart (a quarter log when logs are small). */
@@ -73,8 +83,6 @@ const MAX_MARK_BYTES = 256 * KIB;
 const PACK_RECORD_BYTES = 32 * KIB;
 /** Seals a read or a write follows before it gives up (retryable). */
 const MAX_HOPS = 8;
-/** Attempts of a read whose objects vanished under it (a concurrent session delete). */
-const READ_ATTEMPTS = 3;
 /** The tag of a list's first generation: fixed, so two first appends race on one name. */
 const FIRST_TAG = '0';
 const NDJSON = 'application/x-ndjson';
@@ -1495,49 +1503,17 @@ export class AppendFormat implements ListFormat, StateKeeper {
     if (chunk.recs.at(-1)?.kind !== 's') return;
     await driver.put(name, object.body, { contentType: NDJSON, tags: { kind: 'state' } });
   }
-
-  // ---- archives ------------------------------------------------------------------------------
-
-  async listArchives(s: string, k: string) {
-    const read = await this.sessions.read(s);
-    return read.live ? this.archives.list(s, k, read.live.inc) : [];
-  }
-
-  async getArchive(s: string, k: string, archiveId: string, page: PageOptions) {
-    const read = await this.sessions.read(s);
-    return read.live ? this.archives.get(s, k, read.live.inc, archiveId, page) : undefined;
-  }
 }
 
 // ---- pure helpers ----------------------------------------------------------------------------
-
-function newWriteId(): string {
-  return `w.${randomBytes(12).toString('base64url')}`;
-}
 
 /** The 16 hex digits a trailer keeps of a write id. */
 function widOf(writeId: string): string {
   return createHash('sha256').update(writeId).digest('hex').slice(0, 16);
 }
 
-function itemBytes(item: unknown): number {
-  return Buffer.byteLength(jsonBody(item)) + 1;
-}
-
 function itemLines(items: readonly unknown[]): Buffer {
   return Buffer.from(items.map((item) => `${jsonBody(item)}\n`).join(''), 'utf8');
-}
-
-function maxToken(a: number | null, b: number | undefined): number | null {
-  if (b === undefined) return a;
-  return a === null ? b : Math.max(a, b);
-}
-
-/** The chain hash after each prefix of `items`: `[h0, h1, …, hn]`. */
-function prefixHashes(items: readonly unknown[]): string[] {
-  const out = [EMPTY_HASH];
-  for (const item of items) out.push(chainHash(out.at(-1) as string, [item]));
-  return out;
 }
 
 /** An error after which the write surely did not happen (any other may have landed). */

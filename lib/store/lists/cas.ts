@@ -11,7 +11,6 @@
  * item stay bounded. Every head write carries a write id: after a lost answer, a 412 or (Ceph RGW)
  * a 5xx, the head is read again, and the id there means the write landed.
  */
-import { randomBytes } from 'node:crypto';
 import { ObjectConditionFailedError, ObjectNotFoundError, ObjectStoreError } from '../../drivers/errors.js';
 import type { ListedObject } from '../../drivers/types.js';
 import { backoff, getOrUndefined, jsonBody, MAX_WRITE_ATTEMPTS, type StoreContext } from '../context.js';
@@ -35,11 +34,21 @@ import type {
   WriteOptions,
 } from '../types.js';
 import { Archives } from './archives.js';
-import { checkPage, emptyPage, type ListFormat, rangeOf, replayOf } from './format.js';
+import {
+  checkPage,
+  emptyPage,
+  itemBytes,
+  KEPT_WRITES,
+  type ListFormat,
+  maxToken,
+  newWriteId,
+  prefixHashes,
+  READ_ATTEMPTS,
+  rangeOf,
+  replayOf,
+} from './format.js';
 import { ITEM_REF, isItemRef, resolveItem, storedChain, storedItems } from './items.js';
 
-/** Write ids a head remembers (a replay older than that is recognised by its items, as without an id). */
-const KEPT_WRITES = 64;
 /** Merge levels above the sealed chunk: ×4 each, so 4 MiB segments from 64 KiB seals. */
 const LEVELS = 3;
 const LEVEL_FACTOR = 4;
@@ -51,8 +60,6 @@ const LEVEL_FACTOR = 4;
 const INDEX_SEALS = 6;
 /** Retired segments a head keeps waiting for `retireAfterMs`; older ones go at the next chance. */
 const RETIRED_KEPT = 8;
-/** Reads of a list that found a segment it lists gone (retired meanwhile) before the list counts as damaged. */
-const READ_ATTEMPTS = 3;
 
 /** `[writeId, count after, hash after, action]`: what a replay of the write answers. */
 type WriteRecord = [string, number, string, ListWriteResult['action']];
@@ -876,41 +883,15 @@ export class CasFormat implements ListFormat, StateKeeper {
     const [item] = (await this.pageOf(s, k, head, { offset: n, limit: 1 })).items;
     return isItemRef(item) ? item[ITEM_REF] : undefined;
   }
-
-  // ---- archives ------------------------------------------------------------------------------
-
-  async listArchives(s: string, k: string) {
-    const read = await this.sessions.read(s);
-    return read.live ? this.archives.list(s, k, read.live.inc) : [];
-  }
-
-  async getArchive(s: string, k: string, archiveId: string, page: PageOptions) {
-    const read = await this.sessions.read(s);
-    return read.live ? this.archives.get(s, k, read.live.inc, archiveId, page) : undefined;
-  }
 }
 
 // ---- pure helpers ----------------------------------------------------------------------------
-
-function newWriteId(): string {
-  return `w.${randomBytes(12).toString('base64url')}`;
-}
 
 /** `storedChain` after each prefix of stored items: `[h0, h1, …, hn]` from `from`. */
 function storedPrefixes(stored: readonly unknown[], from: string): string[] {
   const out = [from];
   for (const item of stored) out.push(storedChain(out.at(-1) as string, [item]));
   return out;
-}
-
-/** The serialized size of an item as a segment line. */
-function itemBytes(item: unknown): number {
-  return Buffer.byteLength(jsonBody(item)) + 1;
-}
-
-function maxToken(a: number | null, b: number | undefined): number | null {
-  if (b === undefined) return a;
-  return a === null ? b : Math.max(a, b);
 }
 
 function remember(writes: readonly WriteRecord[], record: WriteRecord): WriteRecord[] {
@@ -941,13 +922,6 @@ function freshHead(inc: string, deleted: Head | undefined): Head {
     segments: [],
     retired: deleted?.retired ?? [],
   };
-}
-
-/** The chain hash after each prefix of `items` appended to `from`: `[h0, h1, …, hn]`. */
-function prefixHashes(items: readonly unknown[], from = EMPTY_HASH): string[] {
-  const out = [from];
-  for (const item of items) out.push(chainHash(out.at(-1) as string, [item]));
-  return out;
 }
 
 /** What is stored, seen from incarnation `inc`: a head of another one is a leftover (only its etag counts). */

@@ -2,11 +2,12 @@
  * What every list format offers the store (docs/DESIGN.md, "Lists"): one owner per format, the
  * store only checks ids and options and delegates. Also the page arithmetic both formats share.
  */
+import { randomBytes } from 'node:crypto';
+import { jsonBody } from '../context.js';
 import { ValidationError } from '../errors.js';
 import { chainHash, EMPTY_HASH } from '../hash.js';
 import type {
   AppendOptions,
-  ArchiveInfo,
   ListPage,
   ListSaveOptions,
   ListWriteResult,
@@ -14,7 +15,7 @@ import type {
   WriteOptions,
 } from '../types.js';
 
-/** The list operations of one user's sessions, in one storage format. */
+/** The list operations of one user's sessions, in one storage format (archives are the store's: lists/archives.ts). */
 export interface ListFormat {
   /** A page (or, without `limit` and `last`, the whole list); an absent list is empty. */
   read(sessionId: string, key: string, page: PageOptions): Promise<ListPage>;
@@ -31,15 +32,36 @@ export interface ListFormat {
     options: ListSaveOptions,
   ): Promise<ListWriteResult>;
   remove(sessionId: string, key: string, options: WriteOptions): Promise<void>;
-  listArchives(sessionId: string, key: string): Promise<ArchiveInfo[]>;
-  getArchive(
-    sessionId: string,
-    key: string,
-    archiveId: string,
-    page: PageOptions,
-  ): Promise<ListPage | undefined>;
   /** The object name of item `n` where the format stores it as an object of its own, else undefined. */
   itemObject?(sessionId: string, key: string, n: number): Promise<string | undefined>;
+}
+
+/** Write ids a list remembers with their answers (a replay older than that is recognised by its items). */
+export const KEPT_WRITES = 64;
+/** Attempts of a read whose objects vanished under it (retired meanwhile, or a concurrent session delete). */
+export const READ_ATTEMPTS = 3;
+
+/** A write id for a write whose caller gave none. */
+export function newWriteId(): string {
+  return `w.${randomBytes(12).toString('base64url')}`;
+}
+
+/** The serialized size of an item as a stored line. */
+export function itemBytes(item: unknown): number {
+  return Buffer.byteLength(jsonBody(item)) + 1;
+}
+
+/** The higher of a recorded token and a write's. */
+export function maxToken(recorded: number | null, token: number | undefined): number | null {
+  if (token === undefined) return recorded;
+  return recorded === null ? token : Math.max(recorded, token);
+}
+
+/** The chain hash after each prefix of `items` appended to `from`: `[h0, h1, …, hn]`. */
+export function prefixHashes(items: readonly unknown[], from = EMPTY_HASH): string[] {
+  const out = [from];
+  for (const item of items) out.push(chainHash(out.at(-1) as string, [item]));
+  return out;
 }
 
 /** The item range `[from, to)` a page asks for, in a list of `count` items. */
