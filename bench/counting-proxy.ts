@@ -6,6 +6,9 @@
  *   multipart calls included) and LIST (a GET of the bucket — `list-type`, `prefix`, `?uploads`,
  *   `?versions` — or ListParts, `?uploadId`) are PUT-class, and LIST is also counted apart; DELETE is
  *   free (S3 does not bill it) and counted apart.
+ * - OSS (path-style, as the oss driver addresses a local endpoint) the same way: AppendObject
+ *   (`POST ?append`) is a write, PUT-class; GET and HEAD of an object GET-class; a GET of the bucket
+ *   (ListObjects) LIST.
  * - DynamoDB (the JSON protocol): the `X-Amz-Target` operation, a write (`UpdateItem`, `PutItem`,
  *   `DeleteItem`, ...) or a read (`GetItem`, `Query`, `Scan`, ...).
  * Bytes are the bodies: up (request bodies) and down (answer bodies), headers not included.

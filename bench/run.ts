@@ -8,7 +8,9 @@ import path from 'node:path';
 import { createS3Driver } from '../lib/drivers/s3.js';
 import type { ListFormatName } from '../lib/store/store.js';
 import { faultTable, runFaultScenario } from '../test/faults/scenario.js';
+import { OSS_CREDENTIALS } from '../test/servers/global-setup.js';
 import { startLocalBackends } from '../test/servers/local-backends.js';
+import { startOssFront } from '../test/servers/oss-front.js';
 import { lineChart } from './chart.js';
 import { bundleTable, runHttpBench, sourceMapTable } from './http-bench.js';
 import { lockTable, runLockBench } from './lock-bench.js';
@@ -28,6 +30,7 @@ const here = path.dirname(new URL(import.meta.url).pathname).replace(/\/\.bench-
 const local = await startLocalBackends('bench');
 const front = local.s3Front;
 const dynamoPort = local.dynamoPort;
+const ossFront = await startOssFront(front.port, OSS_CREDENTIALS);
 try {
   const makeDriver = () =>
     createS3Driver({
@@ -56,6 +59,27 @@ try {
   console.log(turns);
   console.log('\nFor the README (requests per operation, cost per million turns as measured):\n');
   console.log(readme);
+  // The same rows for the append list format: the oss driver on the OSS front (over the S3 front).
+  const ossStarted = performance.now();
+  const oss = await runStoreBench({
+    s3Port: front.port,
+    oss: { port: ossFront.port, ...OSS_CREDENTIALS },
+    dynamoPort,
+    bucket: 'bench',
+    ...(smoke ? SMOKE : { sizes: [20, 200, 2000, 20_000] }),
+    log: (line) => console.log(`  oss: ${line}`),
+  });
+  const ossSeconds = (performance.now() - ossStarted) / 1000;
+  const ossTable = storeTable(oss);
+  const ossTurns = turnTable(oss);
+  console.log(
+    `\nThe budget rows on OSS, this store (${oss.format} lists) against the reference pattern (oss driver, OSS front over the S3 front, counted by a proxy; ${ossSeconds.toFixed(0)} s):\n`,
+  );
+  console.log(ossTable);
+  console.log(
+    `\nThe locked agent turn on OSS, mean over ${oss.turns[0]?.turns ?? 0} turns (¥ = CNY, OSS China (Hangzhou) list price ¥0.01 per 10,000 requests, PUT-class and GET alike):\n`,
+  );
+  console.log(ossTurns);
   const locks = lockTable(await runLockBench(`http://127.0.0.1:${dynamoPort}`, smoke ? 20 : 400));
   console.log('\nLock throughput (dynalite on loopback):\n');
   console.log(locks);
@@ -139,6 +163,14 @@ try {
       '',
       turns,
       '',
+      '## Lists on OSS: the append format',
+      '',
+      `The same rows and turn for the ${oss.format} list format: the oss driver (\`createOssDriver\`) against the OSS front (test/servers/oss-front.ts, over the S3 front and s3rver), with the counting proxy in front of the OSS front. The proxy classifies as OSS bills: \`POST ?append\` and every other PUT or POST are PUT-class (writes); GET and HEAD of an object are GET-class; a GET of the bucket (a listing) is LIST, also PUT-class; DELETE is counted apart. The reference is the same pattern on the same driver. Prices are in CNY (¥): OSS China (Hangzhou) list prices, ¥0.01 per 10,000 requests, PUT-class and GET alike; DynamoDB still in $. ✓ / ✗: the issue's ceilings for the append format (getList \`last: 50\` ≤ 3 GET, ≤ 2 trips; an append ≤ 4 requests, exactly 1 write, ≤ 3 trips; saveList unchanged ≤ 3 GET, 0 writes; the turn ≤ 2.05 writes; LIST 0 in every row). Store section on OSS: ${ossSeconds.toFixed(0)} s.`,
+      '',
+      ossTable,
+      '',
+      ossTurns,
+      '',
       '![bytes per turn against history length](turn-bytes.svg)',
       '',
       '![bytes per append](append-bytes.svg)',
@@ -195,5 +227,6 @@ try {
     console.log('\nwrote bench/REPORT.md, bench/turn-bytes.svg and bench/append-bytes.svg');
   }
 } finally {
+  await ossFront.stop();
   await local.stop();
 }

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createOssDriver } from '../lib/drivers/oss.js';
 import { createS3Driver } from '../lib/drivers/s3.js';
 import { createDynamoDbLock, createLockTable } from '../lib/lock/dynamodb.js';
 import type { Lease } from '../lib/lock/types.js';
@@ -30,8 +31,16 @@ const MIB = 1024 * KIB;
 
 /** S3 list prices (us-east-1): PUT/COPY/POST/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000; DELETE free. */
 export const S3_PRICES = { putClass: 0.005 / 1000, getClass: 0.0004 / 1000 };
+/**
+ * OSS list prices, China (Hangzhou), in CNY: ¥0.01 per 10,000 requests, PUT-class and GET-class
+ * alike (README.md, "Costs").
+ */
+export const OSS_PRICES = { putClass: 0.01 / 10_000, getClass: 0.01 / 10_000 };
 /** DynamoDB on-demand, as the issue prices it: $1.25 per million writes, $0.25 per million reads. */
 export const DYNAMO_PRICES = { write: 1.25 / 1e6, read: 0.25 / 1e6 };
+
+/** The turn's ceilings for this store (append format, on OSS): writes and LIST. */
+export const APPEND_TURN_CEILINGS = { putClass: 2.05, list: 0 };
 
 /** The turn's ceilings for this store (CAS format). */
 export const TURN_CEILINGS = { putClass: 2.05, getClass: 8.1, list: 0, dollars: 13.5 };
@@ -104,8 +113,9 @@ export interface TurnRow {
   mean: Traffic;
   trips: number;
   ms: number;
-  /** $ per million turns, S3 requests only. */
+  /** Per million turns, the object store's requests only, in `currency` (S3: $; OSS: ¥, CNY). */
   dollars: number;
+  currency: '$' | '¥';
   /** $ per million turns of the DynamoDB requests (apart). */
   dynamoDollars: number;
   ceiling?: string;
@@ -115,6 +125,8 @@ export interface TurnRow {
 export interface StoreBenchResult {
   /** The list format ours ran. */
   format: string;
+  /** The driver and server: the s3 driver on the S3 front, or the oss driver on the OSS front. */
+  backend: 's3' | 'oss';
   rows: BudgetRow[];
   turns: TurnRow[];
 }
@@ -124,6 +136,11 @@ export interface StoreBenchOptions {
   s3Port: number;
   /** Port of dynalite on 127.0.0.1. */
   dynamoPort: number;
+  /**
+   * Runs on the oss driver against the OSS front at `port` on 127.0.0.1 (the proxy goes in front
+   * of it, `s3Port` unused) instead of the s3 driver; priced at OSS's prices, in CNY.
+   */
+  oss?: { port: number; accessKeyId: string; accessKeySecret: string };
   bucket: string;
   /** History lengths. */
   sizes: number[];
@@ -191,10 +208,13 @@ const max = (ms: Measured[]): Measured => {
 };
 const writes = (t: Traffic) => t.putClass;
 
-/** $ per million turns for a turn's mean traffic. */
-export function dollarsPerMillion(t: Traffic): { s3: number; dynamo: number } {
+/** $ per million turns for a turn's mean traffic (`prices`: the object store's; default S3's, in $). */
+export function dollarsPerMillion(
+  t: Traffic,
+  prices: { putClass: number; getClass: number } = S3_PRICES,
+): { s3: number; dynamo: number } {
   return {
-    s3: (t.putClass * S3_PRICES.putClass + t.getClass * S3_PRICES.getClass) * 1e6,
+    s3: (t.putClass * prices.putClass + t.getClass * prices.getClass) * 1e6,
     dynamo: (t.ddbWrites * DYNAMO_PRICES.write + t.ddbReads * DYNAMO_PRICES.read) * 1e6,
   };
 }
@@ -261,6 +281,33 @@ function casCeiling(
   }
 }
 
+/** The append format's ceiling for a row (on OSS), in words, and whether it holds; LIST 0 in every row. */
+function appendCeiling(row: Omit<BudgetRow, 'ceiling' | 'holds'>): { ceiling: string; holds: boolean } {
+  const t = row.ours.traffic;
+  const noList = t.list === 0;
+  switch (row.id) {
+    case 'last50':
+      return {
+        ceiling: '≤ 3 GET, ≤ 2 trips, 0 LIST',
+        holds: t.getClass <= 3 && writes(t) === 0 && row.ours.trips <= 2 && noList,
+      };
+    case 'append-plain':
+    case 'append-sealing':
+    case 'append-mean':
+      return {
+        ceiling: '≤ 4 requests, 1 write, ≤ 3 trips, 0 LIST',
+        holds: t.requests <= 4 && writes(t) === 1 && row.ours.trips <= 3 && noList,
+      };
+    case 'save-unchanged':
+      return {
+        ceiling: '≤ 3 GET, 0 writes, 0 LIST',
+        holds: t.getClass <= 3 && writes(t) === 0 && t.deletes === 0 && noList,
+      };
+    default:
+      return { ceiling: '0 LIST', holds: noList };
+  }
+}
+
 /** One pattern's instruments: its own proxies (S3 and DynamoDB), driver and lock, so two can run at once. */
 interface Side {
   driver: ReturnType<typeof roundTrips>;
@@ -273,14 +320,22 @@ interface Side {
 }
 
 async function startSide(options: StoreBenchOptions, tableName: string, create: boolean): Promise<Side> {
-  const s3: CountingProxy = await startCountingProxy(options.s3Port);
+  const s3: CountingProxy = await startCountingProxy(options.oss?.port ?? options.s3Port);
   const ddb: CountingProxy = await startCountingProxy(options.dynamoPort);
   const driver = roundTrips(
-    createS3Driver({
-      bucket: options.bucket,
-      endpoint: s3.endpoint,
-      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-    }),
+    options.oss
+      ? createOssDriver({
+          bucket: options.bucket,
+          // `localhost` (127.0.0.1), as the OSS front's own endpoint: ali-oss signs an IP host as a region's.
+          endpoint: s3.endpoint.replace('//127.0.0.1:', '//localhost:'),
+          accessKeyId: options.oss.accessKeyId,
+          accessKeySecret: options.oss.accessKeySecret,
+        })
+      : createS3Driver({
+          bucket: options.bucket,
+          endpoint: s3.endpoint,
+          credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+        }),
   );
   const client = new DynamoDBClient({
     endpoint: ddb.endpoint,
@@ -336,8 +391,14 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
   const format = options.listFormat ?? (us.driver.capabilities.conditionalOverwrite ? 'cas' : 'append');
   const rows: BudgetRow[] = [];
   const turns: TurnRow[] = [];
+  const backend = options.oss ? 'oss' : 's3';
+  const prices = options.oss ? OSS_PRICES : S3_PRICES;
+  const currency = options.oss ? '¥' : '$';
   const push = (row: Omit<BudgetRow, 'ceiling' | 'holds'>) =>
-    rows.push({ ...row, ...(format === 'cas' ? casCeiling(row) : {}) });
+    rows.push({
+      ...row,
+      ...(format === 'cas' ? casCeiling(row) : format === 'append' ? appendCeiling(row) : {}),
+    });
   try {
     for (const n of options.sizes) {
       const run = `bench-${n}-${Date.now()}`;
@@ -548,7 +609,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
         ['reference', refTurns],
       ] as const) {
         const m = mean(measured);
-        const price = dollarsPerMillion(m.traffic);
+        const price = dollarsPerMillion(m.traffic, prices);
         const row: TurnRow = {
           n,
           pattern,
@@ -557,6 +618,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
           trips: m.trips,
           ms: m.ms,
           dollars: price.s3,
+          currency,
           dynamoDollars: price.dynamo,
         };
         if (pattern === 'ours' && format === 'cas') {
@@ -567,6 +629,12 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
             m.traffic.list === 0 &&
             price.s3 <= TURN_CEILINGS.dollars;
         }
+        if (pattern === 'ours' && format === 'append') {
+          row.ceiling = `≤ ${APPEND_TURN_CEILINGS.putClass} writes, 0 LIST`;
+          row.holds =
+            m.traffic.putClass <= APPEND_TURN_CEILINGS.putClass &&
+            m.traffic.list === APPEND_TURN_CEILINGS.list;
+        }
         turns.push(row);
       }
     }
@@ -574,7 +642,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
     await us.close();
     await them.close();
   }
-  return { format, rows, turns };
+  return { format, backend, rows, turns };
 }
 
 // ---- tables ------------------------------------------------------------------------------------
@@ -624,14 +692,16 @@ export function storeTable(result: StoreBenchResult): string {
 
 /** The locked agent turns as a Markdown table. */
 export function turnTable(result: StoreBenchResult): string {
+  const store = result.backend === 'oss' ? 'OSS' : 'S3';
+  const price = result.backend === 'oss' ? '¥ (CNY) per million turns (OSS)' : '$ per million turns (S3)';
   const lines = [
-    '| N | pattern | S3 requests per turn (PUT-class / GET-class / LIST) | DELETE | S3 round trips | DynamoDB writes / reads | bytes up / down | $ per million turns (S3) | DynamoDB $ per million | ms per turn | ceiling |',
+    `| N | pattern | ${store} requests per turn (PUT-class / GET-class / LIST) | DELETE | ${store} round trips | DynamoDB writes / reads | bytes up / down | ${price} | DynamoDB $ per million | ms per turn | ceiling |`,
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const t of result.turns) {
     const s3Requests = { ...t.mean, requests: t.mean.putClass + t.mean.getClass + t.mean.deletes };
     lines.push(
-      `| ${t.n.toLocaleString('en')} | ${t.pattern === 'ours' ? `ours (${result.format})` : 'reference'} | ${reqs(s3Requests)} | ${num(t.mean.deletes)} | ${num(t.trips)} | ${num(t.mean.ddbWrites)} / ${num(t.mean.ddbReads)} | ${bytes(t.mean.bytesUp)} / ${bytes(t.mean.bytesDown)} | $${t.dollars.toFixed(2)} | $${t.dynamoDollars.toFixed(2)} | ${t.ms.toFixed(1)} | ${t.ceiling ? `${t.ceiling}${mark(t.holds)}` : '—'} |`,
+      `| ${t.n.toLocaleString('en')} | ${t.pattern === 'ours' ? `ours (${result.format})` : 'reference'} | ${reqs(s3Requests)} | ${num(t.mean.deletes)} | ${num(t.trips)} | ${num(t.mean.ddbWrites)} / ${num(t.mean.ddbReads)} | ${bytes(t.mean.bytesUp)} / ${bytes(t.mean.bytesDown)} | ${t.currency}${t.dollars.toFixed(2)} | $${t.dynamoDollars.toFixed(2)} | ${t.ms.toFixed(1)} | ${t.ceiling ? `${t.ceiling}${mark(t.holds)}` : '—'} |`,
     );
   }
   return lines.join('\n');

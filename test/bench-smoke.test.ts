@@ -23,7 +23,7 @@ const MIB = 1024 * KIB;
 const port = (endpoint: string) => Number(new URL(endpoint).port);
 
 describe('the counting proxy', () => {
-  it('classifies S3 requests as S3 bills them, and DynamoDB requests by operation', () => {
+  it('classifies S3 and OSS requests as they bill them, and DynamoDB requests by operation', () => {
     expect(classify('GET', '/b/k.json', {})).toBe('get');
     expect(classify('HEAD', '/b/k.json', {})).toBe('get');
     expect(classify('PUT', '/b/k.json', {})).toBe('put');
@@ -33,6 +33,12 @@ describe('the counting proxy', () => {
     expect(classify('GET', '/b/?prefix=p', {})).toBe('list');
     expect(classify('GET', '/b?uploads', {})).toBe('list');
     expect(classify('DELETE', '/b/k.json', {})).toBe('delete');
+    // OSS (path-style, as the oss driver addresses a local endpoint): AppendObject is a write.
+    expect(classify('POST', '/b/k.log?append&position=0', {})).toBe('put');
+    expect(classify('GET', '/b/k.log', {})).toBe('get');
+    expect(classify('HEAD', '/b/k.log', {})).toBe('get');
+    expect(classify('GET', '/b/?prefix=p&max-keys=1000', {})).toBe('list');
+    expect(classify('GET', '/b?list-type=2&prefix=p', {})).toBe('list');
     expect(classify('POST', '/', { 'x-amz-target': 'DynamoDB_20120810.UpdateItem' })).toBe('ddb-write');
     expect(classify('POST', '/', { 'x-amz-target': 'DynamoDB_20120810.GetItem' })).toBe('ddb-read');
   });

@@ -62,8 +62,8 @@ export async function runFaultScenario(
   try {
     const prefix = `faults-${randomUUID()}/`;
     for (const kind of ['500', '503', 'reset']) {
-      await post(faulty, 'faults', { kind, probability: 0.04, match: prefix.slice(0, -1) });
-      await post(faulty, 'faults', { kind, probability: 0.02, match: prefix.slice(0, -1), after: true });
+      await post(faulty, 'faults', { kind, probability: 0.06, match: prefix.slice(0, -1) });
+      await post(faulty, 'faults', { kind, probability: 0.03, match: prefix.slice(0, -1), after: true });
     }
     const table = `faults-${randomUUID()}`;
     // The table is created directly; the lock's own requests go through the faulty front.
