@@ -14,6 +14,7 @@ import { createS3Driver } from '../lib/drivers/s3.js';
 import { createDynamoDbLock, createLockTable } from '../lib/lock/dynamodb.js';
 import type { Lease } from '../lib/lock/types.js';
 import { createStateStore, type ListFormatName } from '../lib/store/store.js';
+import { seededRandom } from '../test/seeded-random.js';
 import { roundTrips } from '../test/store/wrappers.js';
 import {
   type CountingProxy,
@@ -174,18 +175,6 @@ export const SMOKE: Pick<StoreBenchOptions, 'sizes' | 'turnSizes' | 'parallel' |
   appendWindow: (n) => Math.min(n, 100),
   parallel: true,
 };
-
-/** A small seeded generator (mulberry32), so the random offsets are the same every run. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 const sum = (ms: Measured[]): Measured =>
@@ -442,7 +431,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
         reference: refRead,
         listBytes,
       });
-      const next = random(n);
+      const next = seededRandom(n);
       const offsets = Array.from({ length: pages }, () => Math.floor(next() * Math.max(1, n - 50)));
       const paged: Measured[] = [];
       let beyondPage = 0;

@@ -9,21 +9,10 @@ import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { type LifecycleRule, lifecycleRules } from '../../lib/lifecycle/index.js';
 import { createStateStore } from '../../lib/store/store.js';
+import { seededRandom } from '../seeded-random.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-
-/** A small seeded generator (mulberry32), so every history can be replayed from its seed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Deletes eligible objects (age past their rule's days), each with probability `p` per pass. */
 async function lifecycle(
@@ -59,7 +48,7 @@ describe('session-coherent expiry (simulation of the rendered lifecycle rules)',
     let expiries = 0;
     let checks = 0;
     for (let seed = 1; seed <= 1000; seed++) {
-      const random = rng(seed);
+      const random = seededRandom(seed);
       let now = Date.parse('2026-01-01T00:00:00Z');
       const clock = () => now;
       const driver = createMemoryDriver({ now: clock });

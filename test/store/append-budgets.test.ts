@@ -14,17 +14,12 @@ import { AppendConflictError } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
-import { counting, roundTrips } from './wrappers.js';
+import { counting, kbItem, kbItems, roundTrips } from './wrappers.js';
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
-/** A 1 KB item (1,024 bytes of JSON). */
-const item = (i: number) => ({
-  role: i % 2 ? 'assistant' : 'user',
-  n: i,
-  content: 'x'.repeat(986 - String(i).length),
-});
-const items = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => item(from + i));
+const item = kbItem;
+const items = kbItems;
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 
 function setup(options: Partial<StateStoreOptions> = {}) {

@@ -9,17 +9,12 @@ import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore } from '../../lib/store/store.js';
 import type { SessionStore } from '../../lib/store/types.js';
-import { roundTrips } from './wrappers.js';
+import { kbItem, kbItems, roundTrips } from './wrappers.js';
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
-/** A 1 KB item (1,024 bytes of JSON). */
-const item = (i: number) => ({
-  role: i % 2 ? 'assistant' : 'user',
-  n: i,
-  content: 'x'.repeat(986 - String(i).length),
-});
-const items = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => item(from + i));
+const item = kbItem;
+const items = kbItems;
 
 function setup() {
   const driver = roundTrips(createMemoryDriver());

@@ -153,3 +153,13 @@ export function faulty(inner: ObjectStoreDriver): FaultyDriver {
   }
   return wrapper;
 }
+
+/** A 1 KB list item (1,024 bytes of JSON), as the budget tables count them. */
+export const kbItem = (i: number) => ({
+  role: i % 2 ? 'assistant' : 'user',
+  n: i,
+  content: 'x'.repeat(986 - String(i).length),
+});
+/** Items `from` to `to` (exclusive) of `kbItem`. */
+export const kbItems = (from: number, to: number) =>
+  Array.from({ length: to - from }, (_, i) => kbItem(from + i));
