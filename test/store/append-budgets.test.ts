@@ -45,7 +45,7 @@ function setup(options: Partial<StateStoreOptions> = {}) {
   /** Bytes of the list's logs and segments as stored. */
   const stored = async () =>
     (await memory.list({ prefix: 'agent-state/budget/s/l.list~l~' })).objects.reduce((n, o) => n + o.size, 0);
-  return { driver, user, measure, stored };
+  return { driver, memory, user, measure, stored };
 }
 
 describe('append list budgets (memory driver, default sizes, counted)', () => {
@@ -147,6 +147,51 @@ describe('append list budgets (memory driver, default sizes, counted)', () => {
     expect(grown.writes).toBe(1);
     expect(grown.trips).toBeLessThanOrEqual(3);
     expect(grown.lists).toBe(0);
+  }, 60_000);
+
+  it('a list one whole-list save created (20,000 items, 20 MiB) and one grown by a save of 10,000 more: last 50 ≤ 3 GET in ≤ 2 round trips; grown by 1 is an append; objects of about a log each', async () => {
+    const big = setup();
+    await big.user.save('s', 'other', 1); // the session exists
+    const created = await big.measure(() => big.user.saveList('s', 'l', items(0, 20_000)));
+    expect(created.result).toMatchObject({ action: 'created', count: 20_000 });
+    expect(created.trips).toBeLessThanOrEqual(4);
+    // Packed like a rewrite: segments of about a log, the newest half log in the first log.
+    const objects = (await big.memory.list({ prefix: 'agent-state/budget/s/l.list~l~' })).objects;
+    expect(objects.length).toBeGreaterThan(15);
+    for (const o of objects) expect(o.size).toBeLessThanOrEqual(MIB + 64 * KIB);
+    const check = async (n: number) => {
+      const last = await big.measure(() => big.user.getList('s', 'l', { last: 50 }));
+      expect(last.result.items).toEqual(items(n - 50, n));
+      expect(last.result.baseHash).toBe(chainHash(EMPTY_HASH, items(0, n - 50)));
+      expect(last.gets).toBeLessThanOrEqual(3);
+      expect(last.trips).toBeLessThanOrEqual(2);
+      expect(last.bytesGot).toBeLessThanOrEqual(128 * KIB);
+      const page = await big.measure(() => big.user.getList('s', 'l', { offset: 7_777, limit: 50 }));
+      expect(page.result.items).toEqual(items(7_777, 7_827));
+      expect(page.gets).toBeLessThanOrEqual(4);
+      expect(page.bytesGot).toBeLessThanOrEqual(jsonBytes(page.result.items) + MIB);
+    };
+    await check(20_000);
+    const grown = await big.measure(() => big.user.saveList('s', 'l', items(0, 20_001)));
+    expect(grown.result).toMatchObject({ action: 'appended', count: 20_001 });
+    expect(grown.requests).toBeLessThanOrEqual(4);
+    expect(grown.writes).toBe(1);
+    expect(grown.trips).toBeLessThanOrEqual(3);
+    expect(grown.bytesPut).toBeLessThanOrEqual(4 * KIB);
+    // The first log holds at most half a log: the next 400 appends of 1 KB do not roll over.
+    for (let n = 20_001; n < 20_401; n++) {
+      const m = await big.measure(() => big.user.appendList('s', 'l', [item(n)], { expectedCount: n }));
+      expect(m.writes).toBe(1);
+      expect(m.requests).toBeLessThanOrEqual(4);
+    }
+    await check(20_401);
+    // A save that grows the list by 10,000 items is one append (records of ≤ 16 KiB, the log
+    // sealed and rolled over once); reads stay as cheap after it.
+    const much = await big.measure(() => big.user.saveList('s', 'l', items(0, 30_401)));
+    expect(much.result).toMatchObject({ action: 'appended', count: 30_401 });
+    expect(much.writes).toBeLessThanOrEqual(3);
+    await check(30_401);
+    expect((await big.user.getList('s', 'l')).items).toEqual(items(0, 30_401));
   }, 60_000);
 
   it('the locked agent turn (get state, last 50, append 2, fenced save of state), mean over 64 turns: ≤ 2.05 writes, no LIST', async () => {
@@ -264,6 +309,48 @@ describe('append list format on the OSS front (16 KiB logs)', () => {
         ).toMatchObject({ count: i + 1 });
     }
     expect((await user.getList('s', 'l')).items).toEqual(all);
+    await inner.close();
+  }, 60_000);
+
+  it('a first save of a long list (packed, committed by creating the first log) racing 5 others: one creates, the others rewrite; a lost answer is still "created"', async () => {
+    const driver = counting(ossDriver());
+    const prefix = `append-packed-${Date.now()}/`;
+    const user = createStateStore({ driver, prefix, listLogBytes: 16 * KIB }).forUser('u');
+    const contents = Array.from({ length: 6 }, (_, w) =>
+      Array.from({ length: 120 + w }, (_, i) => msg(i * 7 + w)),
+    );
+    const answers = await Promise.all(contents.map((c) => user.saveList('s', 'race', c)));
+    expect(answers.filter((a) => a.action === 'created').length).toBe(1);
+    expect(answers.filter((a) => a.action === 'rewritten').length).toBe(5);
+    const final = await user.getList('s', 'race');
+    const winner = contents.findIndex((c) => chainHash(EMPTY_HASH, c) === final.hash);
+    expect(winner).toBeGreaterThanOrEqual(0);
+    expect(final.items).toEqual(contents[winner]);
+    // Every other content was archived by the rewrite that replaced it.
+    const archived = await user.listArchives('s', 'race');
+    expect(archived.length).toBe(5);
+    // Losers leave nothing behind: the objects are the chain the pointer leads to and the
+    // superseded generations (left to the keep-alive), each a whole generation.
+    expect((await user.getList('s', 'race', { last: 10 })).items).toEqual(contents[winner]?.slice(-10));
+
+    const inner = ossDriver();
+    let lose = 1;
+    const lossy: ObjectStoreDriver = Object.assign(Object.create(inner) as ObjectStoreDriver, {
+      append: async (key: string, body: Uint8Array | string, options: AppendObjectOptions) => {
+        const done = await inner.append(key, body, options);
+        if (lose > 0 && options.position === 0 && key.endsWith('~0000000000000000~0000000000000000~0')) {
+          lose--;
+          throw new ObjectStoreError('answer lost after the append', inner.name, { retryable: true });
+        }
+        return done;
+      },
+    });
+    const other = createStateStore({ driver: lossy, prefix, listLogBytes: 16 * KIB }).forUser('v');
+    const long = contents[0] as unknown[];
+    expect(await other.saveList('s', 'lost', long)).toMatchObject({ action: 'created', count: long.length });
+    expect(lose).toBe(0);
+    expect((await other.getList('s', 'lost')).items).toEqual(long);
+    await driver.close();
     await inner.close();
   }, 60_000);
 

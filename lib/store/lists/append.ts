@@ -79,8 +79,8 @@ const MAX_SUFFIX_BYTES = 8 * 1024 * KIB;
 const MAX_CARRY_BYTES = 64 * KIB;
 /** Index marks of a sealed log are at most this far apart (a quarter log when logs are small). */
 const MAX_MARK_BYTES = 256 * KIB;
-/** Rewrites pack items into records of at most this many bytes (at least one item each). */
-const PACK_RECORD_BYTES = 32 * KIB;
+/** Writes pack items into records of at most this many bytes (at least one item each). */
+const PACK_RECORD_BYTES = 16 * KIB;
 /** Seals a read or a write follows before it gives up (retryable). */
 const MAX_HOPS = 8;
 /** The tag of a list's first generation: fixed, so two first appends race on one name. */
@@ -592,7 +592,10 @@ export class AppendFormat implements ListFormat, StateKeeper {
     return answer(await this.spanOfLog(tail, own, want, Math.max(to, want + 1), keep === 'new'));
   }
 
-  /** The tail a page reads: 64 KiB, or for `last: n` what n items take in the older logs. */
+  /**
+   * The tail a page reads: 64 KiB, or for `last: n` what n items take in the older logs (at least
+   * 64 KiB), plus a record's worth (the tail's first record is cut off).
+   */
   private suffixFor(page: PageOptions, info: LogInfo): number {
     if (page.last === undefined) return SUFFIX_BYTES;
     let bytes = 0;
@@ -601,9 +604,8 @@ export class AppendFormat implements ListFormat, StateKeeper {
       bytes += e.bytes - e.data;
       items += e.count;
     }
-    if (items === 0) return SUFFIX_BYTES;
-    const want = Math.ceil((page.last * bytes * 1.1) / items) + 2 * TRAILER_BYTES + 4 * KIB;
-    return Math.min(MAX_SUFFIX_BYTES, Math.max(SUFFIX_BYTES, want));
+    const want = items === 0 ? 0 : Math.ceil((page.last * bytes * 1.1) / items) + 2 * TRAILER_BYTES + 4 * KIB;
+    return Math.min(MAX_SUFFIX_BYTES, Math.max(SUFFIX_BYTES, want) + PACK_RECORD_BYTES);
   }
 
   /**
@@ -804,21 +806,34 @@ export class AppendFormat implements ListFormat, StateKeeper {
       const { gen } = tail.ref;
       const own = storedItems(items, (i, tag) => this.layout.listItem(s, k, marker.inc, gen, count + i, tag));
       await this.createItems(own.objects);
-      const body = itemLines(own.stored);
-      const bytes = tail.last.bytes + body.length;
-      const after: Trailer = {
-        kind: action === 'created' ? 'n' : 'a',
-        count: count + items.length,
-        hash: next,
-        token: maxToken(token, options.token),
+      const prefixes = prefixHashes(items, hash);
+      const records: Buffer[] = [];
+      let after: Trailer = tail.last;
+      let start = tail.size;
+      for (const part of recordsOf(
+        own.stored,
+        count,
+        (n) => prefixes[n] as string,
+        action === 'created' ? 'n' : 'a',
         wid,
-        start: tail.size,
-        indexEnd: tail.last.indexEnd,
-        bytes,
-      };
-      const record = encodeRecord(body, after);
+      )) {
+        after = {
+          kind: part.kind,
+          count: part.count,
+          hash: part.hash,
+          token: maxToken(token, options.token),
+          wid: part.wid,
+          start,
+          indexEnd: tail.last.indexEnd,
+          bytes: after.bytes + part.body.length,
+        };
+        const record = encodeRecord(part.body, after);
+        records.push(record);
+        start += record.length;
+      }
+      const record = Buffer.concat(records);
       // The append whose items fill the log seals it in the same request.
-      const seals = bytes >= this.logBytes;
+      const seals = after.bytes >= this.logBytes;
       const successor = { ...tail.ref, seq: tail.ref.seq + 1 };
       const out = seals
         ? Buffer.concat([record, sealRecord({ ...after, wid: '' }, tail.size + record.length, successor)])
@@ -964,10 +979,13 @@ export class AppendFormat implements ListFormat, StateKeeper {
       index: [],
       writes: [],
     };
+    if (items.reduce((n: number, item) => n + itemBytes(item), 0) > this.logBytes / 2)
+      return this.createPacked(s, k, marker, items, token, wid);
     const own = storedItems(items, (i, tag) => this.layout.listItem(s, k, marker.inc, ref.gen, i, tag));
     await this.createItems(own.objects);
-    const part: Part = { kind: 'n', body: itemLines(own.stored), count: items.length, hash, wid, own: true };
-    const built = buildLog(info, { count: 0, hash: EMPTY_HASH }, token ?? null, [part]);
+    const prefixes = prefixHashes(items);
+    const parts = recordsOf(own.stored, 0, (n) => prefixes[n] as string, 'n', wid);
+    const built = buildLog(info, { count: 0, hash: EMPTY_HASH }, token ?? null, parts);
     const name = this.name(s, k, marker.inc, ref);
     try {
       await this.ctx.driver.append(name, built.body, {
@@ -990,6 +1008,81 @@ export class AppendFormat implements ListFormat, StateKeeper {
     // Answered only once readers can find it.
     await this.writePointer(s, k, built.info);
     return { result: { action: 'created', count: items.length, hash } };
+  }
+
+  /**
+   * The first write of a list of more than half a log: generation 1 packed as a rewrite packs it
+   * (segments, then the first log), committed by creating the first generation's log (position 0:
+   * whoever creates it owns the list) as an index record and a seal naming that log, so `last: n`
+   * and pages read ~1 MiB objects whatever the first write held.
+   */
+  private async createPacked(
+    s: string,
+    k: string,
+    marker: Marker,
+    items: readonly unknown[],
+    token: number | undefined,
+    wid: string,
+  ): Promise<{ result: ListWriteResult } | { tail: Tail | undefined }> {
+    const { inc } = marker;
+    const prefixes = prefixHashes(items);
+    const count = items.length;
+    const hash = prefixes[count] as string;
+    const recorded = maxToken(null, token);
+    const prepared = this.pack(s, k, inc, 1, items, prefixes, recorded, [[wid, count, hash, 'created']]);
+    const ref: LogRef = { gen: 0, seq: 0, tag: FIRST_TAG };
+    const built = buildLog(
+      this.infoFor(inc, ref, false, 0, EMPTY_HASH, [], []),
+      { count: 0, hash: EMPTY_HASH },
+      recorded,
+      [],
+    );
+    const state: Trailer = {
+      kind: 's',
+      count: 0,
+      hash: EMPTY_HASH,
+      token: recorded,
+      wid,
+      start: 0,
+      indexEnd: built.body.length,
+      bytes: 0,
+    };
+    const body = Buffer.concat([built.body, sealRecord(state, built.body.length, prepared.info)]);
+    const cache: RewriteCache = {};
+    try {
+      await this.createItems(prepared.items);
+      await this.createPrepared(prepared, cache);
+      try {
+        await this.ctx.driver.append(this.name(s, k, inc, ref), body, {
+          position: 0,
+          contentType: NDJSON,
+          metadata: { inc },
+          tags: { kind: 'state' },
+        });
+      } catch (error) {
+        if (definite(error)) throw error;
+        // Someone else's first write, or this one with its answer lost: landed only if the log
+        // ends with this seal. If even that cannot be read, the prepared objects are left to the
+        // keep-alive (never deleted while they may be the list).
+        const after = await this.tailAt(s, k, inc, ref).catch((again: unknown) => {
+          cache.prepared = undefined;
+          throw again;
+        });
+        if (!(after?.last.kind === 's' && after.last.wid === wid)) {
+          try {
+            return { tail: await this.locate(s, k, inc, { ref, repair: true }, true) };
+          } catch (again) {
+            if (again instanceof LogGoneError) return { tail: undefined };
+            throw again;
+          }
+        }
+      }
+      cache.prepared = undefined;
+    } finally {
+      await this.dropPrepared(cache);
+    }
+    await this.writePointer(s, k, prepared.info);
+    return { result: { action: 'created', count, hash } };
   }
 
   /** A replay whose id is older than the tail: the whole current log and its index record's ids. */
@@ -1192,8 +1285,9 @@ export class AppendFormat implements ListFormat, StateKeeper {
     // A damaged chain is replaced in a generation above any it can have had.
     const gen = damaged || !tail ? Math.max(this.ctx.now(), (tail?.ref.gen ?? 0) + 1) : tail.ref.gen + 1;
     if (cache.prepared && cache.prepared.gen !== gen) await this.dropPrepared(cache);
-    if (!cache.prepared) {
-      const prepared = this.pack(
+    let prepared = cache.prepared;
+    if (!prepared) {
+      prepared = this.pack(
         s,
         k,
         inc,
@@ -1206,20 +1300,8 @@ export class AppendFormat implements ListFormat, StateKeeper {
       // Item objects first (never deleted with a rewrite that lost: a winner of the same generation
       // may name the same ones; they go with their generation, see `keepList`).
       await this.createItems(prepared.items);
-      await Promise.all(
-        prepared.objects.map((o) =>
-          o.appendable
-            ? this.createLog(o.name, o.body)
-            : this.ctx.driver
-                .put(o.name, o.body, { contentType: NDJSON, tags: { kind: 'state' }, ifNoneMatch: '*' })
-                .catch((error: unknown) => {
-                  if (!(error instanceof ObjectConditionFailedError)) throw error;
-                }),
-        ),
-      );
-      cache.prepared = prepared;
+      await this.createPrepared(prepared, cache);
     }
-    const prepared = cache.prepared;
     if (performance.now() - startedAt > this.ctx.maxCommitMs)
       throw new BackendError('list write took too long between read and commit; retry', true);
     if (tail && !damaged) {
@@ -1268,6 +1350,22 @@ export class AppendFormat implements ListFormat, StateKeeper {
     return this.readWhole(s, k, inc, await this.infoOf(inc, tail));
   }
 
+  /** Creates a prepared generation's segments and first log (create-only), recorded in `cache`. */
+  private async createPrepared(prepared: Prepared, cache: RewriteCache): Promise<void> {
+    cache.prepared = prepared;
+    await Promise.all(
+      prepared.objects.map((o) =>
+        o.appendable
+          ? this.createLog(o.name, o.body)
+          : this.ctx.driver
+              .put(o.name, o.body, { contentType: NDJSON, tags: { kind: 'state' }, ifNoneMatch: '*' })
+              .catch((error: unknown) => {
+                if (!(error instanceof ObjectConditionFailedError)) throw error;
+              }),
+      ),
+    );
+  }
+
   /** Deletes the objects of a rewrite that did not land (nothing names them). */
   private async dropPrepared(cache: RewriteCache): Promise<void> {
     const prepared = cache.prepared;
@@ -1299,6 +1397,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
     const own = storedItems(items ?? [], (i, leaf) => this.layout.listItem(s, k, inc, gen, i, leaf));
     const list = own.stored;
     const sizes = list.map(itemBytes);
+    const at = (from: number) => (n: number) => prefixes[from + n] as string;
     let split = list.length;
     for (let b = 0; split > 0 && b + (sizes[split - 1] as number) <= this.logBytes / 2; split--)
       b += sizes[split - 1] as number;
@@ -1311,7 +1410,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
       const ref: LogRef = { gen, seq, tag };
       const base = { count: first, hash: prefixes[first] as string };
       const info = this.infoFor(inc, ref, false, first, base.hash, [], []);
-      const built = buildLog(info, base, token, this.parts(list, prefixes, first, end, ''));
+      const built = buildLog(info, base, token, recordsOf(list.slice(first, end), first, at(first), 'r', ''));
       const chunk = parseChunk(built.body, 0, built.body.length);
       index.push({
         ...ref,
@@ -1328,7 +1427,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
     const ref: LogRef = { gen, seq, tag };
     const info = this.infoFor(inc, ref, items === undefined, split, prefixes[split] as string, index, writes);
     const base = { count: split, hash: prefixes[split] as string };
-    const built = buildLog(info, base, token, this.parts(list, prefixes, split, list.length, ''));
+    const built = buildLog(info, base, token, recordsOf(list.slice(split), split, at(split), 'r', ''));
     objects.push({ name: this.name(s, k, inc, ref), body: built.body, appendable: true });
     const count = list.length;
     const hash = prefixes[count] as string;
@@ -1365,32 +1464,6 @@ export class AppendFormat implements ListFormat, StateKeeper {
       index,
       writes,
     };
-  }
-
-  /** Items `[from, to)` as rewritten records of at most `PACK_RECORD_BYTES` each. */
-  private parts(
-    list: readonly unknown[],
-    prefixes: readonly string[],
-    from: number,
-    to: number,
-    wid: string,
-  ) {
-    const parts: Part[] = [];
-    for (let i = from; i < to; ) {
-      let end = i;
-      for (let b = 0; end < to && (end === i || b + itemBytes(list[end]) <= PACK_RECORD_BYTES); end++)
-        b += itemBytes(list[end]);
-      parts.push({
-        kind: 'r',
-        body: itemLines(list.slice(i, end)),
-        count: end,
-        hash: prefixes[end] as string,
-        wid,
-        own: true,
-      });
-      i = end;
-    }
-    return parts;
   }
 
   /** `.list.json`, the reference's whole array, after a rewrite (removed with the list). */
@@ -1510,6 +1583,44 @@ export class AppendFormat implements ListFormat, StateKeeper {
 /** The 16 hex digits a trailer keeps of a write id. */
 function widOf(writeId: string): string {
   return createHash('sha256').update(writeId).digest('hex').slice(0, 16);
+}
+
+/**
+ * Items (stored forms) as records of at most `PACK_RECORD_BYTES` of lines each (an item alone may
+ * be bigger), so every range of a log parses from a trailer within that much; `first` is the
+ * count before them, `hashAfter(n)` the chain hash after n of them. A write's id (`wid`) is on
+ * its last record, and a write of no items is one empty record.
+ */
+function recordsOf(
+  stored: readonly unknown[],
+  first: number,
+  hashAfter: (n: number) => string,
+  kind: Kind,
+  wid: string,
+): Part[] {
+  const parts: Part[] = [];
+  for (let i = 0; i < stored.length; ) {
+    let end = i;
+    for (
+      let b = 0;
+      end < stored.length && (end === i || b + itemBytes(stored[end]) <= PACK_RECORD_BYTES);
+      end++
+    )
+      b += itemBytes(stored[end]);
+    const last = end === stored.length;
+    parts.push({
+      kind,
+      body: itemLines(stored.slice(i, end)),
+      count: first + end,
+      hash: hashAfter(end),
+      wid: last ? wid : '',
+      own: true,
+    });
+    i = end;
+  }
+  if (parts.length === 0 && wid !== '')
+    parts.push({ kind, body: Buffer.alloc(0), count: first, hash: hashAfter(0), wid, own: true });
+  return parts;
 }
 
 function itemLines(items: readonly unknown[]): Buffer {
