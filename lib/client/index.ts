@@ -717,6 +717,47 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   const pageOnly = <T>({ requestId: _, ...page }: PageRead<T>): ListPage<T> => page;
 
   /**
+   * The last `n` items of a list, whole: a server answers `last` from what it reads at once and
+   * may cut it at its old end (a young log or head, an answer's cap); the items before the cut are
+   * read forward a page at a time and checked against the cut page's `baseHash` (a rewrite
+   * meanwhile starts the read again, at most `LIST_READ_RESTARTS` times, then `changed`).
+   */
+  async function readLast<T>(
+    read: (query: PageOptions) => Promise<PageRead<T>>,
+    n: number,
+    changed: (attempts: number) => ListChangedError,
+  ): Promise<ListPage<T>> {
+    for (let attempt = 1; ; attempt++) {
+      const tail = await read({ last: n });
+      const from = Math.max(0, tail.count - n);
+      if (tail.offset <= from) return pageOnly(tail);
+      const before: T[] = [];
+      let baseHash: string | undefined;
+      let last: PageRead<T> = tail;
+      while (from + before.length < tail.offset) {
+        const at = from + before.length;
+        const page = await read({ offset: at, limit: tail.offset - at });
+        last = page;
+        if (page.offset !== at || page.count < tail.count) break; // shorter: rewritten
+        if (page.items.length === 0)
+          throw tagged(
+            new PayloadTooLargeError(`item ${at} of the list is larger than an answer may be`),
+            page,
+          );
+        baseHash ??= page.baseHash;
+        before.push(...page.items.slice(0, tail.offset - at));
+      }
+      if (
+        baseHash !== undefined &&
+        from + before.length === tail.offset &&
+        chainHash(baseHash, before) === tail.baseHash
+      )
+        return { ...pageOnly(tail), items: [...before, ...tail.items], offset: from, baseHash };
+      if (attempt > LIST_READ_RESTARTS) throw tagged(changed(attempt), last);
+    }
+  }
+
+  /**
    * One logical append: one `Idempotency-Key` on every attempt, retried after a lost answer. A 409
    * `append-conflict` reporting exactly the count and hash this append makes from its base (the
    * `expectedHash`, or the hash known for `expectedCount`) is this append having landed; so is the
@@ -1192,26 +1233,34 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
      * Without `limit`, every item from `offset` (default 0) of one snapshot of the list, read a page
      * at a time when it is larger than an answer: a busy appender's later items are left out, a
      * rewrite meanwhile starts the read again, at most 3 times, then `ListChangedError`. With
-     * `limit`, the page the server answers (cut to fit an answer). The count and hash are always
-     * the whole list's.
+     * `last`, the last `last` items whole (the server may cut its answer at the old end: the rest is
+     * read and checked the same way). With `limit`, the page the server answers (cut to fit an
+     * answer). The count and hash are always the whole list's.
      */
     async getList<T>(sessionId: string, key: string, page: PageOptions & CallOptions = {}) {
       const path = paths.list(sessionId, key);
       // Never undefined: a list read answers an absent list as empty.
       const read = async (offset: number | undefined, limit?: number) =>
         (await readPage<T>(path, { offset, limit }, page)) as PageRead<T>;
-      if (page.limit !== undefined || page.last !== undefined) {
+      // `last` with `offset` or `limit` is the server's to refuse.
+      if (page.limit !== undefined || (page.last !== undefined && page.offset !== undefined)) {
         const one = { offset: page.offset, limit: page.limit, last: page.last };
         const result = pageOnly((await readPage<T>(path, one, page)) as PageRead<T>);
         remember(sessionId, key, result);
         return result;
       }
       try {
-        const result = (await readWhole(
-          read,
-          page.offset ?? 0,
-          (attempts) => new ListChangedError(sessionId, key, attempts),
-        )) as ListPage<T>;
+        const changed = (attempts: number) => new ListChangedError(sessionId, key, attempts);
+        if (page.last !== undefined) {
+          const result = await readLast(
+            async (query) => (await readPage<T>(path, query, page)) as PageRead<T>,
+            page.last,
+            changed,
+          );
+          remember(sessionId, key, result);
+          return result;
+        }
+        const result = (await readWhole(read, page.offset ?? 0, changed)) as ListPage<T>;
         remember(sessionId, key, result);
         return result;
       } catch (error) {
