@@ -22,6 +22,7 @@ const ENTRIES = {
   openapi: 'scripts/openapi.ts',
   infra: 'scripts/infra.ts',
   lifecycle: 'scripts/lifecycle.ts',
+  bootstrap: 'scripts/bootstrap.ts',
   // The renderer osls calls at package time (infra/aws/deployment.cjs).
   'sls-deployment': 'scripts/sls-deployment.ts',
 };

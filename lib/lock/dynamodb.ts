@@ -66,14 +66,18 @@ const UNAVAILABLE = new Map<string, BackendResource>([
   ['ExpiredTokenException', 'credentials'],
 ]);
 
+/** The lock table's partition key and TTL attribute (bootstrap and infra create the table with them). */
+export const LOCK_TABLE_KEY = 'lockKey';
+export const LOCK_TTL_ATTRIBUTE = 'ttl';
+
 /** Creates the lock table (on-demand, TTL on `ttl`); for local servers and tests, infra does it in the cloud. */
 export async function createLockTable(client: DynamoDBClient, tableName: string): Promise<void> {
   try {
     await client.send(
       new CreateTableCommand({
         TableName: tableName,
-        AttributeDefinitions: [{ AttributeName: 'lockKey', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'lockKey', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: LOCK_TABLE_KEY, AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: LOCK_TABLE_KEY, KeyType: 'HASH' }],
         BillingMode: 'PAY_PER_REQUEST',
       }),
     );
@@ -93,7 +97,7 @@ export async function createLockTable(client: DynamoDBClient, tableName: string)
     .send(
       new UpdateTimeToLiveCommand({
         TableName: tableName,
-        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+        TimeToLiveSpecification: { AttributeName: LOCK_TTL_ATTRIBUTE, Enabled: true },
       }),
     )
     .catch(() => undefined);

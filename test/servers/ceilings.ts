@@ -59,6 +59,7 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/deploy/ros-template.test.ts',
       'test/deploy/deployment-parameters.test.ts',
       'test/deploy/source-maps.test.ts',
+      'test/deploy/bootstrap.test.ts',
     ],
     seconds: 90,
   },

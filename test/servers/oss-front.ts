@@ -38,9 +38,31 @@
  *   documentation says so); `reset` turns it off;
  * - on demand (`POST /__front/append-position` `{ "ignore": true }`) appends at the end whatever
  *   position is asked, as a backend that ignored the position would, for the backend probe's tests;
- *   `reset` turns it off.
+ *   `reset` turns it off;
+ * - the bucket calls `npm run bootstrap` makes, as OSS documents them (the bucket's ACL, storage
+ *   class and encryption rule kept here, the bucket itself in s3rver):
+ *   PutBucket (https://www.alibabacloud.com/help/en/oss/developer-reference/putbucket): `PUT /<bucket>`
+ *   with an optional `CreateBucketConfiguration` (StorageClass, DataRedundancyType) and `x-oss-acl`
+ *   (default private); for a bucket the caller already owns, 200 and the ACL changed when one is
+ *   given (OSS: "subsequent calls modify its metadata"); 409 BucketAlreadyExists for a bucket of
+ *   another account; 400 InvalidBucketName, InvalidArgument (ACL, redundancy), InvalidStorageClass.
+ *   GetBucketInfo (`?bucketInfo`, https://www.alibabacloud.com/help/en/oss/developer-reference/getbucketinfo):
+ *   name, creation date, storage class, owner, `AccessControlList/Grant`, and
+ *   `ServerSideEncryptionRule/SSEAlgorithm` (`None` without a rule). GetBucketAcl / PutBucketAcl
+ *   (`?acl`, `x-oss-acl`). PutBucketEncryption / GetBucketEncryption / DeleteBucketEncryption
+ *   (`?encryption`, https://www.alibabacloud.com/help/en/oss/developer-reference/putbucketencryption):
+ *   SSEAlgorithm AES256, KMS or SM4, KMSMasterKeyID only with KMS (else 400 InvalidArgument), 400
+ *   InvalidEncryptionAlgorithmError for another algorithm; 404 NoSuchServerSideEncryptionRule
+ *   without a rule. Lifecycle (`?lifecycle`) is stored by the S3 front as sent (tests read it
+ *   there); here a missing bucket gets 404 NoSuchBucket and a bucket without rules 404
+ *   NoSuchLifecycle, OSS's codes. DeleteBucket passes through (the bucket's state goes with it);
+ * - on demand (`POST /__front/foreign-buckets` `{ "names": [...] }`) treats buckets as another
+ *   account's: PutBucket gets 409 BucketAlreadyExists, the other bucket calls 403 AccessDenied;
+ *   `reset` forgets them.
  *
- * Not emulated for appendable objects: versioning, archive restores, server-side encryption.
+ * Not emulated for appendable objects: versioning, archive restores, server-side encryption. Not
+ * emulated for buckets: ACLs (and encryption rules) are kept and reported, not enforced (every
+ * request needs a signature; objects are not encrypted), Block Public Access, bucket policies.
  */
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
@@ -66,8 +88,10 @@ import { type FaultRule, parseRange, ruleMatches } from './s3-front.js';
 const SUBRESOURCES = new Set([
   'acl',
   'append',
+  'bucketInfo',
   'continuation-token',
   'delete',
+  'encryption',
   'lifecycle',
   'location',
   'objectMeta',
@@ -116,6 +140,10 @@ export async function startOssFront(
   const folder = await fsp.mkdtemp(nodePath.join(tmpdir(), 'oss-front-append-'));
   /** One lock per `bucket/key`: PUT, DELETE, COPY (of the target), append and the key's reads. */
   const locks = new KeyedMutex();
+  /** What OSS keeps about each bucket and s3rver does not, by name (a bucket s3rver has but the front never saw gets the defaults). */
+  const buckets = new Map<string, BucketState>();
+  /** Buckets of another account, until `reset`. */
+  let foreignBuckets = new Set<string>();
 
   const applyOssFault = (rule: FaultRule | undefined, res: http.ServerResponse) =>
     applyFault(rule, res, OSS_FAULTS, sendError);
@@ -138,10 +166,14 @@ export async function startOssFront(
       else if (path === 'versioning') versioning = (JSON.parse(body.toString()) as { status: string }).status;
       else if (path === 'append-position')
         ignorePosition = (JSON.parse(body.toString()) as { ignore: boolean }).ignore;
+      else if (path === 'foreign-buckets')
+        for (const name of (JSON.parse(body.toString()) as { names: string[] }).names)
+          foreignBuckets.add(name);
       else if (path === 'reset') {
         faults.reset();
         versioning = 'Off';
         ignorePosition = false;
+        foreignBuckets = new Set();
       } else if (path === 'injected')
         return void res.writeHead(200).end(JSON.stringify({ injected: faults.injected }));
       return void res.writeHead(204).end();
@@ -162,6 +194,7 @@ export async function startOssFront(
     if (!key) {
       if (method === 'GET' && isListing(query)) return listObjects(bucket, query, req, res);
       if (method === 'POST' && query.has('delete')) return deleteObjects(bucket, req, res);
+      if (isBucketCall(method, query)) return bucketCall(bucket, method, query, req, res);
       await forward(req, res, method, query);
       return;
     }
@@ -263,6 +296,194 @@ export async function startOssFront(
     const object = (method === 'GET' || method === 'HEAD') && !query.has('tagging') && !query.has('uploadId');
     answer(res, up, method, headers['if-none-match'] === '*' && method === 'PUT', object);
     return up.status;
+  }
+
+  /** The state of a bucket s3rver has (the defaults for one the front never saw), or undefined. */
+  async function bucketState(bucket: string): Promise<BucketState | undefined> {
+    const head = await request(upstream, 'HEAD', `/${encodeURIComponent(bucket)}`, {});
+    if (head.status !== 200) {
+      buckets.delete(bucket);
+      return undefined;
+    }
+    let state = buckets.get(bucket);
+    if (!state) {
+      state = { acl: 'private', storageClass: 'Standard', dataRedundancyType: 'LRS', created: new Date() };
+      buckets.set(bucket, state);
+    }
+    return state;
+  }
+
+  /** PutBucket, GetBucketInfo, the bucket's ACL, encryption and lifecycle, DeleteBucket (see the header). */
+  async function bucketCall(
+    bucket: string,
+    method: string,
+    query: URLSearchParams,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    const body = await readBody(req);
+    const create = method === 'PUT' && query.size === 0;
+    if (foreignBuckets.has(bucket)) {
+      if (create) {
+        return sendError(
+          res,
+          409,
+          'BucketAlreadyExists',
+          'The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again.',
+        );
+      }
+      return sendError(res, 403, 'AccessDenied', 'You do not have permission to access this bucket.');
+    }
+    if (create) return putBucket(bucket, body.toString('utf8'), req, res);
+    const state = await bucketState(bucket);
+    if (!state) return sendError(res, 404, 'NoSuchBucket', 'The specified bucket does not exist.');
+    if (query.has('lifecycle')) {
+      const headers: http.OutgoingHttpHeaders = { 'content-length': String(body.length) };
+      if (req.headers['content-type']) headers['content-type'] = req.headers['content-type'];
+      const path = `/${encodeURIComponent(bucket)}?lifecycle`;
+      const up = await request(upstream, method, path, headers, method === 'PUT' ? body : undefined);
+      if (
+        up.status === 404 &&
+        xmlValues(up.body.toString('utf8'), 'Code')[0] === 'NoSuchLifecycleConfiguration'
+      ) {
+        return sendError(res, 404, 'NoSuchLifecycle', 'No Row found in Lifecycle Table.');
+      }
+      return answer(res, up, method, false, false);
+    }
+    if (query.has('bucketInfo') && method === 'GET') return sendXml(res, 200, bucketInfoXml(bucket, state));
+    if (query.has('acl') && method === 'GET') {
+      return sendXml(
+        res,
+        200,
+        `<AccessControlPolicy>${OWNER}<AccessControlList><Grant>${state.acl}</Grant></AccessControlList></AccessControlPolicy>`,
+      );
+    }
+    if (query.has('acl') && method === 'PUT') {
+      const acl = String(req.headers['x-oss-acl'] ?? '');
+      if (!BUCKET_ACLS.has(acl))
+        return sendError(res, 400, 'InvalidArgument', 'no such bucket access control exists');
+      state.acl = acl;
+      return void res.writeHead(200, { 'x-oss-request-id': randomUUID(), 'content-length': '0' }).end();
+    }
+    if (query.has('encryption')) return bucketEncryption(state, method, body.toString('utf8'), res);
+    if (method === 'DELETE' && query.size === 0) {
+      const up = await request(upstream, 'DELETE', `/${encodeURIComponent(bucket)}`, {});
+      if (up.status < 300) buckets.delete(bucket);
+      return answer(res, up, method, false, false);
+    }
+    sendError(res, 405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.');
+  }
+
+  /** PutBucket: creates the bucket in s3rver, or (the caller owns it already) changes its ACL if one is given. */
+  async function putBucket(
+    bucket: string,
+    xml: string,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    const acl = req.headers['x-oss-acl'] === undefined ? undefined : String(req.headers['x-oss-acl']);
+    if (!BUCKET_NAME.test(bucket)) {
+      return sendError(res, 400, 'InvalidBucketName', 'The specified bucket is not valid.');
+    }
+    if (acl !== undefined && !BUCKET_ACLS.has(acl)) {
+      return sendError(res, 400, 'InvalidArgument', 'no such bucket access control exists');
+    }
+    const storageClass = xmlValues(xml, 'StorageClass')[0] ?? 'Standard';
+    const dataRedundancyType = xmlValues(xml, 'DataRedundancyType')[0] ?? 'LRS';
+    if (!BUCKET_CLASSES.has(storageClass)) {
+      return sendError(res, 400, 'InvalidStorageClass', 'The storage class you specified is not valid.');
+    }
+    if (!REDUNDANCY_TYPES.has(dataRedundancyType)) {
+      return sendError(res, 400, 'InvalidArgument', 'The data redundancy type you specified is not valid.');
+    }
+    const ok = () =>
+      void res
+        .writeHead(200, { location: `/${bucket}`, 'content-length': '0', 'x-oss-request-id': randomUUID() })
+        .end();
+    const existing = await bucketState(bucket);
+    if (existing) {
+      if (acl !== undefined) existing.acl = acl;
+      return ok();
+    }
+    const up = await request(upstream, 'PUT', `/${encodeURIComponent(bucket)}`, {});
+    if (up.status >= 300 && (await bucketState(bucket)) === undefined)
+      return answer(res, up, 'PUT', false, false);
+    buckets.set(bucket, { acl: acl ?? 'private', storageClass, dataRedundancyType, created: new Date() });
+    ok();
+  }
+
+  /** GetBucketInfo's answer. */
+  function bucketInfoXml(bucket: string, state: BucketState): string {
+    const sse = state.encryption
+      ? `<SSEAlgorithm>${state.encryption.algorithm}</SSEAlgorithm>${state.encryption.kmsMasterKeyId ? `<KMSMasterKeyID>${xmlEscape(state.encryption.kmsMasterKeyId)}</KMSMasterKeyID>` : ''}`
+      : '<SSEAlgorithm>None</SSEAlgorithm>';
+    const host = `localhost:${port}`;
+    return `<BucketInfo><Bucket><AccessMonitor>Disabled</AccessMonitor><CreationDate>${state.created.toISOString()}</CreationDate><ExtranetEndpoint>${host}</ExtranetEndpoint><IntranetEndpoint>${host}</IntranetEndpoint><Location>${LOCATION}</Location><StorageClass>${state.storageClass}</StorageClass><TransferAcceleration>Disabled</TransferAcceleration><CrossRegionReplication>Disabled</CrossRegionReplication><DataRedundancyType>${state.dataRedundancyType}</DataRedundancyType><Name>${xmlEscape(bucket)}</Name><ResourceGroupId>rg-default-id</ResourceGroupId>${versioning === 'Off' ? '' : `<Versioning>${versioning}</Versioning>`}${OWNER}<AccessControlList><Grant>${state.acl}</Grant></AccessControlList><ServerSideEncryptionRule>${sse}</ServerSideEncryptionRule><BucketPolicy><LogBucket></LogBucket><LogPrefix></LogPrefix></BucketPolicy></Bucket></BucketInfo>`;
+  }
+
+  /** `?encryption` of a bucket: PutBucketEncryption, GetBucketEncryption, DeleteBucketEncryption. */
+  async function bucketEncryption(
+    state: BucketState,
+    method: string,
+    xml: string,
+    res: http.ServerResponse,
+  ): Promise<void> {
+    const done = (status: number) =>
+      void res.writeHead(status, { 'x-oss-request-id': randomUUID(), 'content-length': '0' }).end();
+    if (method === 'DELETE') {
+      delete state.encryption;
+      return done(204);
+    }
+    if (method === 'GET') {
+      const rule = state.encryption;
+      if (!rule) {
+        return sendError(
+          res,
+          404,
+          'NoSuchServerSideEncryptionRule',
+          'The server side encryption configuration was not found.',
+        );
+      }
+      const key = rule.kmsMasterKeyId
+        ? `<KMSMasterKeyID>${xmlEscape(rule.kmsMasterKeyId)}</KMSMasterKeyID>`
+        : '';
+      return sendXml(
+        res,
+        200,
+        `<ServerSideEncryptionRule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>${rule.algorithm}</SSEAlgorithm>${key}</ApplyServerSideEncryptionByDefault></ServerSideEncryptionRule>`,
+      );
+    }
+    if (method !== 'PUT') {
+      return sendError(
+        res,
+        405,
+        'MethodNotAllowed',
+        'The specified method is not allowed against this resource.',
+      );
+    }
+    const algorithm = xmlValues(xml, 'SSEAlgorithm')[0];
+    const kmsMasterKeyId = xmlValues(xml, 'KMSMasterKeyID')[0] || undefined;
+    if (algorithm === undefined || !/<ApplyServerSideEncryptionByDefault>/.test(xml)) {
+      return sendError(res, 400, 'MalformedXML', 'The XML you provided was not well-formed.');
+    }
+    if (!SSE_ALGORITHMS.has(algorithm)) {
+      return sendError(
+        res,
+        400,
+        'InvalidEncryptionAlgorithmError',
+        'The encryption request you specified is not valid.',
+      );
+    }
+    if (kmsMasterKeyId !== undefined && algorithm !== 'KMS') {
+      return sendError(
+        res,
+        400,
+        'InvalidArgument',
+        'KMSMasterKeyID is not applicable if the default sse algorithm is not KMS.',
+      );
+    }
+    state.encryption = { algorithm, ...(kmsMasterKeyId ? { kmsMasterKeyId } : {}) };
+    done(200);
   }
 
   /** Removes an appendable object (its key's lock held). */
@@ -699,12 +920,41 @@ interface ListEntry {
   readonly prefix?: true;
 }
 
+/** What the front keeps about a bucket (s3rver has the bucket itself). */
+interface BucketState {
+  acl: string;
+  readonly storageClass: string;
+  readonly dataRedundancyType: string;
+  readonly created: Date;
+  /** The default server-side encryption rule, if one was put. */
+  encryption?: { readonly algorithm: string; readonly kmsMasterKeyId?: string };
+}
+
+/** Bucket ACLs (`x-oss-acl`). */
+const BUCKET_ACLS = new Set(['private', 'public-read', 'public-read-write']);
+/** A bucket's storage classes (`CreateBucketConfiguration/StorageClass`). */
+const BUCKET_CLASSES = new Set(['Standard', 'IA', 'Archive', 'ColdArchive', 'DeepColdArchive']);
+/** `CreateBucketConfiguration/DataRedundancyType`. */
+const REDUNDANCY_TYPES = new Set(['LRS', 'ZRS']);
+/** PutBucketEncryption's `SSEAlgorithm`. */
+const SSE_ALGORITHMS = new Set(['AES256', 'KMS', 'SM4']);
+/** OSS bucket names: 3 to 63 lowercase letters, digits and hyphens, starting and ending with a letter or digit. */
+const BUCKET_NAME = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
+/** The region GetBucketInfo names (the front has none). */
+const LOCATION = 'oss-local';
+
 /** The classes AppendObject accepts (not the cold archives). */
 const APPENDABLE_CLASSES = new Set(['Standard', 'IA', 'Archive']);
 /** The owner listings name (the one account the front knows). */
 const OWNER = '<Owner><ID>front-owner</ID><DisplayName>front-owner</DisplayName></Owner>';
 /** The front's continuation tokens start with this. */
 const TOKEN = 'front-';
+
+/** Whether a request on a bucket (no key) is one of the bucket calls the front answers itself. */
+function isBucketCall(method: string, query: URLSearchParams): boolean {
+  if (query.size === 0) return method === 'PUT' || method === 'DELETE';
+  return ['bucketInfo', 'acl', 'encryption', 'lifecycle'].some((name) => query.has(name));
+}
 
 /** Whether a bucket GET is a listing (V2, or V1 with no other subresource). */
 function isListing(query: URLSearchParams): boolean {

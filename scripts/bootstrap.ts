@@ -1,0 +1,85 @@
+/**
+ * `npm run bootstrap`: creates the bucket (private, encrypted, with the lifecycle rules) and the
+ * DynamoDB lock table that the environment names, as the functions read it (STORE_BACKEND, S3_* or
+ * OSS_*, LOCK_BACKEND, LOCK_TABLE, DYNAMODB_*, the lifecycle deployment parameters, STATE_PREFIX),
+ * idempotently; prints one line per step (lib/lifecycle/bootstrap.ts) and a last line saying whether
+ * anything changed. Exit status 1 when a step fails, after the lines of the steps before it.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type Config, loadConfigOrExit } from '../lib/config.js';
+import { createOssClient } from '../lib/drivers/oss.js';
+import { createS3Client } from '../lib/drivers/s3.js';
+import {
+  type BootstrapClients,
+  BootstrapError,
+  bootstrap,
+  deployedLifecycle,
+  formatStep,
+  summarize,
+} from '../lib/lifecycle/bootstrap.js';
+import { DeploymentParameterError } from '../lib/lifecycle/deployment.js';
+
+// Bootstrap serves no requests: the local server's authentication settings do not apply to it.
+const config = loadConfigOrExit({ ...process.env, ALLOW_ANONYMOUS: 'true' });
+
+/** The clients of the configured backends, built as the functions build theirs (lib/http/backends/). */
+function clientsFor(c: Config): BootstrapClients {
+  return {
+    ...(c.STORE_BACKEND === 's3'
+      ? { s3: createS3Client({ endpoint: c.S3_ENDPOINT, region: c.S3_REGION }) }
+      : {}),
+    ...(c.STORE_BACKEND === 'oss'
+      ? {
+          oss: createOssClient({
+            bucket: c.OSS_BUCKET as string,
+            region: c.OSS_REGION,
+            endpoint: c.OSS_ENDPOINT,
+            accessKeyId: c.OSS_ACCESS_KEY_ID ?? c.ALIBABA_CLOUD_ACCESS_KEY_ID ?? '',
+            accessKeySecret: c.OSS_ACCESS_KEY_SECRET ?? c.ALIBABA_CLOUD_ACCESS_KEY_SECRET ?? '',
+            stsToken: c.OSS_STS_TOKEN ?? c.ALIBABA_CLOUD_SECURITY_TOKEN,
+          }),
+        }
+      : {}),
+    ...(c.LOCK_BACKEND === 'dynamodb'
+      ? {
+          dynamodb: new DynamoDBClient({
+            region: c.DYNAMODB_REGION ?? process.env.AWS_REGION ?? 'us-east-1',
+            ...(c.DYNAMODB_ENDPOINT ? { endpoint: c.DYNAMODB_ENDPOINT } : {}),
+          }),
+        }
+      : {}),
+  };
+}
+
+const where = {
+  s3: `S3_BUCKET=${config.S3_BUCKET}${config.S3_ENDPOINT ? ` at ${config.S3_ENDPOINT}` : ''}`,
+  oss: `OSS_BUCKET=${config.OSS_BUCKET} at ${config.OSS_ENDPOINT ?? config.OSS_REGION}`,
+  fs: `DATA_DIR=${config.DATA_DIR}`,
+  memory: 'in memory',
+}[config.STORE_BACKEND];
+const lock =
+  config.LOCK_BACKEND === 'dynamodb'
+    ? `LOCK_TABLE=${config.LOCK_TABLE}${config.DYNAMODB_ENDPOINT ? ` at ${config.DYNAMODB_ENDPOINT}` : ''}`
+    : 'in-process';
+console.log(
+  `bootstrap: STORE_BACKEND=${config.STORE_BACKEND} (${where}), LOCK_BACKEND=${config.LOCK_BACKEND} (${lock})`,
+);
+
+const clients = clientsFor(config);
+try {
+  const backend = config.STORE_BACKEND === 'oss' ? 'oss' : 's3';
+  const steps = await bootstrap({
+    config,
+    clients,
+    lifecycle: deployedLifecycle(backend),
+    onStep: (step) => console.log(formatStep(step)),
+  });
+  console.log(`bootstrap: ${summarize(steps)}`);
+} catch (error) {
+  if (!(error instanceof BootstrapError || error instanceof DeploymentParameterError)) throw error;
+  console.error(`bootstrap failed: ${error.message}`);
+  process.exitCode = 1;
+} finally {
+  clients.s3?.destroy();
+  clients.dynamodb?.destroy();
+}
