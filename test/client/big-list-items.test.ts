@@ -63,7 +63,8 @@ describe('list items over the answer cap', () => {
     expect(whole.items).toEqual(items);
     expect(whole.hash).toBe(chainHash(EMPTY_HASH, items));
     expect((await alice.getList('s', 'memory', { offset: 1, limit: 1 })).items).toEqual([huge]);
-    expect((await alice.getList('s', 'memory', { last: 2 })).items).toEqual(items.slice(2));
+    // The server cuts `last: 2` before the big item; the client reads it (through its 303) too.
+    expect((await alice.getList('s', 'memory', { last: 2 })).items).toEqual(items.slice(1));
     expect(await alice.locateListItem('s', 'memory', 0)).toBeUndefined();
     expect((await alice.locateListItem('s', 'memory', 1))?.size).toBeGreaterThan(5 * MIB);
   }, 60_000);
