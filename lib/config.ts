@@ -7,6 +7,45 @@ import type { BackendResource } from './store/errors.js';
 import { DEFAULT_BODY_LIMIT_BYTES } from './store/limits.js';
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+/** The origins browsers may call the API from (CORS_ORIGINS): any (`*`), or these exact origins. */
+export type CorsOrigins = '*' | readonly string[];
+
+/**
+ * Reads CORS_ORIGINS: `*` alone, or a comma-separated list of exact origins, each as a browser
+ * sends it in `Origin` (`scheme://host[:port]`: http or https, lowercase host, no default port, no
+ * path, no trailing slash). Throws an Error saying what is wrong with the first bad entry, named by
+ * its position; with `quote` (the deployment parameter, checked by this function at package time),
+ * by its value, with the origin to write instead.
+ */
+export function parseCorsOrigins(raw: string, { quote = false } = {}): CorsOrigins {
+  const entries = raw.split(',').map((entry) => entry.trim());
+  if (entries.length === 1 && entries[0] === '*') return '*';
+  const origins: string[] = [];
+  for (const [index, entry] of entries.entries()) {
+    const which = quote ? JSON.stringify(entry) : `origin ${index + 1}`;
+    if (entry === '') throw new Error(`${which} is empty (a stray comma?)`);
+    if (entry === '*') throw new Error(`${which} is *, which allows every origin and must stand alone`);
+    const url = URL.canParse(entry) ? new URL(entry) : undefined;
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:'))
+      throw new Error(`${which} is not an http(s) origin (scheme://host[:port])`);
+    if (url.origin !== entry)
+      throw new Error(
+        `${which} is not an origin as browsers send it (lowercase host, no default port, no path, no trailing slash)${quote ? `: write ${JSON.stringify(url.origin)}` : ''}`,
+      );
+    if (!origins.includes(entry)) origins.push(entry);
+  }
+  return origins;
+}
+
+const corsOrigins = z.string().transform((raw, ctx): CorsOrigins => {
+  try {
+    return parseCorsOrigins(raw);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: (error as Error).message });
+    return z.NEVER;
+  }
+});
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 const schema = z
@@ -47,6 +86,8 @@ const schema = z
     AUTH_AUDIENCE: z.string().optional(),
     AUTH_USER_CLAIM: z.string().min(1).default('sub'),
     ALLOW_ANONYMOUS: bool.default(false),
+    // Off when unset: no answer carries CORS headers and OPTIONS is answered as any other method.
+    CORS_ORIGINS: corsOrigins.optional(),
     BODY_LIMIT_BYTES: int(1024, 32 * 1024 * 1024).default(DEFAULT_BODY_LIMIT_BYTES),
     PRESIGN_EXPIRES_SECONDS: int(60, 7 * 24 * 3600).default(900),
     ARCHIVE_ENCODING: z.enum(['identity', 'gzip', 'br']).default('gzip'),

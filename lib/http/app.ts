@@ -94,6 +94,7 @@ export function createApp(config: Config, parts: AppParts): App {
     lock: parts.lock,
     auth: parts.auth ?? authFor(config),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    cors: config.CORS_ORIGINS,
     openapi: openApiDocument,
     onResponse: ({ request, route, response, error, ms }) => {
       const code =

@@ -11,6 +11,8 @@ import { type PathParam, patternSegments } from '../protocol/paths.js';
 import { PROBLEMS, type ProblemCode } from '../protocol/problems.js';
 import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER, schemaName, schemas } from '../protocol/schemas.js';
 import { PLAIN_ID } from '../store/ids.js';
+import { COMPRESS_MIN_BYTES } from './compression.js';
+import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS, CORS_METHODS } from './cors.js';
 import { ROUTES } from './router.js';
 import { type AnswerHeader, type AnswerSpec, problemsOf, type Route, TAGS } from './routes/index.js';
 
@@ -55,6 +57,7 @@ const ANSWER_DESCRIPTIONS: Record<number, string> = {
   202: 'accepted: ask again after Retry-After',
   204: 'done (no body)',
   303: 'see Location',
+  304: 'not modified: If-None-Match names the current version (no body)',
   404: 'not found',
 };
 
@@ -73,7 +76,7 @@ const HEADERS: Record<AnswerHeader | typeof REQUEST_ID_HEADER | 'Allow', Record<
   },
   ETag: {
     description:
-      'The version as a strong entity tag: `"<etag>"` of a value (send it back as If-Match to save over exactly that version), or `"<hash>"` of a list (its chain hash, for If-Match on a read).',
+      'The version as a strong entity tag: `"<etag>"` of a value (send it back as If-Match to save over exactly that version), or `"<hash>"` of a list (its chain hash, for If-Match on a read or a whole-list save). Send it as If-None-Match on a read to be answered 304 while it is current. A compressed answer keeps it: it names the version, not the bytes.',
     schema: { type: 'string' },
   },
   Location: {
@@ -91,6 +94,15 @@ const HEADERS: Record<AnswerHeader | typeof REQUEST_ID_HEADER | 'Allow', Record<
     schema: { type: 'string' },
   },
 };
+
+/** What every route does alike (lib/http/cors.ts, compression.ts, the router), for the document's description. */
+const HTTP_CONVENTIONS = [
+  '**HTTP conventions.**',
+  `- CORS: with \`CORS_ORIGINS\` set (exact origins, or \`*\`; off by default), a preflight (\`OPTIONS\` with \`Origin\` and \`Access-Control-Request-Method\`) from an allowed origin is answered 204 with \`Access-Control-Allow-Origin\` (the origin, with \`Vary: Origin\`), \`Access-Control-Allow-Methods: ${CORS_METHODS.join(', ')}\`, \`Access-Control-Allow-Headers: ${CORS_ALLOWED_HEADERS.join(', ')}\` and \`Access-Control-Max-Age: ${CORS_MAX_AGE_SECONDS}\`; the answers to an allowed origin carry \`Access-Control-Allow-Origin\` and \`Access-Control-Expose-Headers: ${CORS_EXPOSED_HEADERS.join(', ')}\`. Another origin gets no CORS headers, and OPTIONS is then answered as an unknown method (405). On AWS, API Gateway answers preflights itself from the same settings; on Function Compute, the HTTP trigger's JWT check refuses preflights (they carry no token).`,
+  `- Compression: a GET answer (2xx) of more than ${COMPRESS_MIN_BYTES} bytes is compressed when \`Accept-Encoding\` accepts \`br\` or \`gzip\` (q-values honoured; \`br\` when both are equally acceptable), with \`Content-Encoding\`; the ETag is unchanged. Every answer of a GET operation carries \`Vary: Accept-Encoding\`. 204, 304 and HEAD answers are never compressed.`,
+  '- Conditional reads: `If-None-Match` on getValue and getList (and their HEAD) answers 304 without a body, with the ETag, while it names the current version (weak comparison; `*` matches any current version). A list\'s ETag is `"<hash>"` whatever page was read.',
+  "- HEAD on a value (headValue): what GET answers, without the body, with the body's Content-Length.",
+].join('\n');
 
 /** The JSON Schema of a zod schema, as the document embeds it (without `$schema` or `$id`). */
 const jsonSchema = (schema: z.core.$ZodType, io: 'input' | 'output' = 'output') => {
@@ -281,12 +293,14 @@ function shareResponses(operations: readonly Operation[]) {
       let name = names.get(key);
       if (!name) {
         const codes = (response as { 'x-problem-codes'?: string[] })['x-problem-codes'] ?? [];
-        const base =
+        const kind =
           status === 'default'
             ? 'OtherProblem'
             : codes.length
               ? codes.map(pascal).join('Or')
               : `Gateway${status}`;
+        // Only HEAD operations' error responses have no content.
+        const base = 'content' in (response as object) ? kind : `${kind}OfHead`;
         name = base;
         for (let n = 2; name in components; n++) name = `${base}${n}`;
         names.set(key, name);
@@ -326,12 +340,16 @@ export function openApiDocument(): Record<string, unknown> {
   const operations: Operation[] = [];
   const ids = new Set<string>();
   for (const route of ROUTES) {
-    if (ids.has(route.operationId)) throw new Error(`operationId ${route.operationId} is declared twice`);
-    ids.add(route.operationId);
-    const operation = operationOf(route);
-    operations.push(operation);
     paths[route.pattern] ??= {};
-    (paths[route.pattern] as Record<string, unknown>)[route.method.toLowerCase()] = operation;
+    // A GET route that answers HEAD too has a HEAD operation of its own: the same answers, no bodies.
+    const heads = route.head ? [{ ...route, ...route.head, method: 'HEAD' as const }] : [];
+    for (const r of [route, ...heads]) {
+      if (ids.has(r.operationId)) throw new Error(`operationId ${r.operationId} is declared twice`);
+      ids.add(r.operationId);
+      const operation = operationOf(r);
+      operations.push(operation);
+      (paths[route.pattern] as Record<string, unknown>)[r.method.toLowerCase()] = operation;
+    }
   }
   const responses = shareResponses(operations);
   return {
@@ -344,6 +362,7 @@ export function openApiDocument(): Record<string, unknown> {
         `Every answer the router makes carries \`${REQUEST_ID_HEADER}\`. Errors are RFC 9457 problem documents (\`application/problem+json\`) with a stable \`code\`; each operation lists the codes it may answer, under their status (and as \`x-problem-codes\`):`,
         problemTable(),
         'The local server also answers `OPTIONS *` with 204 and `Allow`: every method of the API.',
+        HTTP_CONVENTIONS,
       ].join('\n\n'),
     },
     servers: [{ url: 'http://127.0.0.1:8787', description: 'the local server (npm start)' }],

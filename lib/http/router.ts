@@ -4,7 +4,9 @@
  * so a request costs one map lookup per segment of its path. The router then validates what the
  * matched route declares (path parameters, body, query, headers) and calls its handler with the
  * parsed inputs; one error map (problems.ts) turns typed errors into RFC 9457 responses. Every
- * answer carries `X-Request-Id`.
+ * answer carries `X-Request-Id`. The HTTP conventions are applied here, on every platform alike:
+ * CORS (cors.ts), compression and `Vary: Accept-Encoding` on GET routes (compression.ts), and HEAD
+ * on a GET route that declares `head` (its answer without the body, with the body's Content-Length).
  */
 import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
@@ -14,8 +16,10 @@ import { decodeUrlId } from '../protocol/url-ids.js';
 import { ValidationError } from '../store/errors.js';
 import { parseIJson } from '../store/ijson.js';
 import { DEFAULT_BODY_LIMIT_BYTES } from '../store/limits.js';
+import { negotiated } from './compression.js';
+import { preflight, withCors } from './cors.js';
 import { HttpProblem, toProblem } from './problems.js';
-import { ROUTES, type Route, type RouterDeps } from './routes/index.js';
+import { methodsOf, ROUTES, type Route, type RouterDeps } from './routes/index.js';
 import type { HttpHandler, HttpRequest, HttpResponse } from './types.js';
 
 export type { Route, RouterDeps };
@@ -62,8 +66,12 @@ export function compileRoutes(routes: readonly Route[]): RouteTree {
     }
     at.methods ??= new Map();
     at.pattern ??= route.pattern;
-    if (at.methods.has(route.method)) throw new Error(`${route.method} ${route.pattern} is declared twice`);
-    at.methods.set(route.method, route);
+    if (route.head && route.method !== 'GET')
+      throw new Error(`${route.method} ${route.pattern}: head on a route that is not a GET`);
+    for (const method of methodsOf(route)) {
+      if (at.methods.has(method)) throw new Error(`${method} ${route.pattern} is declared twice`);
+      at.methods.set(method, route);
+    }
   }
   return root;
 }
@@ -132,20 +140,29 @@ export function createRouter(deps: RouterDeps, routes: readonly Route[] = ROUTES
   const root = routes === ROUTES ? TABLE : compileRoutes(routes);
   return async (request) => {
     const started = performance.now();
+    const method = request.method.toUpperCase();
     let route = 'unmatched';
+    let matched: Route | undefined;
     let error: unknown;
     let response: HttpResponse;
-    try {
+    const dispatch = async (): Promise<HttpResponse> => {
       const path = request.path.length > 1 ? request.path.replace(/\/+$/, '') : request.path;
       const found = lookup(root, path.split('/'));
       if (!found) throw new HttpProblem('not-found', 'no such resource');
       const methods = found.node.methods as Map<string, Route>;
-      const r = methods.get(request.method.toUpperCase());
+      const r = methods.get(method);
       if (!r) {
+        // A preflight from an allowed origin (CORS on); any other OPTIONS is a method like another.
+        const answer = preflight(deps.cors, request);
+        if (answer) {
+          route = `OPTIONS ${found.node.pattern}`;
+          return answer;
+        }
         const allow = [...methods.keys()].join(', ');
         throw new HttpProblem('method-not-allowed', `use ${allow}`, {}, { allow });
       }
-      route = `${r.method} ${r.pattern}`;
+      matched = r;
+      route = `${method} ${r.pattern}`;
       if (request.body && request.body.byteLength > limit) {
         throw new HttpProblem('payload-too-large', 'the request body is too large', { limit });
       }
@@ -159,14 +176,26 @@ export function createRouter(deps: RouterDeps, routes: readonly Route[] = ROUTES
       const body = r.body ? parseBody(request, r as Route & { body: z.ZodMiniType }) : undefined;
       const query = r.query ? parseQuery(request, r.query) : undefined;
       const headers = r.headers ? parseHeaders(request, r.headers) : undefined;
-      response = await r.handle({ request, params, user, userId, deps, limit, body, query, headers });
+      return r.handle({ request, params, user, userId, deps, limit, body, query, headers });
+    };
+    try {
+      response = await dispatch();
     } catch (caught) {
       const mapped = toProblem(caught, request.requestId);
       response = mapped.response;
       if (mapped.internal || mapped.log) error = caught;
     }
+    if (matched?.method === 'GET')
+      response = await negotiated(method, request.headers['accept-encoding'], response);
+    if (method === 'HEAD') {
+      // The answer GET would give, without its body (whose length Content-Length still says).
+      const { body, ...head } = response;
+      const headers: Record<string, string> = { ...head.headers };
+      if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+      response = { ...head, headers };
+    }
+    response = withCors(response, deps.cors, request);
     response = { ...response, headers: { ...response.headers, [REQUEST_ID]: request.requestId } };
-    if (request.method.toUpperCase() === 'HEAD') response = { ...response, body: undefined };
     deps.onResponse?.({ request, route, response, error, ms: performance.now() - started });
     return response;
   };

@@ -15,8 +15,12 @@ export interface HttpRequest {
 
 export interface HttpResponse {
   readonly status: number;
+  /** Lower-case names. */
   readonly headers: Record<string, string>;
+  /** Text, or (with `isBase64Encoded`) bytes in base64: a compressed body (compression.ts). */
   readonly body?: string;
+  /** The body is base64 of bytes, as API Gateway and Function Compute take binary bodies. */
+  readonly isBase64Encoded?: boolean;
 }
 
 /** A request handler: what the router is and what adapters call. */

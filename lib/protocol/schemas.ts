@@ -233,6 +233,31 @@ const ifNoneMatch = meta(
   { type: 'string', enum: ['*'], description: 'create only' },
 );
 
+/**
+ * `If-None-Match` of a read (RFC 9110 13.1.2): `*`, or a list of entity tags, weak (`W/"v"`) or
+ * strong (`"v"`); read as `*` or the opaque tags (without `W/` and quotes), which the router
+ * compares weakly with the current version (a match answers 304 Not Modified).
+ */
+const notModifiedTags = meta(
+  reading(z.string(), (raw): '*' | string[] | Refused => {
+    if (raw.trim() === '*') return '*';
+    const tags: string[] = [];
+    const element = /[\t ]*(?:(?:W\/)?"([^"]*)")?[\t ]*(?:,|$)/y;
+    while (element.lastIndex < raw.length) {
+      const at = element.lastIndex;
+      const match = element.exec(raw);
+      if (!match || element.lastIndex === at) return new Refused('must be * or a list of entity tags');
+      if (match[1] !== undefined) tags.push(match[1]);
+    }
+    return tags.length > 0 ? tags : new Refused('must be * or a list of entity tags');
+  }),
+  {
+    type: 'string',
+    description:
+      'the ETag the caller holds (or a list of them; * for any): 304 Not Modified when one is still current (weak comparison)',
+  },
+);
+
 /** What each kind of route reads from headers; keys are `HEADER_NAMES` keys. */
 export const headers = {
   /** A write: `Fencing-Token`. */
@@ -262,8 +287,16 @@ export const headers = {
       }),
     ),
   }),
-  /** A list read: `If-Match: "<hash>"` reads only that version. */
-  listRead: z.object({ ifMatch: z.optional(entityTag('any', 'a quoted entity tag: "<hash>" (or *)')) }),
+  /** A value read: `If-None-Match` (304 when the value still has that version). */
+  read: z.object({ ifNoneMatch: z.optional(notModifiedTags) }),
+  /**
+   * A list read: `If-Match: "<hash>"` reads only that version; `If-None-Match: "<hash>"` answers
+   * 304 when the list still has that hash.
+   */
+  listRead: z.object({
+    ifMatch: z.optional(entityTag('any', 'a quoted entity tag: "<hash>" (or *)')),
+    ifNoneMatch: z.optional(notModifiedTags),
+  }),
   /** A lease: its owner and token. */
   lease: z.object({
     lockOwner: meta(present().check(z.regex(OWNER_PATTERN, OWNER_RULE)), { description: 'lease owner' }),

@@ -3,6 +3,7 @@
  * identity mechanism of its platform, so one contract suite runs the routes through all three.
  */
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { createLocalJWKSet, exportJWK, SignJWT } from 'jose';
@@ -21,6 +22,8 @@ export interface Answer {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /** The body's bytes as the platform delivers them (still compressed under a Content-Encoding). */
+  bytes: Buffer;
   // biome-ignore lint/suspicious/noExplicitAny: test answers are inspected loosely
   json: () => any;
 }
@@ -30,6 +33,11 @@ export interface CallOptions {
   body?: string | Buffer;
   /** A raw Authorization header (node and FC) instead of a token for the user. */
   authorization?: string | null;
+  /**
+   * node: call over node:http, which sends only the headers given and hands the body over as sent
+   * (fetch adds Accept-Encoding and decodes what it names). The other harnesses always do.
+   */
+  raw?: boolean;
 }
 
 /** An API under test. `user` null calls without an identity. */
@@ -43,12 +51,14 @@ export interface ApiHarness {
 export const SECRET = 'test-secret-for-hs256-tokens-0123456789';
 const BODY_LIMIT = 64 * 1024;
 
-function config() {
+/** The harnesses' configuration; `env` adds to it (CORS_ORIGINS, for one). */
+function config(env: Record<string, string> = {}) {
   return loadConfig({
     STORE_BACKEND: 'memory',
     AUTH_JWT_SECRET: SECRET,
     LOG_LEVEL: 'SILENT',
     BODY_LIMIT_BYTES: String(BODY_LIMIT),
+    ...env,
   });
 }
 
@@ -61,15 +71,45 @@ export function hsToken(claims: Record<string, unknown>, expiresIn = '1h', secre
     .sign(new TextEncoder().encode(secret));
 }
 
-const answer = (status: number, headers: Record<string, string>, body: string): Answer => ({
-  status,
-  headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])),
-  body,
-  json: () => JSON.parse(body),
-});
+const answer = (status: number, headers: Record<string, string>, bytes: Buffer): Answer => {
+  const body = bytes.toString();
+  return {
+    status,
+    headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v])),
+    body,
+    bytes,
+    json: () => JSON.parse(body),
+  };
+};
 
-export async function nodeHarness(driver: ObjectStoreDriver, lock: SessionLock): Promise<ApiHarness> {
-  const c = config();
+/** The bytes of a platform's result body (base64 when it says so). */
+const resultBytes = (result: { body?: string; isBase64Encoded?: boolean }) =>
+  Buffer.from(result.body ?? '', result.isBase64Encoded ? 'base64' : 'utf8');
+
+/** A request over node:http: only the given headers, the body as sent. */
+function rawCall(url: string, method: string, headers: Record<string, string>, body?: string | Buffer) {
+  return new Promise<Answer>((resolve, reject) => {
+    const r = httpRequest(url, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const h: Record<string, string> = {};
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h[k] = String(v);
+        resolve(answer(res.statusCode ?? 0, h, Buffer.concat(chunks)));
+      });
+      res.on('error', reject);
+    });
+    r.on('error', reject);
+    r.end(body);
+  });
+}
+
+export async function nodeHarness(
+  driver: ObjectStoreDriver,
+  lock: SessionLock,
+  env: Record<string, string> = {},
+): Promise<ApiHarness> {
+  const c = config(env);
   const app = createApp(c, { driver, lock });
   const server = createNodeServer(app.handle, c.BODY_LIMIT_BYTES);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -86,15 +126,20 @@ export async function nodeHarness(driver: ObjectStoreDriver, lock: SessionLock):
             ? null
             : `Bearer ${await hsToken({ sub: user })}`;
       if (authorization) headers.authorization = authorization;
+      if (o.raw) return rawCall(`${base}${path}`, method, headers, o.body);
       const res = await fetch(`${base}${path}`, { method, headers, body: o.body });
-      return answer(res.status, Object.fromEntries(res.headers), await res.text());
+      return answer(res.status, Object.fromEntries(res.headers), Buffer.from(await res.arrayBuffer()));
     },
     close: () => new Promise((r) => server.close(() => r())),
   };
 }
 
-export async function apiGatewayHarness(driver: ObjectStoreDriver, lock: SessionLock): Promise<ApiHarness> {
-  const app = createApp(config(), { driver, lock, auth: platformClaimsAuth() });
+export async function apiGatewayHarness(
+  driver: ObjectStoreDriver,
+  lock: SessionLock,
+  env: Record<string, string> = {},
+): Promise<ApiHarness> {
+  const app = createApp(config(env), { driver, lock, auth: platformClaimsAuth() });
   const handler = createApiGatewayHandler(app);
   const context = {
     functionName: 'agent-state-api',
@@ -144,8 +189,9 @@ export async function apiGatewayHarness(driver: ObjectStoreDriver, lock: Session
         statusCode: number;
         headers: Record<string, string>;
         body: string;
+        isBase64Encoded?: boolean;
       };
-      return answer(result.statusCode, result.headers ?? {}, result.body ?? '');
+      return answer(result.statusCode, result.headers ?? {}, resultBytes(result));
     },
     close: async () => {},
   };
@@ -154,6 +200,7 @@ export async function apiGatewayHarness(driver: ObjectStoreDriver, lock: Session
 export async function functionComputeHarness(
   driver: ObjectStoreDriver,
   lock: SessionLock,
+  env: Record<string, string> = {},
 ): Promise<ApiHarness> {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
@@ -161,7 +208,7 @@ export async function functionComputeHarness(
     { getKey: createLocalJWKSet({ keys: [jwk] }) },
     { issuer: 'https://idp.example.com', audience: 'agent-state' },
   );
-  const app = createApp(config(), { driver, lock, auth });
+  const app = createApp(config(env), { driver, lock, auth });
   const handler = createFunctionComputeHandler(app);
   const token = (sub: string) =>
     new SignJWT({ sub })
@@ -203,7 +250,7 @@ export async function functionComputeHarness(
         },
       };
       const result = await handler(Buffer.from(JSON.stringify(event)));
-      return answer(result.statusCode, result.headers, result.body);
+      return answer(result.statusCode, result.headers, resultBytes(result));
     },
     close: async () => {},
   };

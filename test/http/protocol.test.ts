@@ -92,7 +92,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
       expectId(await api.call(null, 'GET', '/v1/sessions'), 401);
       expectId(await api.call('alice', 'GET', '/v1/nothing/here'), 404);
       const wrong = expectId(await api.call('alice', 'PATCH', '/v1/sessions/s/state/k'), 405);
-      expect(wrong.headers.allow).toBe('PUT, GET, DELETE');
+      expect(wrong.headers.allow).toBe('PUT, GET, HEAD, DELETE');
     });
 
     it('the router answers with the id the adapter gave the request', async () => {

@@ -60,6 +60,8 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/deploy/deployment-parameters.test.ts',
       'test/deploy/source-maps.test.ts',
       'test/deploy/bootstrap.test.ts',
+      'test/deploy/http-conventions.test.ts',
+      'test/http/conventions.test.ts',
     ],
     seconds: 90,
   },

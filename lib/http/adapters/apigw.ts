@@ -13,7 +13,7 @@ import type {
 } from 'aws-lambda';
 import type { App } from '../app.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
-import { eventParts, eventRequestId, guarded, logTo } from './guard.js';
+import { eventParts, eventRequestId, guarded, isHead, logTo } from './guard.js';
 
 /** The neutral request of an API Gateway v2 event; `ValidationError` when the event is malformed. */
 export function fromApiGateway(
@@ -27,13 +27,16 @@ export function fromApiGateway(
   };
 }
 
-/** The API Gateway result of a neutral response. */
-export function toApiGateway(response: HttpResponse): APIGatewayProxyStructuredResultV2 {
+/**
+ * The API Gateway result of a neutral response: a compressed body base64-encoded with
+ * `isBase64Encoded` (API Gateway decodes it to bytes); `head` (a HEAD request): no body.
+ */
+export function toApiGateway(response: HttpResponse, head = false): APIGatewayProxyStructuredResultV2 {
   return {
     statusCode: response.status,
     headers: response.headers,
-    body: response.body ?? '',
-    isBase64Encoded: false,
+    body: head ? '' : (response.body ?? ''),
+    isBase64Encoded: !head && response.isBase64Encoded === true,
   };
 }
 
@@ -45,6 +48,7 @@ export function createApiGatewayHandler(app: App) {
     const requestId = eventRequestId(event);
     return toApiGateway(
       await guarded(requestId, onError, () => app.handle(fromApiGateway(event, requestId))),
+      isHead(event),
     );
   };
   const handler = middy(base).use(injectLambdaContext(app.logger));

@@ -7,7 +7,7 @@
  */
 import type { App } from '../app.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
-import { eventParts, eventRequestId, guarded, logTo, malformed } from './guard.js';
+import { eventParts, eventRequestId, guarded, isHead, logTo, malformed } from './guard.js';
 
 /** The documented shape of an FC 3.0 HTTP trigger event. */
 export interface FcHttpEvent {
@@ -51,12 +51,18 @@ export function fromFunctionCompute(raw: Buffer | string | FcHttpEvent): HttpReq
   return requestOf(parseEvent(raw));
 }
 
-export function toFunctionCompute(response: HttpResponse): FcHttpResult {
+/**
+ * The FC result of a neutral response: a compressed body base64-encoded with `isBase64Encoded`;
+ * `head` (a HEAD request): no body. Without Content-Length: FC's HTTP trigger sets it itself and
+ * takes none from the function (its documented response-header limits).
+ */
+export function toFunctionCompute(response: HttpResponse, head = false): FcHttpResult {
+  const { 'content-length': _, ...headers } = response.headers;
   return {
     statusCode: response.status,
-    headers: response.headers,
-    body: response.body ?? '',
-    isBase64Encoded: false,
+    headers,
+    body: head ? '' : (response.body ?? ''),
+    isBase64Encoded: !head && response.isBase64Encoded === true,
   };
 }
 
@@ -69,6 +75,7 @@ export function createFunctionComputeHandler(app: App) {
     const requestId = eventRequestId(event);
     return toFunctionCompute(
       await guarded(requestId, onError, () => app.handle(requestOf(event, requestId))),
+      isHead(event),
     );
   };
 }

@@ -66,6 +66,13 @@ export function eventRequestId(event: unknown): string {
   return typeof id === 'string' && id !== '' ? id : randomUUID();
 }
 
+/** Whether an event (API Gateway v2 or FC 3) is a HEAD request, whose answer has no body; never throws. */
+export function isHead(event: unknown): boolean {
+  const context = isObject(event) ? event.requestContext : undefined;
+  const http = isObject(context) ? context.http : undefined;
+  return isObject(http) && typeof http.method === 'string' && http.method.toUpperCase() === 'HEAD';
+}
+
 /**
  * The parts API Gateway v2 and Function Compute 3 HTTP events share (`requestContext.http.method`,
  * `rawPath`, `headers`, `body`, `isBase64Encoded`), checked; a `ValidationError` names the first bad

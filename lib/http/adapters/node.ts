@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ValidationError } from '../../store/errors.js';
 import { problem, toProblem } from '../problems.js';
-import { ROUTES } from '../router.js';
+import { API_METHODS } from '../routes/index.js';
 import type { HttpHandler, HttpResponse } from '../types.js';
 import { guarded, type OnError, withRequestId } from './guard.js';
 
@@ -30,7 +30,7 @@ export interface NodeServerOptions {
   readonly onError?: OnError;
 }
 
-/** An answer as written to the socket (blob bodies are bytes). */
+/** An answer as written to the socket (blob bodies are bytes; a compressed one is base64, see HttpResponse). */
 type Answer = Omit<HttpResponse, 'body'> & { readonly body?: string | Uint8Array };
 
 const BLOBS = '/v1/blobs/';
@@ -39,7 +39,7 @@ const BAD_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
 /** The `scheme://authority` an absolute-form target starts with. */
 const ABSOLUTE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
 /** What `OPTIONS *` answers: every method a route takes, and OPTIONS. */
-const ALLOW = [...new Set([...ROUTES.map((r) => r.method), 'OPTIONS'])].join(', ');
+const ALLOW = [...API_METHODS, 'OPTIONS'].join(', ');
 /** Parser errors not answered 400 (as Node answers them by default). */
 const PARSE_ERRORS: Record<string, readonly [number, string]> = {
   HPE_HEADER_OVERFLOW: [431, 'the request line and headers are too large'],
@@ -161,8 +161,10 @@ async function readBody(req: http.IncomingMessage, limit: number): Promise<Buffe
 function send(res: http.ServerResponse, answer: Answer, requestId: string, onError: OnError): void {
   try {
     const { status, headers } = withRequestId(answer, requestId);
+    const { body } = answer;
     res.writeHead(status, headers);
-    res.end(answer.body);
+    // A HEAD answer has no body (Node writes none for HEAD, whatever is passed).
+    res.end(answer.isBase64Encoded && typeof body === 'string' ? Buffer.from(body, 'base64') : body);
   } catch (error) {
     onError(error, requestId);
     if (res.headersSent) return void res.destroy();

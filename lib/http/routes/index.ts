@@ -3,7 +3,7 @@ import { ARCHIVE_ROUTES } from './archives.js';
 import { LIST_ROUTES } from './lists.js';
 import { LOCK_ROUTES } from './lock.js';
 import { META_ROUTES } from './meta.js';
-import type { Route } from './route.js';
+import { type Method, methodsOf, type Route } from './route.js';
 import { SESSION_ROUTES } from './sessions.js';
 import { STATE_ROUTES } from './state.js';
 import { WORKSPACE_ROUTES } from './workspaces.js';
@@ -19,10 +19,16 @@ export const ROUTES: readonly Route[] = [
   ...LOCK_ROUTES,
 ];
 
+/** Every method the API answers (HEAD included where a GET route answers it too), once each. */
+export const API_METHODS: readonly Method[] = [...new Set(ROUTES.flatMap(methodsOf))];
+
 export {
+  ANSWER_HEADERS,
   type AnswerHeader,
   type AnswerSpec,
   COMMON_PROBLEMS,
+  type Method,
+  methodsOf,
   OPEN_PROBLEMS,
   problemsOf,
   type Route,

@@ -3,7 +3,7 @@ import { PATHS } from '../../protocol/paths.js';
 import { headers, queries, schemas } from '../../protocol/schemas.js';
 import { chainHash } from '../../store/hash.js';
 import { HttpProblem } from '../problems.js';
-import { fitPage, json, noContent, pageOf, route, WRITE_PROBLEMS } from './route.js';
+import { fitPage, json, noContent, noneMatch, notModified, pageOf, route, WRITE_PROBLEMS } from './route.js';
 
 export const LIST_ROUTES = [
   route({
@@ -59,14 +59,19 @@ export const LIST_ROUTES = [
     pattern: PATHS.list,
     operationId: 'getList',
     tag: 'lists',
-    summary: 'Read a page of the list (If-Match: "<hash>" to read only that version)',
+    summary: 'Read a page of the list (If-Match to read only that version, If-None-Match for 304)',
     description:
-      'A page of the list from `offset` (at most `limit` items), or its `last` items (not with `offset` or `limit`), with the whole list\'s `count` and `hash` (the ETag header is the hash), the page\'s `offset` and `baseHash` (the chain hash before its first item). A page may hold fewer items than asked: cut to fit an answer (from its new end; for `last`, from its old end), or at the end of a stored segment; read on from `offset` + the items it holds. An absent list reads as empty. With `If-Match: "<hash>"`, 412 `precondition-failed` with `currentHash` unless the list has that hash.',
+      'A page of the list from `offset` (at most `limit` items), or its `last` items (not with `offset` or `limit`), with the whole list\'s `count` and `hash` (the ETag header is the hash), the page\'s `offset` and `baseHash` (the chain hash before its first item). A page may hold fewer items than asked: cut to fit an answer (from its new end; for `last`, from its old end), or at the end of a stored segment; read on from `offset` + the items it holds. An absent list reads as empty. With `If-Match: "<hash>"`, 412 `precondition-failed` with `currentHash` unless the list has that hash. With `If-None-Match: "<hash>"` (the ETag of an earlier read, whatever page it asked for; `*` matches any list), 304 without a body when the list still has that hash.',
     auth: true,
     query: queries.page,
     headers: headers.listRead,
     answers: {
       200: { body: schemas.ListPage, description: 'a page of the list', headers: ['ETag'] },
+      304: {
+        body: null,
+        description: 'not modified: If-None-Match names the hash the list still has (no body)',
+        headers: ['ETag'],
+      },
       303: {
         body: schemas.ListItemLocation,
         description:
@@ -81,6 +86,8 @@ export const LIST_ROUTES = [
       if (expected !== undefined && expected !== '*' && expected !== page.hash) {
         throw new HttpProblem('precondition-failed', 'the list has another hash', { currentHash: page.hash });
       }
+      // After If-Match (RFC 9110 13.2.2); an absent list reads as empty, so `*` always matches.
+      if (noneMatch(c.headers.ifNoneMatch, page.hash)) return notModified(page.hash);
       const keep = c.query.last === undefined ? 'old' : 'new';
       const fitted = fitPage(page, c.limit, keep);
       if (fitted.items.length === 0 && page.items.length > 0) {

@@ -8,6 +8,7 @@
  * description) only feed the OpenAPI document (lib/http/openapi.ts).
  */
 import type * as z from 'zod/mini';
+import type { CorsOrigins } from '../../config.js';
 import type { SessionLock } from '../../lock/types.js';
 import type { PathParams } from '../../protocol/paths.js';
 import type { ProblemCode } from '../../protocol/problems.js';
@@ -24,6 +25,8 @@ export interface RouterDeps {
   readonly auth: Authenticator;
   /** Largest request body, and largest answer (list pages are cut to fit); default 4 MiB. */
   readonly bodyLimitBytes?: number;
+  /** The origins browsers may call from (CORS_ORIGINS); none: no CORS (lib/http/cors.ts). */
+  readonly cors?: CorsOrigins;
   /** The OpenAPI document served at /v1/openapi.json. */
   readonly openapi?: () => unknown;
   /** Called once per request, after the answer is made (logs, metrics). */
@@ -88,10 +91,13 @@ export const TAGS = {
 export type Tag = keyof typeof TAGS;
 
 /**
- * A header an answer carries besides the ones the document adds itself (`X-Request-Id` on every
- * answer, `Allow` on a 405, `Retry-After` on the problems whose code says so).
+ * The headers an answer may carry besides the ones the document adds itself (`X-Request-Id` on
+ * every answer, `Allow` on a 405, `Retry-After` on the problems whose code says so).
  */
-export type AnswerHeader = 'ETag' | 'Location' | 'Retry-After';
+export const ANSWER_HEADERS = ['ETag', 'Location', 'Retry-After'] as const;
+
+/** A header an answer carries (see `ANSWER_HEADERS`). */
+export type AnswerHeader = (typeof ANSWER_HEADERS)[number];
 
 /** An answer that is not a problem, in full: its body's schema (null: no body), what it means, its headers. */
 export interface AnswerSpec {
@@ -138,6 +144,11 @@ export interface RouteSpec<
   readonly description: string;
   /** Whether the route needs an identity. */
   readonly auth: boolean;
+  /**
+   * A GET route that also answers HEAD: the same answer without its body, with the body's
+   * Content-Length (the router makes it; this documents it as an operation of its own).
+   */
+  readonly head?: { readonly operationId: string; readonly summary: string; readonly description: string };
   /** The body's schema; a route without one ignores any body. */
   readonly body?: B;
   /** The body of a request that sends none (or only white space); without it, a body is required. */
@@ -183,6 +194,24 @@ export function json(status: number, value: unknown, headers: Record<string, str
 
 /** A 204 answer. */
 export const noContent = (): HttpResponse => ({ status: 204, headers: { 'cache-control': 'no-store' } });
+
+/**
+ * Whether a parsed `If-None-Match` (`*`, or opaque tags) matches the current version `etag`: the
+ * weak comparison of RFC 9110 8.8.3.2 (`W/` is already gone, so the opaque tags are compared).
+ * `*` matches any current representation (the caller only asks when there is one).
+ */
+export const noneMatch = (tags: '*' | readonly string[] | undefined, etag: string): boolean =>
+  tags === '*' || (tags?.includes(etag) ?? false);
+
+/** The 304 of a read whose `If-None-Match` names the current version: no body, the ETag. */
+export const notModified = (etag: string): HttpResponse => ({
+  status: 304,
+  headers: { etag: `"${etag}"`, 'cache-control': 'no-store' },
+});
+
+/** The methods a route answers: its own, and HEAD for a GET route that declares `head`. */
+export const methodsOf = (route: Pick<Route, 'method' | 'head'>): readonly Method[] =>
+  route.head ? [route.method, 'HEAD'] : [route.method];
 
 /** Cuts a page so that its JSON fits the answer limit. */
 export function fitPage<T>(page: ListPage<T>, limit: number, keep: 'old' | 'new'): ListPage<T> {

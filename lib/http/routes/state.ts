@@ -3,7 +3,7 @@ import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
 import type { SaveOptions } from '../../store/types.js';
 import { HttpProblem } from '../problems.js';
-import { json, noContent, route, WRITE_PROBLEMS } from './route.js';
+import { json, noContent, noneMatch, notModified, route, WRITE_PROBLEMS } from './route.js';
 
 /** The conditions of a save from its parsed headers: If-Match, If-None-Match: * and Fencing-Token. */
 export function saveConditions(h: {
@@ -45,10 +45,22 @@ export const STATE_ROUTES = [
     tag: 'state',
     summary: 'Read a single value (303 to a presigned URL when it is larger than an answer may be)',
     description:
-      "The value as it was saved, with its version in the ETag header. A value larger than an answer may be is answered 303: `Location`, and the body's `download`, is a presigned URL to read it straight from the object store. While an archived value is restored, 202 with Retry-After.",
+      'The value as it was saved, with its version in the ETag header. With `If-None-Match: "<etag>"` (or `W/"<etag>"`, a list of them, or `*`), 304 without a body when the value still has that version. A value larger than an answer may be is answered 303: `Location`, and the body\'s `download`, is a presigned URL to read it straight from the object store. While an archived value is restored, 202 with Retry-After. HEAD answers the same without the body (headValue).',
     auth: true,
+    head: {
+      operationId: 'headValue',
+      summary: "A single value's headers (ETag, Content-Type, Content-Length) without its body",
+      description:
+        'What GET answers, without the body: 200 with the version in ETag and the size of the JSON body in Content-Length (Function Compute sets Content-Length itself), 304 for a matching `If-None-Match`, 303 with Location for a value larger than an answer may be, and the problem headers (no body) of a 404 when there is no such value. Never compressed.',
+    },
+    headers: headers.read,
     answers: {
       200: { body: schemas.Value, description: 'the value', headers: ['ETag'] },
+      304: {
+        body: null,
+        description: 'not modified: If-None-Match names the current version (no body)',
+        headers: ['ETag'],
+      },
       202: {
         body: schemas.Restoring,
         description: 'archived: a restore is in progress; ask again after Retry-After',
@@ -65,6 +77,7 @@ export const STATE_ROUTES = [
       const { sessionId, key } = c.params;
       const found = await c.user.getVersioned(sessionId, key);
       if (!found) throw new HttpProblem('not-found', 'no such value');
+      if (noneMatch(c.headers.ifNoneMatch, found.version)) return notModified(found.version);
       const body = JSON.stringify(found.value);
       if (Buffer.byteLength(body) > c.limit) {
         // Too large for an answer: a URL to read it straight from the object store.
