@@ -9,6 +9,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Config, loadConfigOrExit } from '../lib/config.js';
 import { createOssClient } from '../lib/drivers/oss.js';
 import { createS3Client } from '../lib/drivers/s3.js';
+import { ossOptionsFrom } from '../lib/http/backends/aliyun.js';
 import {
   type BootstrapClients,
   BootstrapError,
@@ -30,14 +31,7 @@ function clientsFor(c: Config): BootstrapClients {
       : {}),
     ...(c.STORE_BACKEND === 'oss'
       ? {
-          oss: createOssClient({
-            bucket: c.OSS_BUCKET as string,
-            region: c.OSS_REGION,
-            endpoint: c.OSS_ENDPOINT,
-            accessKeyId: c.OSS_ACCESS_KEY_ID ?? c.ALIBABA_CLOUD_ACCESS_KEY_ID ?? '',
-            accessKeySecret: c.OSS_ACCESS_KEY_SECRET ?? c.ALIBABA_CLOUD_ACCESS_KEY_SECRET ?? '',
-            stsToken: c.OSS_STS_TOKEN ?? c.ALIBABA_CLOUD_SECURITY_TOKEN,
-          }),
+          oss: createOssClient(ossOptionsFrom(c)),
         }
       : {}),
     ...(c.LOCK_BACKEND === 'dynamodb'

@@ -1,11 +1,11 @@
 /** Backends of the Function Compute entry point: OSS (the lock is DynamoDB, from aws.ts). */
 import type { Config } from '../../config.js';
-import { createOssDriver } from '../../drivers/oss.js';
+import { createOssDriver, type OssDriverOptions } from '../../drivers/oss.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
 
-/** The OSS driver the configuration names. */
-export function ossDriverFrom(config: Config): ObjectStoreDriver {
-  return createOssDriver({
+/** The OSS connection the configuration names (the driver's and bootstrap's). */
+export function ossOptionsFrom(config: Config): OssDriverOptions {
+  return {
     bucket: config.OSS_BUCKET as string,
     region: config.OSS_REGION,
     endpoint: config.OSS_ENDPOINT,
@@ -13,5 +13,10 @@ export function ossDriverFrom(config: Config): ObjectStoreDriver {
     accessKeyId: config.OSS_ACCESS_KEY_ID ?? config.ALIBABA_CLOUD_ACCESS_KEY_ID ?? '',
     accessKeySecret: config.OSS_ACCESS_KEY_SECRET ?? config.ALIBABA_CLOUD_ACCESS_KEY_SECRET ?? '',
     stsToken: config.OSS_STS_TOKEN ?? config.ALIBABA_CLOUD_SECURITY_TOKEN,
-  });
+  };
+}
+
+/** The OSS driver the configuration names. */
+export function ossDriverFrom(config: Config): ObjectStoreDriver {
+  return createOssDriver(ossOptionsFrom(config));
 }
