@@ -48,6 +48,30 @@ export class ListPreconditionFailedError extends PreconditionFailedError {
   }
 }
 
+/**
+ * A truncate asked to keep more items than the list has (HTTP 400, as any `ValidationError`);
+ * nothing was written.
+ */
+export class ListTooShortError extends ValidationError {
+  override name = 'ListTooShortError';
+  constructor(
+    /** The count asked for. */
+    readonly count: number,
+    /** The list's count. */
+    readonly currentCount: number,
+  ) {
+    super('count', `the list has ${currentCount} items, fewer than ${count}`);
+  }
+}
+
+/** The session does not exist (no live marker; another user's session is absent too): HTTP 404. */
+export class SessionNotFoundError extends StoreError {
+  override name = 'SessionNotFoundError';
+  constructor(readonly sessionId: string) {
+    super('no such session');
+  }
+}
+
 /** The backend cannot evaluate the condition asked for (OSS has no compare-and-swap overwrite). */
 export class PreconditionUnsupportedError extends StoreError {
   override name = 'PreconditionUnsupportedError';

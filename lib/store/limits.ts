@@ -24,6 +24,8 @@ export const LIST_ITEM_OBJECT_BYTES = 1024 * 1024;
 export const MAX_APPEND_ITEMS = 1000;
 /** Most sessions one page of `listSessionIds` holds (and its default). */
 export const MAX_SESSION_PAGE = 1000;
+/** Most keys one page of `listKeys` holds (and its default). */
+export const MAX_KEY_PAGE = 1000;
 
 const MIB = 1024 * 1024;
 /** Largest request body and answer by default (`BODY_LIMIT_BYTES`): Lambda's 6 MB counts the whole event. */

@@ -25,6 +25,7 @@ import {
 } from './errors.js';
 import { isHash } from './hash.js';
 import { checkId, checkPrefix, decodeId, layoutFor, type UserLayout } from './ids.js';
+import { Keys } from './keys.js';
 import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN } from './limits.js';
 import { AppendFormat } from './lists/append.js';
 import { Archives } from './lists/archives.js';
@@ -33,13 +34,15 @@ import { checkPage, type ListFormat } from './lists/format.js';
 import { Sessions } from './sessions.js';
 import type {
   AppendOptions,
+  LibrarySessionStore,
+  ListKeysOptions,
   ListPage,
   ListSaveOptions,
   MetricsSink,
   PageOptions,
   SaveOptions,
   SessionPage,
-  SessionStore,
+  TruncateOptions,
   WorkspaceUploadRequest,
   WriteOptions,
 } from './types.js';
@@ -98,7 +101,7 @@ export type ListFormatName = 'cas' | 'append';
 /** The store: user-scoped stores, and the test-only truncate. */
 export interface StateStore {
   /** The store of one user; null or blank is the anonymous user. */
-  forUser(userId: string | null | undefined): SessionStore;
+  forUser(userId: string | null | undefined): LibrarySessionStore;
   /** Deletes every session of every user under the prefix; only with `allowTruncate`. */
   truncateAllSessions?(): Promise<void>;
 }
@@ -167,7 +170,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
 }
 
 /** Wraps every method so that driver failures surface as typed store errors. */
-function guarded(target: SessionStore): SessionStore {
+function guarded(target: LibrarySessionStore): LibrarySessionStore {
   return new Proxy(target, {
     get(obj, name, receiver) {
       const value = Reflect.get(obj, name, receiver);
@@ -180,11 +183,12 @@ function guarded(target: SessionStore): SessionStore {
   });
 }
 
-class UserStore implements SessionStore {
+class UserStore implements LibrarySessionStore {
   private readonly sessions: Sessions;
   private readonly lists: ListFormat;
   private readonly archives: Archives;
   private readonly workspaces: Workspaces;
+  private readonly keys: Keys;
 
   constructor(
     private readonly ctx: StoreContext,
@@ -198,6 +202,7 @@ class UserStore implements SessionStore {
         ? new CasFormat(ctx, layout, this.sessions)
         : new AppendFormat(ctx, layout, this.sessions);
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
+    this.keys = new Keys(ctx, layout, this.sessions, this.lists);
   }
 
   private ids(sessionId: string, key?: string): void {
@@ -332,6 +337,27 @@ class UserStore implements SessionStore {
     if (options.ifHash !== undefined && !isHash(options.ifHash))
       throw new ValidationError('ifHash', 'must be a list hash (sha256:<64 hex>)');
     return this.lists.save(sessionId, key, items, options);
+  }
+
+  async truncateList(sessionId: string, key: string, options: TruncateOptions) {
+    this.ids(sessionId, key);
+    if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'required');
+    checkToken(options.token);
+    const { count, expectedHash, writeId } = options;
+    if (!Number.isSafeInteger(count) || count < 0)
+      throw new ValidationError('count', 'must be a non-negative integer');
+    if (!isHash(expectedHash))
+      throw new ValidationError('expectedHash', 'must be a list hash (sha256:<64 hex>)');
+    if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
+      throw new ValidationError('writeId', 'must be 1 to 64 letters, digits or any of . _ : -');
+    return this.lists.truncate(sessionId, key, options);
+  }
+
+  // ---- keys of a session ---------------------------------------------------------------------
+
+  async listKeys(sessionId: string, options: ListKeysOptions = {}) {
+    this.ids(sessionId);
+    return this.keys.page(sessionId, options);
   }
 
   async getList<T>(sessionId: string, key: string, page: PageOptions = {}): Promise<ListPage<T>> {

@@ -20,8 +20,8 @@ export interface Versioned<T> {
   readonly version: string;
 }
 
-/** What a list write did. */
-export type ListAction = 'created' | 'appended' | 'rewritten' | 'unchanged';
+/** What a list write did (`truncated`: only by `truncateList`). */
+export type ListAction = 'created' | 'appended' | 'rewritten' | 'truncated' | 'unchanged';
 
 /** The outcome of a list write: the action, and the list's count and chain hash afterwards. */
 export interface ListWriteResult {
@@ -53,6 +53,65 @@ export interface ListSaveOptions extends WriteOptions {
   readonly ifHash?: string;
 }
 
+/** Options of `truncateList`. */
+export interface TruncateOptions extends WriteOptions {
+  /** The number of items to keep: the first `count` (0 to the list's count). */
+  readonly count: number;
+  /**
+   * The chain hash the caller believes the list has: when it has another one,
+   * `ListPreconditionFailedError` with the current hash and nothing is written.
+   */
+  readonly expectedHash: string;
+  /**
+   * Names this truncate (as `appendList`'s `writeId`): a retry of a truncate that landed answers
+   * its original result and writes nothing. Made by the store when absent.
+   */
+  readonly writeId?: string;
+}
+
+/** Options of `listKeys`. */
+export interface ListKeysOptions {
+  /** Only keys that start with this (UTF-8 prefix); default all. */
+  readonly prefix?: string;
+  /** Only keys after this one (UTF-8 byte order). */
+  readonly startAfter?: string;
+  /** Most keys in the page (a key that is both a value and a list counts once): 1 to 1,000; default 1,000. */
+  readonly limit?: number;
+  /** `nextCursor` of the previous page. */
+  readonly cursor?: string;
+}
+
+/** A single value, as `listKeys` lists it. */
+export interface KeyValueInfo {
+  readonly key: string;
+  /** Its version (as `getVersioned` answers it). */
+  readonly etag: string;
+  /** Bytes of its JSON. */
+  readonly size: number;
+  readonly lastModified: Date;
+}
+
+/** A list, as `listKeys` lists it. */
+export interface KeyListInfo {
+  readonly key: string;
+  readonly count: number;
+  readonly hash: string;
+  /** When it was last written. */
+  readonly lastModified: Date;
+}
+
+/**
+ * One page of `listKeys`: the values and the lists whose keys are in the page's range, each in the
+ * UTF-8 byte order of the key. A page may hold fewer keys than asked (keys that vanished or belong
+ * to another incarnation are left out): read on with `nextCursor` while there is one.
+ */
+export interface KeyPage {
+  readonly values: KeyValueInfo[];
+  readonly lists: KeyListInfo[];
+  /** Pass back as `cursor` to get the next page; absent on the last page. */
+  readonly nextCursor?: string;
+}
+
 /** Paging of list reads: `offset` and `limit`, or `last`. */
 export interface PageOptions {
   /** First item; default 0. */
@@ -77,12 +136,22 @@ export interface ListPage<T = unknown> {
   readonly baseHash: string;
 }
 
-/** An archived list (kept for audit when a list is compacted or deleted). */
+/**
+ * An archived list (kept for audit when a list is compacted, truncated or deleted). `count` and
+ * `hash` are those of the archived items (as `getArchive` pages them, from item 0 of the archive);
+ * `offset` is where the first of them was in the list: 0 for a whole list (a rewrite or a delete),
+ * the kept count for a truncate, which archives only the items it removes.
+ */
 export interface ArchiveInfo {
   readonly archiveId: string;
   readonly count: number;
   readonly hash: string;
   readonly archivedAt: Date;
+  /**
+   * The list position of the archive's first item. The store always sets it; optional in the type
+   * only until the typed HTTP client reads it from the answer (absent there means 0).
+   */
+  readonly offset?: number;
 }
 
 /** Storage tiers a workspace may be stored in (mapped to each backend's classes). */
@@ -173,6 +242,19 @@ export interface SessionStore {
     items: readonly unknown[],
     options: AppendOptions,
   ): Promise<ListWriteResult>;
+  /**
+   * Keeps the first `count` items of the list if it has `expectedHash`; archives only the items it
+   * removes (`ArchiveInfo.offset` is `count`). `unchanged` when `count` is the list's count.
+   * Optional here until the typed HTTP client has it (its route comes with issue 16's HTTP part);
+   * the library's store (`LibrarySessionStore`) always has it.
+   */
+  truncateList?(sessionId: string, key: string, options: TruncateOptions): Promise<ListWriteResult>;
+  /**
+   * A page of the session's keys (values and lists) in the UTF-8 byte order of the key;
+   * `SessionNotFoundError` when the session does not exist. Optional here for the same reason as
+   * `truncateList`.
+   */
+  listKeys?(sessionId: string, options?: ListKeysOptions): Promise<KeyPage>;
   /** A page of the list (an absent list is empty). */
   getList<T = unknown>(sessionId: string, key: string, options?: PageOptions): Promise<ListPage<T>>;
   /** Archives the list, then removes it. */
@@ -242,6 +324,12 @@ export interface SessionStore {
     sessionId: string,
     key: string,
   ): Promise<{ download: DirectRequest; version: string; size: number; expiresAt: Date } | undefined>;
+}
+
+/** The library's user store: every `SessionStore` operation, the optional ones included. */
+export interface LibrarySessionStore extends SessionStore {
+  truncateList(sessionId: string, key: string, options: TruncateOptions): Promise<ListWriteResult>;
+  listKeys(sessionId: string, options?: ListKeysOptions): Promise<KeyPage>;
 }
 
 /** Where the store reports its counters (the HTTP layer sends them to CloudWatch EMF). */

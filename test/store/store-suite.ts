@@ -17,8 +17,10 @@ import {
   CorruptValueError,
   FencedError,
   ListPreconditionFailedError,
+  ListTooShortError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
+  SessionNotFoundError,
   ValidationError,
 } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
@@ -28,7 +30,7 @@ import {
   type StateStore,
   type StateStoreOptions,
 } from '../../lib/store/store.js';
-import type { SessionStore, StoreCounter } from '../../lib/store/types.js';
+import type { LibrarySessionStore as SessionStore, StoreCounter } from '../../lib/store/types.js';
 import type { Backend } from '../backends.js';
 import { httpStateStore } from './http-store.js';
 import { type CountingDriver, counting } from './wrappers.js';
@@ -678,6 +680,317 @@ export function describeStoreSuite(
         const before = new Set(acked.filter((a) => a.at < startedAt).map((a) => a.id));
         const ids = after.items.map((m) => (m as { id?: string }).id);
         expect(ids.filter((id) => id === undefined || before.has(id))).toEqual([]);
+      });
+    });
+
+    // Issue 16 at the store level: `listKeys` and `truncateList`. Through the typed HTTP client
+    // they come with their routes (issue 16's HTTP part): until then these cases run on the
+    // direct backends only (`via === 'library'`).
+    (via === 'library' ? describe : describe.skip)('keys and truncate (issue 16)', () => {
+      const utf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+      /** Every write of any kind, deletes included. */
+      const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
+      /** Every item of every archive of a list, with the archive's offset. */
+      const archivedOf = async (user: SessionStore, s: string, k: string) => {
+        const out = [];
+        for (const a of await user.listArchives(s, k)) {
+          const page = await user.getArchive(s, k, a.archiveId);
+          out.push({ ...a, items: page?.items ?? [] });
+        }
+        return out;
+      };
+
+      it('listKeys: values and lists in UTF-8 order, odd keys included; pages by cursor, prefix and startAfter; no internal object, no deleted list', async () => {
+        const s = sid();
+        const valueKeys = [
+          'plan',
+          '../up',
+          '/',
+          '~',
+          'a',
+          'a-b',
+          'a.b',
+          'a.k',
+          'a.z',
+          'x.json',
+          'ünï',
+          '😀',
+          '～',
+          ' sp',
+          'A',
+          '_',
+          '.',
+          '%41',
+        ];
+        const listKeys = ['a', 'a.list', 'memory', '日本', 'a-b', 'gone'];
+        const versions = new Map<string, string>();
+        for (const k of valueKeys) versions.set(k, (await alice.save(s, k, { k })).version);
+        for (const k of listKeys) await alice.saveList(s, k, msgs(0, 3));
+        // Internal objects: segments or logs, a rewrite's archive and `.list.json`, a deleted list.
+        for (let i = 3; i < 40; i += 3)
+          await alice.appendList(s, 'memory', msgs(i, i + 3), { expectedCount: i });
+        await alice.saveList(s, 'memory', msgs(1, 30));
+        await alice.deleteList(s, 'gone');
+        const lists = listKeys.filter((k) => k !== 'gone').sort(utf8);
+        driver.reset();
+        const page = await alice.listKeys(s);
+        // One LIST (the session's folder from its start, by `~`), the marker, a HEAD per value.
+        expect(driver.calls.list).toBe(1);
+        expect(driver.calls.head).toBe(valueKeys.length);
+        expect(page.values.map((v) => v.key)).toEqual([...valueKeys].sort(utf8));
+        for (const v of page.values) {
+          expect(v.etag).toBe(versions.get(v.key));
+          expect(v.size).toBe(Buffer.byteLength(JSON.stringify({ k: v.key })));
+          expect(Date.now() - v.lastModified.getTime()).toBeLessThan(600_000);
+        }
+        expect(page.lists.map((l) => l.key)).toEqual(lists);
+        for (const l of page.lists) {
+          const items = l.key === 'memory' ? msgs(1, 30) : msgs(0, 3);
+          expect(l).toMatchObject({ count: items.length, hash: chainHash(EMPTY_HASH, items) });
+          expect(Date.now() - l.lastModified.getTime()).toBeLessThan(600_000);
+        }
+        expect(page.nextCursor).toBeUndefined();
+        // Every key once, in order, whatever the page size.
+        const all = [...new Set([...valueKeys, ...lists])].sort(utf8);
+        const walk = async (options: { prefix?: string; startAfter?: string }, limit: number) => {
+          const seen: string[] = [];
+          let cursor: string | undefined;
+          for (let n = 0; n < 100; n++) {
+            const p = await alice.listKeys(s, { ...options, limit, ...(cursor ? { cursor } : {}) });
+            const keys = [...new Set([...p.values, ...p.lists].map((e) => e.key))].sort(utf8);
+            expect(keys.length).toBeLessThanOrEqual(limit);
+            seen.push(...keys);
+            cursor = p.nextCursor;
+            if (!cursor) break;
+          }
+          return seen;
+        };
+        expect(await walk({}, 3)).toEqual(all);
+        expect(await walk({ prefix: 'a' }, 2)).toEqual(all.filter((k) => k.startsWith('a')));
+        expect(await walk({ prefix: '日' }, 5)).toEqual(['日本']);
+        expect(await walk({ startAfter: 'a-b' }, 4)).toEqual(all.filter((k) => utf8(k, 'a-b') > 0));
+        expect(await walk({ startAfter: 'ünï', prefix: '' }, 1000)).toEqual(
+          all.filter((k) => utf8(k, 'ünï') > 0),
+        );
+        expect(await walk({ prefix: 'zzz' }, 10)).toEqual([]);
+        await expect(alice.listKeys(s, { limit: 0 })).rejects.toBeInstanceOf(ValidationError);
+        await expect(alice.listKeys(s, { limit: 1001 })).rejects.toBeInstanceOf(ValidationError);
+        await expect(alice.listKeys(s, { cursor: 'not a cursor' })).rejects.toBeInstanceOf(ValidationError);
+      });
+
+      it("listKeys: another incarnation's leftovers never appear; another user's session and an absent one are SessionNotFoundError", async () => {
+        const s = sid();
+        await alice.save(s, 'ghost', 'old');
+        await alice.saveList(s, 'ghostlist', ['old']);
+        const folder = `${prefix}alice/${s}/`;
+        const kept = await Promise.all(
+          [`${folder}ghost.json`, `${folder}ghostlist.list.hash`].map((name) => driver.get(name)),
+        );
+        // The marker expires (lifecycle): the session is gone for every reader.
+        await driver.delete(`${prefix}alice/~sessions/${s}`);
+        await expect(alice.listKeys(s)).rejects.toBeInstanceOf(SessionNotFoundError);
+        await alice.save(s, 'new', 'new');
+        // A stale writer of the old incarnation puts its objects back after the new one began.
+        for (const object of kept)
+          await driver.put(object.key, object.body, {
+            metadata: object.metadata,
+            ...(object.contentType ? { contentType: object.contentType } : {}),
+          });
+        const page = await alice.listKeys(s);
+        expect(page.values.map((v) => v.key)).toEqual(['new']);
+        expect(page.lists).toEqual([]);
+        await expect(bob.listKeys(s)).rejects.toBeInstanceOf(SessionNotFoundError);
+        await expect(alice.listKeys(sid())).rejects.toBeInstanceOf(SessionNotFoundError);
+      });
+
+      it('truncateList keeps the first count items exactly and archives only the removed ones, with their offset; the list goes on', async () => {
+        const s = sid();
+        // Appended one at a time: seals and merges (CAS), rollovers (append) with the suite's small caps.
+        let items: unknown[] = msgs(0, 10);
+        await alice.saveList(s, 't', items);
+        for (let i = 10; i < 70; i += 3) {
+          await alice.appendList(s, 't', msgs(i, i + 3), { expectedCount: i });
+          items.push(...msgs(i, i + 3));
+        }
+        let n = 0;
+        for (const keep of [67, 41, 41, 12, 0]) {
+          const before = await alice.getList(s, 't', { limit: 0 });
+          expect(before.hash).toBe(chainHash(EMPTY_HASH, items));
+          const result = await alice.truncateList(s, 't', { count: keep, expectedHash: before.hash });
+          const kept = items.slice(0, keep);
+          expect(result).toEqual({
+            action: keep === items.length ? 'unchanged' : 'truncated',
+            count: keep,
+            hash: chainHash(EMPTY_HASH, kept),
+          });
+          const whole = await alice.getList(s, 't');
+          expect(whole).toEqual({
+            items: kept,
+            count: keep,
+            hash: result.hash,
+            offset: 0,
+            baseHash: EMPTY_HASH,
+          });
+          for (let offset = 0; offset < keep; offset += 13) {
+            const page = await alice.getList(s, 't', { offset, limit: 4 });
+            expect(page.offset).toBe(offset);
+            expect(page.items).toEqual(kept.slice(offset, offset + page.items.length));
+            expect(page.baseHash).toBe(chainHash(EMPTY_HASH, kept.slice(0, offset)));
+          }
+          // `last` may be cut at the old end of what the head (CAS) or current log holds.
+          const tail = await alice.getList(s, 't', { last: 3 });
+          expect(tail.offset).toBeGreaterThanOrEqual(Math.max(0, keep - 3));
+          expect(tail.items).toEqual(kept.slice(tail.offset));
+          if (keep > 0) expect(tail.items.length).toBeGreaterThan(0);
+          const archives = await archivedOf(alice, s, 't');
+          if (keep < items.length) {
+            n++;
+            const archive = archives.at(-1);
+            expect(archive).toMatchObject({
+              offset: keep,
+              count: items.length - keep,
+              hash: chainHash(EMPTY_HASH, items.slice(keep)),
+            });
+            expect(archive?.items).toEqual(items.slice(keep));
+          }
+          expect(archives).toHaveLength(n);
+          // Archive ids are never reused; positions are.
+          expect(new Set(archives.map((a) => a.archiveId)).size).toBe(archives.length);
+          items = kept;
+          // Appended again at the positions the truncate freed.
+          const more = [
+            { after: keep, i: 0 },
+            { after: keep, i: 1 },
+            { after: keep, i: 2 },
+          ];
+          await alice.appendList(s, 't', more, { expectedCount: keep, expectedHash: result.hash });
+          items = [...items, ...more];
+          expect((await alice.getList(s, 't')).items).toEqual(items);
+        }
+      });
+
+      it('truncateList: unchanged, a stale hash (412), too few items and bad options write nothing; a named retry answers once; an append at the old count and hash is refused', async () => {
+        const s = sid();
+        const { hash } = await alice.saveList(s, 'u', msgs(0, 5));
+        driver.reset();
+        expect(await alice.truncateList(s, 'u', { count: 5, expectedHash: hash })).toEqual({
+          action: 'unchanged',
+          count: 5,
+          hash,
+        });
+        const stale = await alice
+          .truncateList(s, 'u', { count: 2, expectedHash: chainHash(EMPTY_HASH, msgs(0, 4)) })
+          .catch((e: unknown) => e);
+        expect(stale).toBeInstanceOf(ListPreconditionFailedError);
+        expect((stale as ListPreconditionFailedError).currentHash).toBe(hash);
+        const short = await alice
+          .truncateList(s, 'u', { count: 6, expectedHash: hash })
+          .catch((e: unknown) => e);
+        expect(short).toBeInstanceOf(ListTooShortError);
+        expect(short).toBeInstanceOf(ValidationError);
+        expect(short).toMatchObject({ count: 6, currentCount: 5 });
+        for (const bad of [
+          { count: -1, expectedHash: hash },
+          { count: 1.5, expectedHash: hash },
+          { count: 1, expectedHash: 'sha256:xyz' },
+          { count: 1, expectedHash: hash, writeId: 'not ok!' },
+        ])
+          await expect(alice.truncateList(s, 'u', bad)).rejects.toBeInstanceOf(ValidationError);
+        // An absent list is empty: keeping 0 of it changes nothing (and creates no session).
+        const none = sid();
+        expect(await alice.truncateList(none, 'u', { count: 0, expectedHash: EMPTY_HASH })).toEqual({
+          action: 'unchanged',
+          count: 0,
+          hash: EMPTY_HASH,
+        });
+        await expect(
+          alice.truncateList(none, 'u', { count: 1, expectedHash: EMPTY_HASH }),
+        ).rejects.toBeInstanceOf(ListTooShortError);
+        expect(changes()).toBe(0);
+        expect(await alice.exists(none)).toBe(false);
+        expect((await alice.getList(s, 'u')).items).toEqual(msgs(0, 5));
+        expect(await alice.listArchives(s, 'u')).toEqual([]);
+
+        // A named truncate retried after it landed answers its result again, writing nothing.
+        const options = { count: 3, expectedHash: hash, writeId: 'pop-1' };
+        const once = await alice.truncateList(s, 'u', options);
+        driver.reset();
+        expect(await alice.truncateList(s, 'u', options)).toEqual(once);
+        expect(changes()).toBe(0);
+        // Back at 5 items, other ones: an append made for the old 5 is refused (the hash differs).
+        await alice.appendList(s, 'u', [{ other: 3 }, { other: 4 }], {
+          expectedCount: 3,
+          expectedHash: once.hash,
+        });
+        const late = await alice
+          .appendList(s, 'u', [msg(5)], { expectedCount: 5, expectedHash: hash })
+          .catch((e: unknown) => e);
+        expect(late).toBeInstanceOf(AppendConflictError);
+        expect((await alice.getList(s, 'u')).items).toEqual([...msgs(0, 3), { other: 3 }, { other: 4 }]);
+      });
+
+      it('truncateList is fenced as every list write: a stale token writes nothing', async () => {
+        const s = sid();
+        const { hash } = await alice.saveList(s, 'f', msgs(0, 6), { token: 5 });
+        driver.reset();
+        await expect(
+          alice.truncateList(s, 'f', { count: 2, expectedHash: hash, token: 4 }),
+        ).rejects.toBeInstanceOf(FencedError);
+        expect(changes()).toBe(0);
+        const cut = await alice.truncateList(s, 'f', { count: 2, expectedHash: hash, token: 6 });
+        expect(cut.count).toBe(2);
+        await expect(
+          alice.appendList(s, 'f', [msg(2)], { expectedCount: 2, expectedHash: cut.hash, token: 5 }),
+        ).rejects.toBeInstanceOf(FencedError);
+        expect((await alice.getList(s, 'f')).items).toEqual(msgs(0, 2));
+      });
+
+      it('a truncate racing 8 appenders loses no acknowledged append: each is in the list or in the archive of a truncate', async () => {
+        const s = sid();
+        await alice.saveList(s, 'r', msgs(0, 6));
+        let stop = false;
+        const appenders = Array.from({ length: 8 }, async (_, i) => {
+          const acked: number[] = [];
+          for (let n = 0; n < 12 && !stop; n++) {
+            const { count, hash } = await alice.getList(s, 'r', { limit: 0 });
+            await alice
+              .appendList(s, 'r', [{ appender: i, n }], { expectedCount: count, expectedHash: hash })
+              .then(() => acked.push(n))
+              .catch((error: unknown) => {
+                if (!(error instanceof AppendConflictError) && !(error instanceof ContendedError))
+                  throw error;
+              });
+          }
+          return acked.map((n) => `${i}.${n}`);
+        });
+        // Truncates to two items fewer, three times, each retried on a stale hash.
+        const truncates = (async () => {
+          let done = 0;
+          for (let attempt = 0; done < 3 && attempt < 200; attempt++) {
+            const { count, hash } = await alice.getList(s, 'r', { limit: 0 });
+            try {
+              await alice.truncateList(s, 'r', { count: Math.max(0, count - 2), expectedHash: hash });
+              done++;
+            } catch (error) {
+              if (!(error instanceof ListPreconditionFailedError) && !(error instanceof ContendedError))
+                throw error;
+            }
+          }
+          stop = true;
+          return done;
+        })();
+        const [acked, done] = await Promise.all([Promise.all(appenders), truncates]);
+        expect(done).toBe(3);
+        const id = (m: unknown) => {
+          const { appender, n } = m as { appender?: number; n?: number };
+          return appender === undefined ? undefined : `${appender}.${n}`;
+        };
+        const current = (await alice.getList(s, 'r')).items.map(id);
+        const archived = (await archivedOf(alice, s, 'r')).flatMap((a) => a.items.map(id));
+        for (const a of acked.flat()) expect([...current, ...archived]).toContain(a);
+        // Nothing is in the list twice.
+        const inList = current.filter((x) => x !== undefined);
+        expect(new Set(inList).size).toBe(inList.length);
       });
     });
 

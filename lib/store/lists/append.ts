@@ -38,6 +38,7 @@ import {
   CorruptValueError,
   FencedError,
   ListPreconditionFailedError,
+  ListTooShortError,
 } from '../errors.js';
 import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
 import { decodeId, type UserLayout } from '../ids.js';
@@ -50,6 +51,7 @@ import type {
   ListSaveOptions,
   ListWriteResult,
   PageOptions,
+  TruncateOptions,
   WriteOptions,
 } from '../types.js';
 import { Archives } from './archives.js';
@@ -59,6 +61,7 @@ import {
   itemBytes,
   KEPT_WRITES,
   type ListFormat,
+  type ListStat,
   maxToken,
   newWriteId,
   prefixHashes,
@@ -66,7 +69,15 @@ import {
   rangeOf,
   replayOf,
 } from './format.js';
-import { ITEM_REF, type ItemObject, isItemRef, resolveItem, storedChain, storedItems } from './items.js';
+import {
+  ITEM_REF,
+  type ItemObject,
+  isItemRef,
+  resolveItem,
+  storedChain,
+  storedItems,
+  storedPrefixes,
+} from './items.js';
 
 const KIB = 1024;
 /** Bytes of a record trailer (with its newline). */
@@ -81,6 +92,8 @@ const MAX_CARRY_BYTES = 64 * KIB;
 const MAX_MARK_BYTES = 256 * KIB;
 /** Writes pack items into records of at most this many bytes (at least one item each). */
 const PACK_RECORD_BYTES = 16 * KIB;
+/** The tail `stat` reads: the last trailer, and a seal's body when the log is sealed. */
+const STAT_SUFFIX_BYTES = KIB;
 /** Seals a read or a write follows before it gives up (retryable). */
 const MAX_HOPS = 8;
 /** The tag of a list's first generation: fixed, so two first appends race on one name. */
@@ -179,6 +192,11 @@ interface LogInfo extends LogRef {
   readonly index: readonly Entry[];
   /** The last write ids before `start` (index records only). */
   readonly writes?: readonly WriteRecord[];
+  /**
+   * The oldest generation whose item objects the chain may still reference (a truncate keeps the
+   * older generations' objects inside the kept prefix as they are); absent: this generation only.
+   */
+  readonly keepsFrom?: number;
 }
 
 /** What `.list.hash` holds. */
@@ -194,6 +212,8 @@ interface Tail {
   readonly size: number;
   readonly chunk: Chunk;
   readonly last: Rec;
+  /** When the log was last written. */
+  readonly modified: Date;
   /** The log's index record, when known without reading it. */
   info?: LogInfo;
 }
@@ -318,7 +338,14 @@ export class AppendFormat implements ListFormat, StateKeeper {
     const chunk = parseChunk(body, lo, object.size);
     const last = chunk.recs.at(-1);
     if (!last || last.end !== object.size) throw new DamageError('a log that does not end with a trailer');
-    return { name, ref, size: object.size, chunk, last } satisfies Tail as Tail;
+    return {
+      name,
+      ref,
+      size: object.size,
+      chunk,
+      last,
+      modified: object.lastModified,
+    } satisfies Tail as Tail;
   }
 
   /** A whole log or segment, parsed (it starts with its index record and ends with a trailer). */
@@ -505,6 +532,22 @@ export class AppendFormat implements ListFormat, StateKeeper {
   }
 
   /**
+   * The pointer, then the last bytes of the log it names (following seals): 2 GET in 2 round
+   * trips. A deleted generation not appended to since is absent.
+   */
+  async stat(s: string, k: string, inc: string): Promise<ListStat | undefined> {
+    return this.guard(k, async () => {
+      const pointer = mine(await this.readPointer(s, k), inc);
+      if (!pointer.info && !pointer.corrupt) return undefined;
+      const tail = await this.current(s, k, inc, pointer, false, STAT_SUFFIX_BYTES);
+      if (!tail) return undefined;
+      const { count, hash } = tail.last;
+      if (count === 0 && (await this.infoOf(inc, tail)).deleted) return undefined;
+      return { count, hash, lastModified: tail.modified };
+    });
+  }
+
+  /**
    * Items as they were sent: those stored as objects of their own are read (in parallel) and
    * checked against their leaf hashes (one gone: read again, as for a vanished log).
    */
@@ -589,6 +632,14 @@ export class AppendFormat implements ListFormat, StateKeeper {
     }
     // In the current log (a `last` page reaching before what the log holds is cut there).
     const want = Math.max(from, own.held);
+    if (want >= count) {
+      // The log holds none of the page's items (a generation whose newest items all went into its
+      // segments: one over half a log, or a truncate cut at an object's end): the newest older
+      // object answers, cut at its start.
+      const entry = entryAt(own, count - 1);
+      if (!entry) throw new DamageError('an index without the page');
+      return answer(await this.readEntry(s, k, inc, entry, Math.max(from, entry.first), count));
+    }
     return answer(await this.spanOfLog(tail, own, want, Math.max(to, want + 1), keep === 'new'));
   }
 
@@ -924,6 +975,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
       data: 0,
       index: [...x.index, entry],
       writes: writesOf(x, chunk),
+      ...(x.keepsFrom !== undefined ? { keepsFrom: x.keepsFrom } : {}),
     };
     const parts = carried.map(
       (r): Part => ({
@@ -1255,6 +1307,166 @@ export class AppendFormat implements ListFormat, StateKeeper {
     });
   }
 
+  async truncate(s: string, k: string, options: TruncateOptions): Promise<ListWriteResult> {
+    return this.guard(k, async () => {
+      const writeId = options.writeId ?? newWriteId();
+      const [read, raw] = await Promise.all([this.sessions.read(s), this.readPointer(s, k)]);
+      const inc = read.live?.inc;
+      let tail = inc ? await this.current(s, k, inc, mine(raw, inc), true) : undefined;
+      // Decided on what was read, without a write, before the marker is touched.
+      const early = await this.decideTruncate(tail, options, writeId, read.live?.token ?? null);
+      if (early) return early;
+      const marker = await this.sessions.forWrite(s, read, options.token, false);
+      if (marker.inc !== inc) tail = undefined;
+      const cache: RewriteCache = {};
+      try {
+        for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+          const result = await this.decideTruncate(tail, options, writeId, null);
+          if (result) return result;
+          const done = await this.cut(s, k, marker, tail as Tail, options, writeId, cache);
+          if ('result' in done) return done.result;
+          // Lost its seal to another writer (a keep-alive record leaves the list as it was).
+          tail = await this.current(s, k, marker.inc, mine(await this.readPointer(s, k), marker.inc), true);
+        }
+        throw new ContendedError('the list is too contended; nothing was written; retry');
+      } finally {
+        await this.dropPrepared(cache);
+      }
+    });
+  }
+
+  /**
+   * What a truncate answers without writing (the unchanged list; a replay of its write id, looked
+   * for only when the list has another hash and the caller named the write), or refuses (fenced,
+   * another hash, too few items); undefined when it has items to remove.
+   */
+  private async decideTruncate(
+    tail: Tail | undefined,
+    options: TruncateOptions,
+    writeId: string,
+    markerToken: number | null,
+  ): Promise<ListWriteResult | undefined> {
+    const count = tail?.last.count ?? 0;
+    const hash = tail?.last.hash ?? EMPTY_HASH;
+    if (tail) this.fence(tail.last.token, options.token);
+    this.fence(markerToken, options.token);
+    if (options.expectedHash !== hash) {
+      const replay =
+        tail && options.writeId !== undefined ? await this.deepReplay(tail, widOf(writeId)) : undefined;
+      if (replay) return replay;
+      throw new ListPreconditionFailedError(hash);
+    }
+    if (options.count > count) throw new ListTooShortError(options.count, count);
+    if (options.count === count) return { action: 'unchanged', count, hash };
+    return undefined;
+  }
+
+  /**
+   * Keeps the first `options.count` items: archives the removed ones, creates generation `gen + 1`
+   * whose index lists the older logs and segments wholly inside the kept prefix as they are (their
+   * names keep their generation), the kept items of the object the cut falls in packed after them
+   * as a rewrite packs, then seals the current log naming it (the commit, as for a rewrite). Reads
+   * only the object the cut falls in, those after it and the current log. Answers `{ tail }` when
+   * its seal lost.
+   */
+  private async cut(
+    s: string,
+    k: string,
+    marker: Marker,
+    tail: Tail,
+    options: TruncateOptions,
+    writeId: string,
+    cache: RewriteCache,
+  ): Promise<{ result: ListWriteResult } | { tail: undefined }> {
+    const { inc } = marker;
+    const keep = options.count;
+    const startedAt = performance.now();
+    const info = await this.infoOf(inc, tail);
+    // The older objects wholly inside the kept prefix stay; the cut falls in object `at` (or, at
+    // the index's end, in the current log).
+    const at =
+      keep >= info.start
+        ? info.index.length
+        : info.index.findIndex((e) => e.first <= keep && keep < e.first + e.count);
+    if (at < 0) throw new DamageError('an index without the cut');
+    const kept = info.index.slice(0, at);
+    const cutIn = info.index[at];
+    const from = cutIn ? cutIn.first : info.start;
+    const fromHash = cutIn ? (kept.at(-1)?.hash ?? EMPTY_HASH) : info.startHash;
+    // The objects from the cut on, whole (verified against the index), and the current log up to
+    // the tail read (its own items and the write ids it keeps).
+    const [spans, log] = await Promise.all([
+      Promise.all(info.index.slice(at).map((e) => this.readEntry(s, k, inc, e, e.first, e.first + e.count))),
+      tail.chunk.lo === 0 ? tail.chunk : this.rangeAt(tail.name, 0, tail.size - 1),
+    ]);
+    const own = spanOf(log, info.start, tail.last.count);
+    if (!own || own.offset !== info.start || own.end !== tail.last.count || own.endHash !== tail.last.hash)
+      throw new DamageError('a log whose items do not match its tail');
+    let count = from;
+    let hash = fromHash;
+    const stored: unknown[] = [];
+    for (const span of [...spans, own]) {
+      if (span.offset !== count || span.baseHash !== hash)
+        throw new DamageError('an object that does not continue the chain');
+      stored.push(...span.items);
+      count = span.end;
+      hash = span.endHash;
+    }
+    const keptItems = stored.slice(0, keep - from);
+    const removed = await this.resolve({ items: stored.slice(keep - from) });
+    const prefixes = storedPrefixes(keptItems, fromHash);
+    const next = prefixes[keptItems.length] as string;
+    // The removed items are archived before the seal that drops them (with the new generation).
+    const archive = this.archives.write(
+      s,
+      k,
+      inc,
+      tail.ref.gen,
+      { items: removed.items, count: removed.items.length, hash: chainHash(EMPTY_HASH, removed.items) },
+      keep,
+    );
+    archive.catch(() => undefined);
+    const gen = tail.ref.gen + 1;
+    if (cache.prepared && cache.prepared.gen !== gen) await this.dropPrepared(cache);
+    let prepared = cache.prepared;
+    if (!prepared) {
+      const wid = widOf(writeId);
+      const writes = [...writesOf(indexOf(log, inc, tail.ref), log), [wid, keep, next, 'truncated'] as const];
+      prepared = this.packStored(s, k, inc, gen, {
+        stored: keptItems,
+        from,
+        prefixes,
+        token: maxToken(tail.last.token, options.token),
+        writes: writes.slice(-KEPT_WRITES),
+        kept,
+        keepsFrom: info.keepsFrom ?? info.gen,
+        action: 'truncated',
+      });
+      await this.createPrepared(prepared, cache);
+    }
+    await archive;
+    if (performance.now() - startedAt > this.ctx.maxCommitMs)
+      throw new BackendError('list write took too long between read and commit; retry', true);
+    const wid = widOf(writeId);
+    const state = { ...tail.last, token: maxToken(tail.last.token, options.token), wid };
+    try {
+      await this.ctx.driver.append(tail.name, sealRecord(state, tail.size, prepared.info), {
+        position: tail.size,
+      });
+    } catch (error) {
+      if (definite(error)) throw error;
+      // Lost to another writer, or unknown: landed only if the log ends with this seal.
+      const after = await this.tailAt(s, k, inc, tail.ref).catch((again: unknown) => {
+        cache.prepared = undefined;
+        throw again;
+      });
+      if (!(after?.last.kind === 's' && after.last.wid === wid)) return { tail: undefined };
+    }
+    cache.prepared = undefined;
+    await this.writePointer(s, k, prepared.info).catch(() => this.ctx.metrics.count('persistenceFailures'));
+    return { result: prepared.result };
+  }
+
   /**
    * Replaces the list (`items`) or deletes it (undefined): archives what it holds, creates the
    * next generation (segments create-only, its first log at position 0), then seals the current
@@ -1393,51 +1605,100 @@ export class AppendFormat implements ListFormat, StateKeeper {
     token: number | null,
     writes: readonly WriteRecord[],
   ): Prepared {
-    const tag = randomBytes(4).toString('hex');
     const own = storedItems(items ?? [], (i, leaf) => this.layout.listItem(s, k, inc, gen, i, leaf));
-    const list = own.stored;
+    return {
+      ...this.packStored(s, k, inc, gen, {
+        stored: items === undefined ? undefined : own.stored,
+        from: 0,
+        prefixes,
+        token,
+        writes,
+        kept: [],
+        action: 'rewritten',
+      }),
+      items: own.objects,
+    };
+  }
+
+  /**
+   * A new generation from items as stored (`stored`; none: a deleted list), numbered from `from`
+   * (`prefixes[i]`: the chain hash before item `from + i`), after the older objects `kept` (a
+   * truncate's, contiguous from item 0 to `from`): the items packed into normal segments of at
+   * least a log's worth each, the newest (up to half a log) in its first, appendable log, whose
+   * index lists `kept` and the segments. Creates no item objects (`items` is empty).
+   */
+  private packStored(
+    s: string,
+    k: string,
+    inc: string,
+    gen: number,
+    o: {
+      readonly stored: readonly unknown[] | undefined;
+      readonly from: number;
+      readonly prefixes: readonly string[];
+      readonly token: number | null;
+      readonly writes: readonly WriteRecord[];
+      readonly kept: readonly Entry[];
+      readonly keepsFrom?: number;
+      readonly action: 'rewritten' | 'truncated';
+    },
+  ): Prepared {
+    const { from, prefixes, token } = o;
+    const tag = randomBytes(4).toString('hex');
+    const list = o.stored ?? [];
     const sizes = list.map(itemBytes);
-    const at = (from: number) => (n: number) => prefixes[from + n] as string;
+    const at = (i: number) => (n: number) => prefixes[i + n] as string;
     let split = list.length;
     for (let b = 0; split > 0 && b + (sizes[split - 1] as number) <= this.logBytes / 2; split--)
       b += sizes[split - 1] as number;
     const objects: Array<{ name: string; body: Buffer; appendable: boolean }> = [];
-    const index: Entry[] = [];
+    const index: Entry[] = [...o.kept];
     let seq = 0;
-    for (let first = 0; first < split; seq++) {
-      let end = first;
+    for (let i = 0; i < split; seq++) {
+      let end = i;
       for (let b = 0; end < split && b < this.logBytes; end++) b += sizes[end] as number;
       const ref: LogRef = { gen, seq, tag };
-      const base = { count: first, hash: prefixes[first] as string };
-      const info = this.infoFor(inc, ref, false, first, base.hash, [], []);
-      const built = buildLog(info, base, token, recordsOf(list.slice(first, end), first, at(first), 'r', ''));
+      const base = { count: from + i, hash: prefixes[i] as string };
+      const info = this.infoFor(inc, ref, false, from + i, base.hash, [], []);
+      const built = buildLog(info, base, token, recordsOf(list.slice(i, end), from + i, at(i), 'r', ''));
       const chunk = parseChunk(built.body, 0, built.body.length);
       index.push({
         ...ref,
-        first,
-        count: end - first,
+        first: from + i,
+        count: end - i,
         hash: prefixes[end] as string,
         bytes: built.body.length,
         data: built.info.data,
-        marks: marksOf(chunk, first, built.info.data, this.markBytes),
+        marks: marksOf(chunk, from + i, built.info.data, this.markBytes),
       });
       objects.push({ name: this.name(s, k, inc, ref), body: built.body, appendable: false });
-      first = end;
+      i = end;
     }
     const ref: LogRef = { gen, seq, tag };
-    const info = this.infoFor(inc, ref, items === undefined, split, prefixes[split] as string, index, writes);
-    const base = { count: split, hash: prefixes[split] as string };
-    const built = buildLog(info, base, token, recordsOf(list.slice(split), split, at(split), 'r', ''));
+    const info: LogInfo = {
+      ...this.infoFor(
+        inc,
+        ref,
+        o.stored === undefined,
+        from + split,
+        prefixes[split] as string,
+        index,
+        o.writes,
+      ),
+      ...(o.keepsFrom !== undefined ? { keepsFrom: o.keepsFrom } : {}),
+    };
+    const base = { count: from + split, hash: prefixes[split] as string };
+    const built = buildLog(info, base, token, recordsOf(list.slice(split), from + split, at(split), 'r', ''));
     objects.push({ name: this.name(s, k, inc, ref), body: built.body, appendable: true });
-    const count = list.length;
-    const hash = prefixes[count] as string;
+    const count = from + list.length;
+    const hash = prefixes[list.length] as string;
     return {
       gen,
       objects,
-      items: own.objects,
+      items: [],
       info: built.info,
-      result: items
-        ? { action: 'rewritten', count, hash }
+      result: o.stored
+        ? { action: o.action, count, hash }
         : { action: 'unchanged', count: 0, hash: EMPTY_HASH },
     };
   }
@@ -1533,7 +1794,8 @@ export class AppendFormat implements ListFormat, StateKeeper {
       if (o.key.startsWith(itemPrefix)) {
         const gen = /^(\d{16})~\d{16}~[0-9a-f]{12}$/.exec(o.key.slice(itemPrefix.length))?.[1];
         if (gen === undefined) continue;
-        if (Number(gen) === tail.ref.gen) {
+        // A truncate's generation still references the item objects of the generations it kept.
+        if (Number(gen) <= tail.ref.gen && Number(gen) >= (info.keepsFrom ?? tail.ref.gen)) {
           if (o.lastModified.getTime() < cutoff) await driver.copy(o.key, o.key, { tags: { kind: 'state' } });
         } else if (this.ctx.now() - o.lastModified.getTime() > this.ctx.retireAfterMs)
           await driver.delete(o.key);
@@ -1938,6 +2200,8 @@ function parseInfo(text: string): LogInfo | undefined {
     return undefined;
   if (!isHash(i.startHash) || i.held > i.start || !Array.isArray(i.index)) return undefined;
   if (i.writes !== undefined && !Array.isArray(i.writes)) return undefined;
+  if (i.keepsFrom !== undefined && !(Number.isSafeInteger(i.keepsFrom) && i.keepsFrom <= i.gen))
+    return undefined;
   let next = 0;
   for (const e of i.index) {
     const ok =

@@ -1,10 +1,13 @@
 /**
  * Archived lists (docs/DESIGN.md, "Archives"): before a list is rewritten or deleted, its whole
  * content is written create-only to `<key>.list~a~<inc>~<gen>~<count>~<hash>` (kind=archive), so
- * listing the archives reads no bodies. Both list formats archive the same way. A replacement that
- * lost its race to an append archives again, longer: within a generation the list only grows, so
- * of several archives of one generation the one with the most items holds the others, and it is
- * the archive of that generation (the others are prefixes of it, left to the archive lifecycle).
+ * listing the archives reads no bodies; a truncate archives only the items it removes, from the
+ * kept count `offset` on, as `…~<count>~<hash>~<offset>` (`count` and `hash`: those of the archived
+ * items). Both list formats archive the same way. A replacement that lost its race to an append
+ * archives again, longer: within a generation the list only grows, so of several archives of one
+ * generation the one that reaches furthest (`offset + count`), and of those the one from the lowest
+ * offset, holds the others, and it is the archive of that generation (the others are parts of it,
+ * left to the archive lifecycle).
  */
 import { ObjectConditionFailedError } from '../../drivers/errors.js';
 import { jsonBody, listAll, type StoreContext } from '../context.js';
@@ -24,22 +27,27 @@ export class Archives {
     private readonly layout: UserLayout,
   ) {}
 
-  /** Archives generation `gen` of a list (a retry writing the same generation finds it there). */
+  /**
+   * Archives generation `gen` of a list (a retry writing the same generation finds it there): its
+   * whole content, or (a truncate) its items from `offset` on, `content.count` and `content.hash`
+   * being those of the archived items alone.
+   */
   async write(
     s: string,
     k: string,
     inc: string,
     gen: number,
     content: { readonly items: readonly unknown[]; readonly count: number; readonly hash: string },
+    offset = 0,
   ): Promise<void> {
-    const name = `${this.layout.archive(s, k, inc, gen)}~${padNumber(content.count)}~${content.hash.slice(HASH_PREFIX.length)}`;
+    const name = `${this.layout.archive(s, k, inc, gen)}~${padNumber(content.count)}~${content.hash.slice(HASH_PREFIX.length)}${offset > 0 ? `~${padNumber(offset)}` : ''}`;
     try {
       const encoding = this.ctx.archiveEncoding;
       const body = encodeBody(Buffer.from(jsonBody(content.items), 'utf8'), encoding);
       await this.ctx.driver.put(name, body, {
         contentType: 'application/json',
         ...(encoding !== 'identity' ? { contentEncoding: encoding } : {}),
-        metadata: { inc, count: String(content.count), hash: content.hash },
+        metadata: { inc, count: String(content.count), hash: content.hash, offset: String(offset) },
         tags: { kind: 'archive' },
         ifNoneMatch: '*',
       });
@@ -53,19 +61,14 @@ export class Archives {
   /** The archives of the list in this incarnation, oldest first (one LIST). */
   async list(s: string, k: string, inc: string): Promise<ArchiveInfo[]> {
     const prefix = this.layout.archives(s, k, inc);
-    // Name order is (generation, count): the last of a generation is its archive.
     const out = new Map<string, ArchiveInfo>();
     for (const object of await listAll(this.ctx.driver, prefix)) {
-      const match = /^(\d{16})~(\d{16})~([0-9a-f]{64})$/.exec(object.key.slice(prefix.length));
-      if (!match) continue;
-      const archiveId = String(Number(match[1]));
-      out.set(archiveId, {
-        archiveId,
-        count: Number(match[2]),
-        hash: `${HASH_PREFIX}${match[3]}`,
-        archivedAt: object.lastModified,
-      });
+      const found = parseArchiveName(object.key.slice(prefix.length), object.lastModified);
+      if (!found) continue;
+      const seen = out.get(found.archiveId);
+      if (!seen || holdsMore(found, seen)) out.set(found.archiveId, found);
     }
+    // Name order is generation order.
     return [...out.values()];
   }
 
@@ -80,7 +83,13 @@ export class Archives {
     // Archive ids are decimal: any other form names no archive.
     if (!ARCHIVE_ID_PATTERN.test(archiveId)) return undefined;
     const prefix = `${this.layout.archive(s, k, inc, Number(archiveId))}~`;
-    const found = (await listAll(this.ctx.driver, prefix)).at(-1);
+    // Of several archives of the generation, the one that holds the others.
+    let found: { key: string; info: ArchiveInfo } | undefined;
+    for (const object of await listAll(this.ctx.driver, prefix)) {
+      const name = `${padNumber(Number(archiveId))}~${object.key.slice(prefix.length)}`;
+      const info = parseArchiveName(name, object.lastModified);
+      if (info && (!found || holdsMore(info, found.info))) found = { key: object.key, info };
+    }
     // An archive in a cold class is restored first (RestoreInProgressError until it is readable).
     const object = found ? await readRestoring(this.ctx, found.key, `archive ${archiveId}`) : undefined;
     if (!object) return undefined;
@@ -93,4 +102,27 @@ export class Archives {
     if (!Array.isArray(items)) throw new CorruptValueError(k);
     return pageOfItems(items, page, chainHash(EMPTY_HASH, items));
   }
+}
+
+/** An archive's name after the list's archive prefix: `<gen>~<count>~<hash>[~<offset>]`. */
+function parseArchiveName(name: string, archivedAt: Date): Required<ArchiveInfo> | undefined {
+  const match = /^(\d{16})~(\d{16})~([0-9a-f]{64})(?:~(\d{16}))?$/.exec(name);
+  if (!match) return undefined;
+  return {
+    archiveId: String(Number(match[1])),
+    count: Number(match[2]),
+    hash: `${HASH_PREFIX}${match[3]}`,
+    archivedAt,
+    offset: match[4] === undefined ? 0 : Number(match[4]),
+  };
+}
+
+/**
+ * True when archive `a` holds more of its generation than `b`: it reaches further, or as far from
+ * a lower offset (within a generation the list only grows, so it holds `b`).
+ */
+function holdsMore(a: Required<ArchiveInfo>, b: ArchiveInfo): boolean {
+  const offset = b.offset ?? 0;
+  const end = a.offset + a.count;
+  return end > offset + b.count || (end === offset + b.count && a.offset < offset);
 }

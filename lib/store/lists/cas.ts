@@ -21,6 +21,7 @@ import {
   CorruptValueError,
   FencedError,
   ListPreconditionFailedError,
+  ListTooShortError,
 } from '../errors.js';
 import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
 import { decodeId, type UserLayout } from '../ids.js';
@@ -31,6 +32,7 @@ import type {
   ListSaveOptions,
   ListWriteResult,
   PageOptions,
+  TruncateOptions,
   WriteOptions,
 } from '../types.js';
 import { Archives } from './archives.js';
@@ -40,6 +42,7 @@ import {
   itemBytes,
   KEPT_WRITES,
   type ListFormat,
+  type ListStat,
   maxToken,
   newWriteId,
   prefixHashes,
@@ -47,7 +50,7 @@ import {
   rangeOf,
   replayOf,
 } from './format.js';
-import { ITEM_REF, isItemRef, resolveItem, storedChain, storedItems } from './items.js';
+import { ITEM_REF, isItemRef, resolveItem, storedChain, storedItems, storedPrefixes } from './items.js';
 
 /** Merge levels above the sealed chunk: ×4 each, so 4 MiB segments from 64 KiB seals. */
 const LEVELS = 3;
@@ -125,6 +128,8 @@ interface Current {
   readonly etag?: string;
   /** The object there cannot be read as a head. */
   readonly corrupt?: boolean;
+  /** When the object there was written. */
+  readonly modified?: Date;
 }
 
 /** What a write decided: the head to write (and the segments it needs first), or an answer. */
@@ -136,6 +141,8 @@ type Plan =
       readonly segments: ReadonlyArray<{ readonly name: string; readonly body: Buffer }>;
       /** Retired segments to delete once the head is written. */
       readonly drop: readonly string[];
+      /** Written with the segments, before the head (a truncate's archive). */
+      readonly before?: () => Promise<void>;
       readonly after?: () => Promise<void>;
     };
 
@@ -223,7 +230,16 @@ export class CasFormat implements ListFormat, StateKeeper {
       this.ctx.metrics.count('corruptObjects');
       return { etag: object.etag, corrupt: true };
     }
-    return { head, etag: object.etag };
+    return { head, etag: object.etag, modified: object.lastModified };
+  }
+
+  /** The head alone (one GET): count, hash and when it was written. */
+  async stat(s: string, k: string, inc: string): Promise<ListStat | undefined> {
+    const current = mine(await this.readCurrent(s, k), inc);
+    if (current.corrupt) throw new CorruptValueError(k);
+    const head = current.head;
+    if (!head || head.deleted) return undefined;
+    return { count: head.count, hash: head.hash, lastModified: current.modified ?? new Date(0) };
   }
 
   async read(s: string, k: string, page: PageOptions): Promise<ListPage> {
@@ -454,6 +470,147 @@ export class CasFormat implements ListFormat, StateKeeper {
     });
   }
 
+  async truncate(s: string, k: string, options: TruncateOptions): Promise<ListWriteResult> {
+    const writeId = options.writeId ?? newWriteId();
+    const [read, raw] = await Promise.all([this.sessions.read(s), this.readCurrent(s, k)]);
+    const first = mine(raw, read.live?.inc);
+    if (first.corrupt) throw new CorruptValueError(k);
+    // Decided on what was read, without a write (an absent list, a replay, a failed condition,
+    // nothing to remove), before the marker is touched.
+    const early = this.decideTruncate(first.head, options, writeId, read.live?.token ?? null);
+    if (early) return early;
+    const marker = await this.sessions.forWrite(s, read, options.token, false);
+    return this.commit(s, k, marker, mine(raw, marker.inc), writeId, async (head, corrupt) => {
+      if (corrupt) throw new CorruptValueError(k);
+      const result = this.decideTruncate(head, options, writeId, null);
+      if (result) return { result };
+      return this.planTruncate(s, k, marker, head as Head, options.count, options.token, writeId);
+    });
+  }
+
+  /**
+   * What a truncate answers without writing (a replay of its write id, the unchanged list), or
+   * refuses (fenced, another hash, too few items); undefined when it has items to remove.
+   */
+  private decideTruncate(
+    head: Head | undefined,
+    options: TruncateOptions,
+    writeId: string,
+    markerToken: number | null,
+  ): ListWriteResult | undefined {
+    const landed = recorded(head, writeId);
+    if (landed) return landed;
+    this.fence(head, options.token);
+    if (options.token !== undefined && markerToken !== null && markerToken > options.token) {
+      this.ctx.metrics.count('fencedWrites');
+      throw new FencedError(options.token, markerToken);
+    }
+    const live = head && !head.deleted ? head : undefined;
+    const count = live?.count ?? 0;
+    const hash = live?.hash ?? EMPTY_HASH;
+    if (options.expectedHash !== hash) throw new ListPreconditionFailedError(hash);
+    if (options.count > count) throw new ListTooShortError(options.count, count);
+    if (options.count === count) return { action: 'unchanged', count, hash };
+    return undefined;
+  }
+
+  /**
+   * The head of generation `gen + 1` holding the first `keep` items: the segments wholly inside
+   * them listed as they are (their names keep their generation), the items of the segment the cut
+   * falls in (and of the head, if it falls there) before the cut packed into a new segment and the
+   * head; the removed items archived from `keep` on. Reads only the segment the cut falls in and
+   * those after it (none when it falls in the head).
+   */
+  private async planTruncate(
+    s: string,
+    k: string,
+    marker: Marker,
+    head: Head,
+    keep: number,
+    token: number | undefined,
+    writeId: string,
+  ): Promise<Plan> {
+    const now = this.ctx.now();
+    const refs = head.segments;
+    const gen = head.gen + 1;
+    let kept: SegmentRef[] = refs;
+    let from = head.base;
+    let fromHash = head.baseHash;
+    let stored: unknown[] = head.items;
+    let cut: SegmentRef[] = [];
+    if (keep < head.base) {
+      const j = refs.findIndex((ref) => ref.first <= keep && keep < ref.first + ref.count);
+      const at = refs[j];
+      if (!at) throw new CorruptValueError(k);
+      kept = refs.slice(0, j);
+      cut = refs.slice(j);
+      from = at.first;
+      fromHash = refs[j - 1]?.hash ?? EMPTY_HASH;
+      const segments = await Promise.all(cut.map((ref) => this.readSegment(k, ref)));
+      stored = segments.flatMap((segment) => parseItems(segment.data, k));
+      this.verify(k, fromHash, stored, head.baseHash);
+      stored = stored.concat(head.items);
+    }
+    const keptItems = stored.slice(0, keep - from);
+    const removed = stored.slice(keep - from);
+    const prefixes = storedPrefixes(keptItems, fromHash);
+    const hash = prefixes[keptItems.length] as string;
+    const archived = (await this.resolve(k, { ...emptyPage(), items: removed })).items;
+    // The removed items, archived before the head that drops them (with the new segments).
+    const archive = () =>
+      this.archives.write(
+        s,
+        k,
+        marker.inc,
+        head.gen,
+        { items: archived, count: archived.length, hash: chainHash(EMPTY_HASH, archived) },
+        keep,
+      );
+    // A cut in the head keeps its items there; a cut in a segment repacks the items before it, the
+    // newest (down to the head's low mark) in the head.
+    let split = 0;
+    if (keep < head.base) {
+      const sizes = keptItems.map(itemBytes);
+      split = keptItems.length;
+      for (
+        let bytes = 0;
+        split > 0 && bytes + (sizes[split - 1] as number) <= this.headBytes - this.sealBytes;
+        split--
+      )
+        bytes += sizes[split - 1] as number;
+      if (split === keptItems.length && split > 0) split--;
+    }
+    const outs = this.pack(from, prefixes, keptItems.slice(0, split));
+    const packed = outs.map((out) => this.refOf(s, k, marker.inc, gen, out));
+    const objects = removed.filter(isItemRef).map((ref) => ref[ITEM_REF]);
+    const result: ListWriteResult = { action: 'truncated', count: keep, hash };
+    const next: Head = {
+      ...head,
+      gen,
+      count: keep,
+      hash,
+      token: maxToken(head.token, token),
+      base: from + split,
+      baseHash: prefixes[split] as string,
+      items: keptItems.slice(split),
+      writes: remember(head.writes, [writeId, keep, hash, 'truncated']),
+      segments: [...kept, ...packed],
+      retired: [
+        ...head.retired,
+        ...[...cut.map((ref) => ref.name), ...objects].map((name): [string, number] => [name, now]),
+      ],
+    };
+    const due = this.due(next.retired, now);
+    const gone = new Set(due);
+    return {
+      result,
+      next: { ...next, retired: next.retired.filter(([name]) => !gone.has(name)) },
+      segments: outs.map((out, i) => ({ name: (packed[i] as SegmentRef).name, body: out.body })),
+      drop: due,
+      before: archive,
+    };
+  }
+
   /** Refuses a write whose token is below the one the head records. */
   private fence(head: Head | undefined, token: number | undefined): void {
     if (token !== undefined && head?.token != null && head.token > token) {
@@ -490,7 +647,10 @@ export class CasFormat implements ListFormat, StateKeeper {
       }
       if (!plan.next) return plan.result;
       try {
-        await Promise.all(plan.segments.map((segment) => this.createSegment(segment.name, segment.body)));
+        await Promise.all([
+          ...plan.segments.map((segment) => this.createSegment(segment.name, segment.body)),
+          plan.before?.(),
+        ]);
         if (performance.now() - startedAt > this.ctx.maxCommitMs)
           throw new BackendError('list write took too long between read and commit; retry', true);
         // Retired segments are listed by no head any more: they can go while the head is written,
@@ -886,13 +1046,6 @@ export class CasFormat implements ListFormat, StateKeeper {
 }
 
 // ---- pure helpers ----------------------------------------------------------------------------
-
-/** `storedChain` after each prefix of stored items: `[h0, h1, …, hn]` from `from`. */
-function storedPrefixes(stored: readonly unknown[], from: string): string[] {
-  const out = [from];
-  for (const item of stored) out.push(storedChain(out.at(-1) as string, [item]));
-  return out;
-}
 
 function remember(writes: readonly WriteRecord[], record: WriteRecord): WriteRecord[] {
   return [...writes, record].slice(-KEPT_WRITES);

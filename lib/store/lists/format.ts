@@ -12,8 +12,17 @@ import type {
   ListSaveOptions,
   ListWriteResult,
   PageOptions,
+  TruncateOptions,
   WriteOptions,
 } from '../types.js';
+
+/** What `listKeys` shows of a list. */
+export interface ListStat {
+  readonly count: number;
+  readonly hash: string;
+  /** When the list was last written (its head, or its current log). */
+  readonly lastModified: Date;
+}
 
 /** The list operations of one user's sessions, in one storage format (archives are the store's: lists/archives.ts). */
 export interface ListFormat {
@@ -32,6 +41,17 @@ export interface ListFormat {
     options: ListSaveOptions,
   ): Promise<ListWriteResult>;
   remove(sessionId: string, key: string, options: WriteOptions): Promise<void>;
+  /**
+   * Keeps the first `options.count` items if the list has `options.expectedHash` (the store has
+   * checked the options): archives the removed ones (from `count` on), then commits a new
+   * generation that keeps the old one's immutable objects wholly inside the kept prefix as they are.
+   */
+  truncate(sessionId: string, key: string, options: TruncateOptions): Promise<ListWriteResult>;
+  /**
+   * The list's count, hash and last write as incarnation `inc` sees it (the caller read the
+   * marker), or undefined when it is absent or deleted; `CorruptValueError` when it is damaged.
+   */
+  stat(sessionId: string, key: string, inc: string): Promise<ListStat | undefined>;
   /** The object name of item `n` where the format stores it as an object of its own, else undefined. */
   itemObject?(sessionId: string, key: string, n: number): Promise<string | undefined>;
 }

@@ -49,6 +49,13 @@ export function storedChain(from: string, stored: readonly unknown[]): string {
   );
 }
 
+/** `storedChain` after each prefix of stored items: `[h0, h1, …, hn]` from `from`. */
+export function storedPrefixes(stored: readonly unknown[], from: string): string[] {
+  const out = [from];
+  for (const item of stored) out.push(storedChain(out.at(-1) as string, [item]));
+  return out;
+}
+
 /**
  * Items as stored: one over `LIST_ITEM_OBJECT_BYTES` becomes a reference to an object named by
  * `nameOf(i, <first 12 hex digits of its leaf>)` (returned in `objects`, to create first).
