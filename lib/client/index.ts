@@ -31,13 +31,14 @@ import type * as z from 'zod/mini';
 import type { Lease } from '../lock/types.js';
 import { PayloadTooLargeError, ProtocolError } from '../protocol/errors.js';
 import { paths } from '../protocol/paths.js';
-import { problemCodeOf, problemError } from '../protocol/problems.js';
+import { problemCodeOf, problemError, SESSION_NOT_FOUND } from '../protocol/problems.js';
 import { HEADER_NAMES, REQUEST_ID_HEADER, schemas } from '../protocol/schemas.js';
 import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 } from '../store/encoding.js';
 import {
   AppendConflictError,
   BackendError,
   RestoreInProgressError,
+  SessionNotFoundError,
   StoreError,
   UploadNotFoundError,
   ValidationError,
@@ -53,6 +54,8 @@ import type {
   AppendOptions,
   ArchiveInfo,
   DirectRequest,
+  KeyPage,
+  ListKeysOptions,
   ListPage,
   ListSaveOptions,
   ListWriteResult,
@@ -61,6 +64,7 @@ import type {
   SessionPage,
   SessionStore,
   StorageTier,
+  TruncateOptions,
   Versioned,
   WorkspaceDownload,
   WorkspaceInfo,
@@ -230,6 +234,17 @@ export interface HttpSessionStore extends SessionStore {
     items: readonly unknown[],
     options: AppendOptions & CallOptions,
   ): Promise<ListWriteResult>;
+  /**
+   * Sends one `Idempotency-Key` (the `writeId`, or one made here) with every attempt, so it is
+   * retried after a lost answer too: the server answers a replay with the first answer.
+   */
+  truncateList(
+    sessionId: string,
+    key: string,
+    options: TruncateOptions & CallOptions,
+  ): Promise<ListWriteResult>;
+  /** One page of the session's keys; `SessionNotFoundError` for an absent (or another user's) session. */
+  listKeys(sessionId: string, options?: ListKeysOptions & CallOptions): Promise<KeyPage>;
   getList<T = unknown>(
     sessionId: string,
     key: string,
@@ -1229,6 +1244,42 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       return result;
     },
     appendList,
+    async truncateList(sessionId, key, o) {
+      const response = await call('POST', paths.listTruncate(sessionId, key), {
+        body: { count: o.count, expectedHash: o.expectedHash },
+        headers: { ...fence(o), [HEADER_NAMES.idempotencyKey]: o.writeId ?? randomUUID() },
+        // The key names this truncate: a replay of one that landed answers its first answer.
+        idempotent: true,
+        call: o,
+      });
+      if (response.status !== 200) {
+        if (response.status === 409 || response.status === 412) known.delete(listName(sessionId, key));
+        return fail(response);
+      }
+      const result: ListWriteResult = await bodyOf(response, schemas.ListWrite, 'truncateList');
+      remember(sessionId, key, result);
+      return result;
+    },
+    async listKeys(sessionId, o = {}) {
+      const response = await call('GET', paths.keys(sessionId), {
+        query: { prefix: o.prefix, startAfter: o.startAfter, limit: o.limit, cursor: o.cursor },
+        call: o,
+      });
+      if (response.status === 404) {
+        // The route's 404 is an absent session; a server without the route answers another one.
+        const error: unknown = await fail(response).catch((e: unknown) => e);
+        if (error instanceof ProtocolError && error.message === SESSION_NOT_FOUND)
+          throw tagged(new SessionNotFoundError(sessionId), error);
+        throw error;
+      }
+      if (response.status !== 200) return fail(response);
+      const page = await bodyOf(response, schemas.KeyPage, 'listKeys');
+      return {
+        values: page.values.map((v) => ({ ...v, lastModified: new Date(v.lastModified) })),
+        lists: page.lists.map((l) => ({ ...l, lastModified: new Date(l.lastModified) })),
+        ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
+      } satisfies KeyPage;
+    },
     /**
      * Without `limit`, every item from `offset` (default 0) of one snapshot of the list, read a page
      * at a time when it is larger than an answer: a busy appender's later items are left out, a

@@ -18,7 +18,8 @@ import { type AnswerHeader, type AnswerSpec, problemsOf, type Route, TAGS } from
 
 /** What each problem code means, as the document explains it (its members, what to do). */
 const PROBLEM_NOTES: Record<ProblemCode, string> = {
-  'invalid-request': 'a path parameter, query parameter, header or body is malformed; `field` names it',
+  'invalid-request':
+    "a path parameter, query parameter, header or body is malformed; `field` names it (a truncate that asks to keep more items than the list has: `field` `count`, with `count` asked and `currentCount`, the list's)",
   unauthorized: 'no valid bearer token',
   'not-found': 'no such resource',
   'method-not-allowed': 'the path takes other methods, which `Allow` lists',

@@ -4,7 +4,7 @@
  * typed errors into problems; anything unknown is a 500 that hides internals.
  */
 import { LockConflictError, LockLostError } from '../lock/types.js';
-import { PROBLEMS, type ProblemCode, problemType } from '../protocol/problems.js';
+import { PROBLEMS, type ProblemCode, problemType, SESSION_NOT_FOUND } from '../protocol/problems.js';
 import {
   AppendConflictError,
   BackendError,
@@ -13,10 +13,12 @@ import {
   CorruptValueError,
   FencedError,
   ListPreconditionFailedError,
+  ListTooShortError,
   MisconfiguredBackendError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
   RestoreInProgressError,
+  SessionNotFoundError,
   UnsupportedOperationError,
   UploadMismatchError,
   UploadNotFoundError,
@@ -96,8 +98,19 @@ export function toProblem(
   });
   if (error instanceof MisconfiguredBackendError) return unavailable(true);
   if (error instanceof HttpProblem) return r(problem(error.code, error.message, error.extra, error.headers));
+  if (error instanceof ListTooShortError) {
+    return r(
+      problem('invalid-request', error.message, {
+        field: error.field,
+        count: error.count,
+        currentCount: error.currentCount,
+      }),
+    );
+  }
   if (error instanceof ValidationError)
     return r(problem('invalid-request', error.message, { field: error.field }));
+  // Another user's session is absent too: the same answer, never 403.
+  if (error instanceof SessionNotFoundError) return r(problem('not-found', SESSION_NOT_FOUND));
   if (error instanceof AppendConflictError) {
     return r(problem('append-conflict', error.message, { count: error.count, hash: error.hash }));
   }

@@ -13,6 +13,7 @@ import {
   CorruptValueError,
   FencedError,
   ListPreconditionFailedError,
+  ListTooShortError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
   type StoreError,
@@ -31,6 +32,7 @@ export interface ProblemFields {
   readonly expiresAt?: string | undefined;
   readonly currentEtag?: string | null | undefined;
   readonly currentHash?: string | undefined;
+  readonly currentCount?: number | undefined;
   readonly limit?: number | undefined;
   readonly corruptKey?: string | undefined;
 }
@@ -51,8 +53,11 @@ export const PROBLEMS = {
   'invalid-request': {
     status: 400,
     title: 'Invalid request',
-    // The detail is the ValidationError's message, which already starts with the field.
+    // The detail is the ValidationError's message, which already starts with the field. A truncate
+    // asking for more items than the list has carries `count` (asked) and `currentCount`.
     error: (p, detail) => {
+      if (p.field === 'count' && p.count !== undefined && p.currentCount !== undefined)
+        return new ListTooShortError(p.count, p.currentCount);
       const field = p.field ?? 'request';
       return new ValidationError(
         field,
@@ -134,6 +139,9 @@ export const PROBLEMS = {
   },
 } as const satisfies Record<string, ProblemSpec>;
 
+/** The detail of the `not-found` problem of an absent session (the client's `SessionNotFoundError`). */
+export const SESSION_NOT_FOUND = 'no such session';
+
 /** A problem code. */
 export type ProblemCode = keyof typeof PROBLEMS;
 
@@ -161,6 +169,7 @@ export const Problem = z.object({
   expiresAt: z.optional(z.string()),
   currentEtag: z.optional(z.nullable(z.string())),
   currentHash: z.optional(z.string()),
+  currentCount: z.optional(z.int()),
   limit: z.optional(z.int()),
   requestId: z.optional(z.string()),
   corruptKey: z.optional(z.string()),

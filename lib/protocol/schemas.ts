@@ -6,10 +6,12 @@
  */
 import * as z from 'zod/mini';
 import { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../lock/types.js';
+import { keyBoundProblem } from '../store/ids.js';
 import {
   DECIMAL_PATTERN,
   HASH_PATTERN,
   MAX_APPEND_ITEMS,
+  MAX_KEY_PAGE,
   MAX_SESSION_PAGE,
   MAX_UPLOAD_PARTS,
   MD5_PATTERN,
@@ -76,21 +78,50 @@ export const schemas = {
     expectedCount: int(0),
     expectedHash: z.optional(hash),
   }),
+  TruncateRequest: z.strictObject({
+    count: meta(int(0), { description: 'the number of items to keep: the first `count`' }),
+    expectedHash: meta(hash, { description: 'the chain hash the list must have' }),
+  }),
   WholeList: z.array(json),
   Value: json,
   Etag: z.object({ etag: z.string() }),
   ListWrite: z.object({
-    action: z.enum(['created', 'appended', 'rewritten', 'unchanged']),
+    action: z.enum(['created', 'appended', 'rewritten', 'truncated', 'unchanged']),
     count: int(),
     hash,
   }),
   ListPage: z.object({ items: z.array(json), count: int(), hash, offset: int(), baseHash: hash }),
   Archives: z.object({
-    archives: z.array(z.object({ archiveId: z.string(), count: int(), hash, archivedAt: timestamp })),
+    archives: z.array(
+      z.object({
+        archiveId: z.string(),
+        count: int(),
+        hash,
+        archivedAt: timestamp,
+        offset: meta(int(0), {
+          description:
+            "the list position of the archive's first item: 0 for a whole list (a rewrite or a delete), the kept count for a truncate",
+        }),
+      }),
+    ),
   }),
   SessionPage: z.object({
     sessions: z.array(z.object({ sessionId: z.string(), lastActivity: timestamp })),
     nextCursor: z.nullable(z.string()),
+  }),
+  KeyPage: z.object({
+    values: z.array(
+      z.object({
+        key: z.string(),
+        etag: meta(z.string(), { description: 'its version, as getValue answers it in ETag' }),
+        size: meta(int(), { description: 'bytes of its JSON' }),
+        lastModified: timestamp,
+      }),
+    ),
+    lists: z.array(z.object({ key: z.string(), count: int(), hash, lastModified: timestamp })),
+    nextCursor: meta(z.optional(z.string()), {
+      description: 'pass as `cursor` for the next page; absent on the last page',
+    }),
   }),
   Lease: z.object({ owner, token: int(), expiresAt: timestamp, leaseMs: int() }),
   Health: z.object({ status: z.literal('ok') }),
@@ -287,6 +318,18 @@ export const headers = {
       }),
     ),
   }),
+  /**
+   * A truncate: `Fencing-Token`, and the `Idempotency-Key` the client sends once per logical
+   * truncate (its write id: a replay of an applied one answers the original result).
+   */
+  truncate: z.object({
+    fencingToken: z.optional(fencingToken),
+    idempotencyKey: z.optional(
+      meta(present().check(z.regex(IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE)), {
+        description: 'one per logical truncate, the same on each retry of it',
+      }),
+    ),
+  }),
   /** A value read: `If-None-Match` (304 when the value still has that version). */
   read: z.object({ ifNoneMatch: z.optional(notModifiedTags) }),
   /**
@@ -316,11 +359,30 @@ const integer = (min: number, max: number, description: string) => {
   );
 };
 
+/** A key or the start of one, in a query: what the store accepts as a `listKeys` bound. */
+const keyBound = (description: string) =>
+  meta(
+    reading(z.string(), (raw) => {
+      const problem = keyBoundProblem(raw);
+      return problem === undefined ? raw : new Refused(problem);
+    }),
+    { type: 'string', description: `${description}; at most 128 bytes of UTF-8, no control characters` },
+  );
+
 /** What each kind of route reads from the query string. */
 export const queries = {
   /** A page of sessions. */
   sessionPage: z.object({
     limit: z.optional(integer(1, MAX_SESSION_PAGE, 'page size')),
+    cursor: z.optional(meta(z.string(), { description: 'nextCursor of the previous page' })),
+  }),
+  /** A page of a session's keys. */
+  keys: z.object({
+    prefix: z.optional(keyBound('only keys that start with this (UTF-8)')),
+    startAfter: z.optional(keyBound('only keys after this one (UTF-8 byte order)')),
+    limit: z.optional(
+      integer(1, MAX_KEY_PAGE, 'most keys in the page (a key both a value and a list counts once)'),
+    ),
     cursor: z.optional(meta(z.string(), { description: 'nextCursor of the previous page' })),
   }),
   /** Deleting every session. */

@@ -50,6 +50,18 @@ export function checkId(kind: IdKind, id: unknown): string {
   return id;
 }
 
+/**
+ * What is wrong with a key bound (a `listKeys` `prefix` or `startAfter`: a key or the start of one):
+ * at most the key limit in bytes, valid UTF-8, no control characters; undefined when nothing is.
+ * The store (keys.ts) and the HTTP query schema (lib/protocol/schemas.ts) apply the same rule.
+ */
+export function keyBoundProblem(value: string): string | undefined {
+  if (Buffer.byteLength(value) > LIMITS.key) return `must be at most ${LIMITS.key} bytes`;
+  if (CONTROL.test(value)) return 'must not contain control characters';
+  if (LONE_SURROGATE.test(value)) return 'must be valid UTF-8 (no lone surrogates)';
+  return undefined;
+}
+
 /** Refuses a prefix that is over-long, has control characters, or does not end with `/` (unless empty). */
 export function checkPrefix(prefix: string): string {
   if (Buffer.byteLength(prefix) > LIMITS.prefix)

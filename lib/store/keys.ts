@@ -26,7 +26,7 @@ import { ObjectNotFoundError } from '../drivers/errors.js';
 import type { ListedObject, ObjectInfo } from '../drivers/types.js';
 import type { StoreContext } from './context.js';
 import { CorruptValueError, SessionNotFoundError, ValidationError } from './errors.js';
-import { checkId, decodeId, PLAIN_ID, type UserLayout } from './ids.js';
+import { checkId, decodeId, keyBoundProblem, PLAIN_ID, type UserLayout } from './ids.js';
 import { MAX_KEY_PAGE } from './limits.js';
 import type { ListFormat } from './lists/format.js';
 import type { Sessions } from './sessions.js';
@@ -38,9 +38,6 @@ const VALUE_SUFFIX = '.json';
 const LIST_SUFFIX = '.list.hash';
 /** Requests `listKeys` has in flight at once for the values and lists of a page. */
 const PARALLEL = 64;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** UTF-8 byte order of two strings. */
 export function compareUtf8(a: string, b: string): number {
@@ -93,10 +90,8 @@ function plainPart(s: string): string {
 function checkBound(field: string, value: unknown): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw new ValidationError(field, 'must be a string');
-  if (Buffer.byteLength(value) > 128) throw new ValidationError(field, 'must be at most 128 bytes');
-  if (CONTROL.test(value)) throw new ValidationError(field, 'must not contain control characters');
-  if (LONE_SURROGATE.test(value))
-    throw new ValidationError(field, 'must be valid UTF-8 (no lone surrogates)');
+  const problem = keyBoundProblem(value);
+  if (problem) throw new ValidationError(field, problem);
   return value;
 }
 

@@ -147,11 +147,8 @@ export interface ArchiveInfo {
   readonly count: number;
   readonly hash: string;
   readonly archivedAt: Date;
-  /**
-   * The list position of the archive's first item. The store always sets it; optional in the type
-   * only until the typed HTTP client reads it from the answer (absent there means 0).
-   */
-  readonly offset?: number;
+  /** The list position of the archive's first item. */
+  readonly offset: number;
 }
 
 /** Storage tiers a workspace may be stored in (mapped to each backend's classes). */
@@ -245,16 +242,14 @@ export interface SessionStore {
   /**
    * Keeps the first `count` items of the list if it has `expectedHash`; archives only the items it
    * removes (`ArchiveInfo.offset` is `count`). `unchanged` when `count` is the list's count.
-   * Optional here until the typed HTTP client has it (its route comes with issue 16's HTTP part);
-   * the library's store (`LibrarySessionStore`) always has it.
+   * `ListPreconditionFailedError` for another hash, `ListTooShortError` for fewer than `count` items.
    */
-  truncateList?(sessionId: string, key: string, options: TruncateOptions): Promise<ListWriteResult>;
+  truncateList(sessionId: string, key: string, options: TruncateOptions): Promise<ListWriteResult>;
   /**
    * A page of the session's keys (values and lists) in the UTF-8 byte order of the key;
-   * `SessionNotFoundError` when the session does not exist. Optional here for the same reason as
-   * `truncateList`.
+   * `SessionNotFoundError` when the session does not exist.
    */
-  listKeys?(sessionId: string, options?: ListKeysOptions): Promise<KeyPage>;
+  listKeys(sessionId: string, options?: ListKeysOptions): Promise<KeyPage>;
   /** A page of the list (an absent list is empty). */
   getList<T = unknown>(sessionId: string, key: string, options?: PageOptions): Promise<ListPage<T>>;
   /** Archives the list, then removes it. */
@@ -326,11 +321,13 @@ export interface SessionStore {
   ): Promise<{ download: DirectRequest; version: string; size: number; expiresAt: Date } | undefined>;
 }
 
-/** The library's user store: every `SessionStore` operation, the optional ones included. */
-export interface LibrarySessionStore extends SessionStore {
-  truncateList(sessionId: string, key: string, options: TruncateOptions): Promise<ListWriteResult>;
-  listKeys(sessionId: string, options?: ListKeysOptions): Promise<KeyPage>;
-}
+/**
+ * The library's user store. Every `SessionStore` operation is required now that the typed client
+ * has `listKeys` and `truncateList` too, so this is `SessionStore` itself, kept as a name for the
+ * code that still imports it.
+ * @deprecated use `SessionStore`.
+ */
+export type LibrarySessionStore = SessionStore;
 
 /** Where the store reports its counters (the HTTP layer sends them to CloudWatch EMF). */
 export interface MetricsSink {

@@ -85,6 +85,51 @@ describe('AWS: serverless package', () => {
     });
   });
 
+  it("sends each API route to its family's function, which runs with that family's role", () => {
+    // The family of a route: by the resource after the session (none or keys: sessions).
+    const families: Record<string, string> = {
+      keys: 'Sessions',
+      state: 'State',
+      lists: 'Lists',
+      workspaces: 'Workspaces',
+      lock: 'Lock',
+    };
+    const familyOf = (pattern: string): string => {
+      if (!pattern.startsWith('/v1/sessions')) return 'Public';
+      const resource = /^\/v1\/sessions\/\{sessionId\}\/([a-z]+)/.exec(pattern)?.[1];
+      return resource === undefined ? 'Sessions' : (families[resource] ?? `unknown ${resource}`);
+    };
+    const roles: Record<string, string> = {
+      Public: 'PublicRole',
+      Sessions: 'StateRole',
+      State: 'StateRole',
+      Lists: 'StateRole',
+      Workspaces: 'StateRole',
+      Lock: 'LockRole',
+    };
+    const routes = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
+    const byKey = new Map(routes.map((r) => [r.RouteKey as string, r]));
+    const mapped: Record<string, string> = {};
+    for (const route of ROUTES) {
+      const key = `${route.method} ${route.pattern}`;
+      const integration = byKey.get(key)?.Target?.['Fn::Join']?.[1]?.[1]?.Ref as string;
+      const fn = t.Resources[integration]?.Properties.IntegrationUri?.['Fn::GetAtt']?.[0] as string;
+      const role = t.Resources[fn]?.Properties.Role?.['Fn::GetAtt']?.[0];
+      const family = familyOf(route.pattern);
+      expect({ key, fn, role }).toEqual({ key, fn: `${family}LambdaFunction`, role: roles[family] });
+      mapped[key] = fn;
+    }
+    // Issue 16: the keys of a session (a LIST of its folder: ListBucket on the state prefix) in the
+    // sessions family, truncate with the other list writes.
+    expect(mapped['GET /v1/sessions/{sessionId}/keys']).toBe('SessionsLambdaFunction');
+    expect(mapped['POST /v1/sessions/{sessionId}/lists/{key}/truncate']).toBe('ListsLambdaFunction');
+    const listBucket = t.Resources.StateRole?.Properties.Policies.flatMap(
+      (p: { PolicyDocument: { Statement: Array<{ Action: unknown; Condition?: unknown }> } }) =>
+        p.PolicyDocument.Statement,
+    ).find((st: { Action: unknown }) => st.Action === 's3:ListBucket');
+    expect(listBucket.Condition).toEqual({ StringLike: { 's3:prefix': ['agent-state/*'] } });
+  });
+
   it('scopes IAM: state functions to the state prefix, the lock function to the lock table', () => {
     const statements = (role: string) =>
       t.Resources[role]?.Properties.Policies.flatMap(

@@ -65,6 +65,8 @@ describe('fuzzing every route', () => {
       'items',
       'lock',
       'archives',
+      'keys',
+      'truncate',
       '~',
       '~~',
       '~Li4',
@@ -91,6 +93,7 @@ describe('fuzzing every route', () => {
           '/items',
           '/archives',
           '/archives/0',
+          '/truncate',
           '/uploads',
           '/uploads/0123456789abcdef01234567',
           '/uploads/..',
@@ -101,7 +104,7 @@ describe('fuzzing every route', () => {
           ? `/v1/sessions/${s}/lock`
           : `/v1/sessions/${s}/${kind}/${k}${kind === 'lists' || tail.startsWith('/uploads') ? tail : ''}`,
       ),
-    fc.constantFrom('/v1/sessions/shared/workspaces', '/v1/blobs/e30.AAAA'),
+    fc.constantFrom('/v1/sessions/shared/workspaces', '/v1/sessions/shared/keys', '/v1/blobs/e30.AAAA'),
     fc.constantFrom(
       '/v1/sessions',
       '/v1/health',
@@ -115,6 +118,8 @@ describe('fuzzing every route', () => {
     fc.constantFrom(
       '{"items":[1],"expectedCount":0}',
       '{"items":[],"expectedCount":-1}',
+      '{"count":0,"expectedHash":"sha256:00"}',
+      '{"count":1e400,"expectedHash":1}',
       '{"leaseMs":1e9}',
       '{"owner":"x y"}',
       '{"size":3,"md5":"rL0Y20zC+Fzt72VPzMSk2A=="}',
@@ -146,7 +151,7 @@ describe('fuzzing every route', () => {
     user: fc.constantFrom('alice', 'bob', 'none', 'forged'),
     body: fc.option(jsonBody, { nil: undefined }),
     query: fc.dictionary(
-      fc.constantFrom('limit', 'offset', 'cursor', 'all'),
+      fc.constantFrom('limit', 'offset', 'cursor', 'all', 'last', 'prefix', 'startAfter'),
       fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('0', '1001', '-1', 'true', 'Li4vYm9i', '~')),
     ),
     headers: fc.dictionary(

@@ -71,7 +71,7 @@ export async function demo(base: string, token: string): Promise<number> {
   const items: unknown[] = page.items;
   const next: AppendBody = { items: [{ role: 'user', text: 'hi' }, 42, null], expectedCount: page.count, expectedHash: page.hash };
   const written = await append(base, token, 'session-1', 'messages', next, { 'Idempotency-Key': 'append-7' });
-  const action: 'created' | 'appended' | 'rewritten' | 'unchanged' = written.action;
+  const action: 'created' | 'appended' | 'rewritten' | 'truncated' | 'unchanged' = written.action;
   return items.length + written.count + action.length;
 }
 

@@ -10,7 +10,6 @@ import { createRouter } from '../../lib/http/router.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { checkId } from '../../lib/store/ids.js';
 import { createStateStore, type StateStore, type StateStoreOptions } from '../../lib/store/store.js';
-import type { LibrarySessionStore } from '../../lib/store/types.js';
 import { hsToken, SECRET } from '../http/harness.js';
 
 export async function httpStateStore(
@@ -27,12 +26,10 @@ export async function httpStateStore(
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const store: StateStore = {
-    // The typed client has no `listKeys` or `truncateList` yet (their routes come with issue 16's
-    // HTTP part): the suite runs the cases that need them on the direct backends only.
     forUser(userId) {
-      if (userId == null || userId.trim() === '') return createHttpClient({ baseUrl }) as LibrarySessionStore;
+      if (userId == null || userId.trim() === '') return createHttpClient({ baseUrl });
       checkId('userId', userId);
-      return createHttpClient({ baseUrl, token: () => hsToken({ sub: userId }) }) as LibrarySessionStore;
+      return createHttpClient({ baseUrl, token: () => hsToken({ sub: userId }) });
     },
   };
   return { store, close: () => new Promise((r) => server.close(() => r())) };

@@ -13,7 +13,7 @@ import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { encodeId } from '../../lib/store/ids.js';
 import { boundAfter, compareUtf8 } from '../../lib/store/keys.js';
 import { createStateStore } from '../../lib/store/store.js';
-import type { LibrarySessionStore, ListKeysOptions } from '../../lib/store/types.js';
+import type { ListKeysOptions, SessionStore } from '../../lib/store/types.js';
 import { counting } from './wrappers.js';
 
 const PREFIX = 'agent-state/';
@@ -55,7 +55,7 @@ async function filled(
 }
 
 /** Every key `listKeys` answers from `options` on, page after page; and the pages. */
-async function walk(user: LibrarySessionStore, options: ListKeysOptions) {
+async function walk(user: SessionStore, options: ListKeysOptions) {
   const keys: string[] = [];
   const pages = [];
   let cursor: string | undefined;

@@ -30,7 +30,7 @@ import {
   type StateStore,
   type StateStoreOptions,
 } from '../../lib/store/store.js';
-import type { LibrarySessionStore as SessionStore, StoreCounter } from '../../lib/store/types.js';
+import type { SessionStore, StoreCounter } from '../../lib/store/types.js';
 import type { Backend } from '../backends.js';
 import { httpStateStore } from './http-store.js';
 import { type CountingDriver, counting } from './wrappers.js';
@@ -683,10 +683,9 @@ export function describeStoreSuite(
       });
     });
 
-    // Issue 16 at the store level: `listKeys` and `truncateList`. Through the typed HTTP client
-    // they come with their routes (issue 16's HTTP part): until then these cases run on the
-    // direct backends only (`via === 'library'`).
-    (via === 'library' ? describe : describe.skip)('keys and truncate (issue 16)', () => {
+    // Issue 16: `listKeys` and `truncateList`, on every direct backend and through the typed HTTP
+    // client (GET …/keys, POST …/lists/{key}/truncate), which raises the same typed errors.
+    describe('keys and truncate (issue 16)', () => {
       const utf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
       /** Every write of any kind, deletes included. */
       const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore, type ListFormatName } from '../../lib/store/store.js';
-import type { LibrarySessionStore } from '../../lib/store/types.js';
+import type { SessionStore } from '../../lib/store/types.js';
 import { seededRandom } from '../seeded-random.js';
 import { kbItems, roundTrips } from './wrappers.js';
 
@@ -41,7 +41,7 @@ function setup(listFormat: ListFormatName) {
 }
 
 /** 20,000 items: one whole-list save, or 10,000 and then appends of 10. */
-async function build(user: LibrarySessionStore, session: string, how: 'save' | 'appends') {
+async function build(user: SessionStore, session: string, how: 'save' | 'appends') {
   if (how === 'save') return (await user.saveList(session, 'l', kbItems(0, N))).hash;
   let { hash } = await user.saveList(session, 'l', kbItems(0, N / 2));
   for (let i = N / 2; i < N; i += 10)

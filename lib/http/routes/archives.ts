@@ -12,12 +12,20 @@ export const ARCHIVE_ROUTES = [
     tag: 'archives',
     summary: 'The archives of a list',
     description:
-      'The archives of the list: what it held before each rewrite and before it was deleted, each with its id, `count`, `hash` and the time it was archived.',
+      'The archives of the list: what it held before each rewrite and before it was deleted, and the items each truncate removed, each with its id, `count`, `hash` (of the archived items, as getArchive pages them from item 0), the time it was archived, and `offset`: the list position of its first item (0 for a whole list, the kept count for a truncate).',
     auth: true,
     answers: { 200: schemas.Archives },
     handle: async (c) => {
       const archives = await c.user.listArchives(c.params.sessionId, c.params.key);
-      return json(200, { archives: archives.map((a) => ({ ...a, archivedAt: a.archivedAt.toISOString() })) });
+      return json(200, {
+        archives: archives.map((a) => ({
+          archiveId: a.archiveId,
+          count: a.count,
+          hash: a.hash,
+          archivedAt: a.archivedAt.toISOString(),
+          offset: a.offset,
+        })),
+      });
     },
   }),
   route({

@@ -1,4 +1,7 @@
-/** Lists: save whole, append items at the expected count, read a page, delete (archived first). */
+/**
+ * Lists: save whole, append items at the expected count, truncate to the first items (the removed
+ * ones archived), read a page, delete (archived first).
+ */
 import { PATHS } from '../../protocol/paths.js';
 import { headers, queries, schemas } from '../../protocol/schemas.js';
 import { chainHash } from '../../store/hash.js';
@@ -48,6 +51,30 @@ export const LIST_ROUTES = [
       const result = await c.user.appendList(c.params.sessionId, c.params.key, items, {
         expectedCount,
         ...(expectedHash ? { expectedHash } : {}),
+        ...(c.headers.idempotencyKey ? { writeId: c.headers.idempotencyKey } : {}),
+        token: c.headers.fencingToken,
+      });
+      return json(200, result);
+    },
+  }),
+  route({
+    method: 'POST',
+    pattern: PATHS.listTruncate,
+    operationId: 'truncateList',
+    tag: 'lists',
+    summary: 'Keep the first count items of the list (the removed ones archived)',
+    description:
+      "Keeps the first `count` items of the list when it has the chain hash `expectedHash`, and archives only the items it removes (the archive's `offset` is `count`; see listArchives); answers `truncated` with the new `count` and `hash`, or `unchanged` when `count` is the list's count. Item positions after `count` are reused by later appends; archive ids are not. 412 `precondition-failed` with `currentHash` when the list has another hash; 400 `invalid-request` (`field` `count`, with `count` and `currentCount`) when it has fewer than `count` items; an absent list has 0 items and the empty hash. A refused truncate writes nothing. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.\n\n`Idempotency-Key` (1 to 64 letters, digits or `._:-`) names one logical truncate: send the same key with every retry of it. A retry whose key the list records answers the first answer again and writes nothing.",
+    auth: true,
+    body: schemas.TruncateRequest,
+    headers: headers.truncate,
+    answers: { 200: { body: schemas.ListWrite, description: 'truncated (or unchanged)' } },
+    problems: ['precondition-failed', 'fenced', ...WRITE_PROBLEMS],
+    handle: async (c) => {
+      const { count, expectedHash } = c.body;
+      const result = await c.user.truncateList(c.params.sessionId, c.params.key, {
+        count,
+        expectedHash,
         ...(c.headers.idempotencyKey ? { writeId: c.headers.idempotencyKey } : {}),
         token: c.headers.fencingToken,
       });

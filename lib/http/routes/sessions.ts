@@ -1,4 +1,4 @@
-/** Sessions: list them, ask whether one exists, delete one or all. */
+/** Sessions: list them, ask whether one exists, list its keys, delete one or all. */
 import { PATHS } from '../../protocol/paths.js';
 import { headers, queries, schemas } from '../../protocol/schemas.js';
 import { json, noContent, route, WRITE_PROBLEMS } from './route.js';
@@ -63,6 +63,42 @@ export const SESSION_ROUTES = [
       status: (await c.user.exists(c.params.sessionId)) ? 200 : 404,
       headers: { 'cache-control': 'no-store' },
     }),
+  }),
+  route({
+    method: 'GET',
+    pattern: PATHS.keys,
+    operationId: 'listKeys',
+    tag: 'sessions',
+    summary: "A page of the session's keys: its values and its lists, in UTF-8 order",
+    description:
+      "A page of the session's keys: `values` (each with its `etag`, the `size` of its JSON and `lastModified`) and `lists` (each with its `count`, `hash` and `lastModified`), each in the UTF-8 byte order of the key, filtered by `prefix` (a UTF-8 prefix of the key) and after `startAfter`; deleted lists and leftovers of an earlier incarnation of the session never appear. At most `limit` keys (1 to 1,000, default 1,000; a key that is both a value and a list counts once); a page may hold fewer: read on with `nextCursor` as `cursor` while there is one (absent on the last page). 404 `not-found` when the session does not exist, as for another user's session.\n\nCost: one LIST per 1,000 objects of the session, plus one GET per list and one HEAD per value answered. Keys that are not plain (`[A-Za-z0-9._-]`) are stored base64url-encoded, which keeps neither their order nor their prefixes: for those, `prefix` and `startAfter` (and so `cursor`) cost a LIST of the whole session, sorted and filtered in the function.",
+    auth: true,
+    query: queries.keys,
+    answers: { 200: { body: schemas.KeyPage, description: "a page of the session's keys" } },
+    handle: async (c) => {
+      const { prefix, startAfter, limit, cursor } = c.query;
+      const page = await c.user.listKeys(c.params.sessionId, {
+        ...(prefix !== undefined ? { prefix } : {}),
+        ...(startAfter !== undefined ? { startAfter } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+        ...(cursor !== undefined ? { cursor } : {}),
+      });
+      return json(200, {
+        values: page.values.map((v) => ({
+          key: v.key,
+          etag: v.etag,
+          size: v.size,
+          lastModified: v.lastModified.toISOString(),
+        })),
+        lists: page.lists.map((l) => ({
+          key: l.key,
+          count: l.count,
+          hash: l.hash,
+          lastModified: l.lastModified.toISOString(),
+        })),
+        ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
+      });
+    },
   }),
   route({
     method: 'DELETE',

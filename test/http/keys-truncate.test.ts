@@ -1,0 +1,359 @@
+/**
+ * Issue 16, parts 1 and 5 over HTTP: `GET /v1/sessions/{sessionId}/keys` and
+ * `POST /v1/sessions/{sessionId}/lists/{key}/truncate`, through each adapter (local node:http, API
+ * Gateway v2 events, FC 3 events), with `offset` in the archives answer; then the typed client's
+ * `listKeys` and `truncateList` (Dates, typed errors, a lost answer retried with the same
+ * Idempotency-Key).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
+import { encodeUrlId } from '../../lib/protocol/url-ids.js';
+import {
+  FencedError,
+  ListPreconditionFailedError,
+  ListTooShortError,
+  SessionNotFoundError,
+  ValidationError,
+} from '../../lib/store/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
+import { localApi } from '../client/helpers.js';
+import { type ApiHarness, apiGatewayHarness, functionComputeHarness, nodeHarness } from './harness.js';
+
+const harnesses = [nodeHarness, apiGatewayHarness, functionComputeHarness];
+const utf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+const msgs = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => ({ n: from + i }));
+
+for (const make of harnesses) {
+  describe(`keys and truncate via ${make.name}`, () => {
+    let api: ApiHarness;
+    const json = (value: unknown, headers: Record<string, string> = {}) => ({
+      body: JSON.stringify(value),
+      headers: { 'content-type': 'application/json', ...headers },
+    });
+    const sid = () => `s-${randomUUID()}`;
+    const listPath = (s: string, key: string) => `/v1/sessions/${s}/lists/${encodeUrlId(key)}`;
+    const truncate = (s: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
+      api.call('alice', 'POST', `${listPath(s, key)}/truncate`, json(body, headers));
+
+    beforeAll(async () => {
+      api = await make(createMemoryDriver(), createMemoryLock());
+    });
+    afterAll(() => api.close());
+
+    it('keys: values and lists in UTF-8 order, odd keys included, with etag, size, count, hash and ISO times; pages by cursor; prefix and startAfter', async () => {
+      const s = sid();
+      const valueKeys = ['plan', '../up', ' sp', 'ünï', '😀', 'a', 'a.b', 'x.json', '~', '%41', '日本'];
+      const listKeys = ['a', 'memory', '日本', 'a.list'];
+      const etags = new Map<string, string>();
+      for (const k of valueKeys) {
+        const put = await api.call('alice', 'PUT', `/v1/sessions/${s}/state/${encodeUrlId(k)}`, json({ k }));
+        expect(put.status).toBe(200);
+        etags.set(k, put.json().etag);
+      }
+      const hashes = new Map<string, string>();
+      for (const k of listKeys) {
+        const put = await api.call('alice', 'PUT', listPath(s, k), json(msgs(0, 3)));
+        hashes.set(k, put.json().hash);
+      }
+      await api.call('alice', 'PUT', listPath(s, 'gone'), json([1]));
+      expect((await api.call('alice', 'DELETE', listPath(s, 'gone'))).status).toBe(204);
+
+      const whole = await api.call('alice', 'GET', `/v1/sessions/${s}/keys`);
+      expect(whole.status).toBe(200);
+      const page = whole.json();
+      expect(Object.keys(page).sort()).toEqual(['lists', 'values']); // no nextCursor on the last page
+      expect(page.values.map((v: { key: string }) => v.key)).toEqual([...valueKeys].sort(utf8));
+      for (const v of page.values) {
+        expect(Object.keys(v).sort()).toEqual(['etag', 'key', 'lastModified', 'size']);
+        expect(v.etag).toBe(etags.get(v.key));
+        expect(v.size).toBe(Buffer.byteLength(JSON.stringify({ k: v.key })));
+        expect(v.lastModified).toMatch(ISO);
+      }
+      expect(page.lists).toEqual(
+        [...listKeys].sort(utf8).map((key) => ({
+          key,
+          count: 3,
+          hash: hashes.get(key),
+          lastModified: expect.stringMatching(ISO),
+        })),
+      );
+
+      const all = [...new Set([...valueKeys, ...listKeys])].sort(utf8);
+      const walk = async (query: string, limit: number) => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        for (let n = 0; n < 50; n++) {
+          const q = `limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+          const answer = await api.call('alice', 'GET', `/v1/sessions/${s}/keys?${q}`);
+          expect(answer.status).toBe(200);
+          const p = answer.json();
+          const keys = [...new Set([...p.values, ...p.lists].map((e: { key: string }) => e.key))].sort(utf8);
+          expect(keys.length).toBeLessThanOrEqual(limit);
+          seen.push(...keys);
+          cursor = p.nextCursor;
+          if (cursor === undefined) break;
+          expect(typeof cursor).toBe('string');
+        }
+        return seen;
+      };
+      expect(await walk('', 2)).toEqual(all);
+      expect(await walk(`&prefix=${encodeURIComponent('a')}`, 1)).toEqual(
+        all.filter((k) => k.startsWith('a')),
+      );
+      expect(await walk(`&prefix=${encodeURIComponent('日')}`, 10)).toEqual(['日本']);
+      expect(await walk(`&startAfter=${encodeURIComponent('a.b')}`, 3)).toEqual(
+        all.filter((k) => utf8(k, 'a.b') > 0),
+      );
+    });
+
+    it("keys: another user's session is 404 exactly as an absent one; bad queries are 400 naming the parameter", async () => {
+      const s = sid();
+      await api.call('alice', 'PUT', `/v1/sessions/${s}/state/secret`, json('alice only'));
+      expect((await api.call('alice', 'GET', `/v1/sessions/${s}/keys`)).status).toBe(200);
+      const other = await api.call('bob', 'GET', `/v1/sessions/${s}/keys`);
+      const absent = await api.call('bob', 'GET', `/v1/sessions/${sid()}/keys`);
+      for (const answer of [other, absent]) {
+        expect(answer.status).toBe(404);
+        expect(answer.headers['content-type']).toBe('application/problem+json');
+      }
+      expect(other.json()).toMatchObject({ code: 'not-found', status: 404 });
+      expect(other.json()).toEqual(absent.json());
+      const bad: Array<[string, string]> = [
+        ['limit=0', 'limit'],
+        ['limit=1001', 'limit'],
+        ['limit=two', 'limit'],
+        [`prefix=${'p'.repeat(129)}`, 'prefix'],
+        [`prefix=${encodeURIComponent('a\u0001')}`, 'prefix'],
+        [`startAfter=${encodeURIComponent('ü'.repeat(65))}`, 'startAfter'],
+        ['cursor=not-a-cursor-of-this-listing!', 'cursor'],
+      ];
+      for (const [query, field] of bad) {
+        const answer = await api.call('alice', 'GET', `/v1/sessions/${s}/keys?${query}`);
+        expect({ query, status: answer.status }).toEqual({ query, status: 400 });
+        expect(answer.json()).toMatchObject({ code: 'invalid-request', field });
+      }
+    });
+
+    it('truncate: keeps the first count items, archives only the removed ones with their offset (listArchives, getArchive); the list goes on', async () => {
+      const s = sid();
+      const items = msgs(0, 6);
+      const saved = (await api.call('alice', 'PUT', listPath(s, 'chat/main'), json(items))).json();
+      const cut = await truncate(s, 'chat/main', { count: 2, expectedHash: saved.hash });
+      expect(cut.status).toBe(200);
+      expect(cut.json()).toEqual({
+        action: 'truncated',
+        count: 2,
+        hash: chainHash(EMPTY_HASH, items.slice(0, 2)),
+      });
+      expect((await api.call('alice', 'GET', listPath(s, 'chat/main'))).json()).toEqual({
+        items: items.slice(0, 2),
+        count: 2,
+        hash: cut.json().hash,
+        offset: 0,
+        baseHash: EMPTY_HASH,
+      });
+      const { archives } = (await api.call('alice', 'GET', `${listPath(s, 'chat/main')}/archives`)).json();
+      expect(archives).toEqual([
+        {
+          archiveId: expect.any(String),
+          count: 4,
+          hash: chainHash(EMPTY_HASH, items.slice(2)),
+          archivedAt: expect.stringMatching(ISO),
+          offset: 2,
+        },
+      ]);
+      const archived = await api.call(
+        'alice',
+        'GET',
+        `${listPath(s, 'chat/main')}/archives/${archives[0].archiveId}`,
+      );
+      expect(archived.json()).toMatchObject({ items: items.slice(2), count: 4, offset: 0 });
+      // The freed positions are appended again; keeping every item is `unchanged`.
+      const more = await api.call(
+        'alice',
+        'POST',
+        `${listPath(s, 'chat/main')}/items`,
+        json({ items: [{ again: 2 }], expectedCount: 2, expectedHash: cut.json().hash }),
+      );
+      expect(more.json()).toMatchObject({ action: 'appended', count: 3 });
+      const same = await truncate(s, 'chat/main', { count: 3, expectedHash: more.json().hash });
+      expect(same.json()).toEqual({ action: 'unchanged', count: 3, hash: more.json().hash });
+      // A rewrite's archive is of the whole list: offset 0.
+      await api.call('alice', 'PUT', listPath(s, 'chat/main'), {
+        ...json(['summary']),
+        headers: { 'if-match': `"${more.json().hash}"` },
+      });
+      const after = (await api.call('alice', 'GET', `${listPath(s, 'chat/main')}/archives`)).json().archives;
+      expect(after.map((a: { offset: number; count: number }) => [a.offset, a.count])).toEqual([
+        [2, 4],
+        [0, 3],
+      ]);
+    });
+
+    it('truncate: 412 with currentHash, 400 for too few items or a bad body, 409 fenced; none writes anything', async () => {
+      const s = sid();
+      const key = 'u';
+      const { hash } = (
+        await api.call('alice', 'PUT', listPath(s, key), { ...json(msgs(0, 5), { 'fencing-token': '10' }) })
+      ).json();
+      const stale = await truncate(s, key, { count: 1, expectedHash: chainHash(EMPTY_HASH, msgs(0, 4)) });
+      expect(stale.status).toBe(412);
+      expect(stale.json()).toMatchObject({ code: 'precondition-failed', currentHash: hash });
+      const short = await truncate(s, key, { count: 6, expectedHash: hash });
+      expect(short.status).toBe(400);
+      expect(short.json()).toMatchObject({
+        code: 'invalid-request',
+        field: 'count',
+        count: 6,
+        currentCount: 5,
+      });
+      const bad: Array<[unknown, Record<string, string>, string]> = [
+        [{ count: 1, expectedHash: hash, extra: true }, {}, 'body'],
+        [{ count: -1, expectedHash: hash }, {}, 'count'],
+        [{ count: 1.5, expectedHash: hash }, {}, 'count'],
+        [{ count: 1, expectedHash: 'sha256:xyz' }, {}, 'expectedHash'],
+        [{ expectedHash: hash }, {}, 'count'],
+        [{ count: 1, expectedHash: hash }, { 'idempotency-key': 'not ok!' }, 'Idempotency-Key'],
+        [{ count: 1, expectedHash: hash }, { 'fencing-token': 'abc' }, 'Fencing-Token'],
+      ];
+      for (const [body, headers, field] of bad) {
+        const answer = await truncate(s, key, body, headers);
+        expect({ body, status: answer.status }).toEqual({ body, status: 400 });
+        expect(answer.json().code).toBe('invalid-request');
+        if (field !== 'body') expect(answer.json().field).toBe(field);
+      }
+      const fenced = await truncate(s, key, { count: 1, expectedHash: hash }, { 'fencing-token': '9' });
+      expect(fenced.status).toBe(409);
+      expect(fenced.json()).toMatchObject({ code: 'fenced' });
+      expect((await api.call('alice', 'GET', listPath(s, key))).json()).toMatchObject({
+        items: msgs(0, 5),
+        hash,
+      });
+      expect((await api.call('alice', 'GET', `${listPath(s, key)}/archives`)).json().archives).toEqual([]);
+      const current = await truncate(s, key, { count: 1, expectedHash: hash }, { 'fencing-token': '11' });
+      expect(current.json()).toMatchObject({ action: 'truncated', count: 1 });
+    });
+
+    it('truncate: a replayed Idempotency-Key answers the first answer, even after another write, and writes nothing', async () => {
+      const s = sid();
+      const { hash } = (await api.call('alice', 'PUT', listPath(s, 'r'), json(msgs(0, 4)))).json();
+      const headers = { 'idempotency-key': 'pop-1' };
+      const first = await truncate(s, 'r', { count: 3, expectedHash: hash }, headers);
+      expect(first.json()).toMatchObject({ action: 'truncated', count: 3 });
+      const appended = await api.call(
+        'alice',
+        'POST',
+        `${listPath(s, 'r')}/items`,
+        json({ items: ['x', 'y'], expectedCount: 3, expectedHash: first.json().hash }),
+      );
+      expect(appended.json().count).toBe(5);
+      const replay = await truncate(s, 'r', { count: 3, expectedHash: hash }, headers);
+      expect(replay.status).toBe(200);
+      expect(replay.json()).toEqual(first.json());
+      expect((await api.call('alice', 'GET', listPath(s, 'r'))).json()).toMatchObject({
+        items: [...msgs(0, 3), 'x', 'y'],
+        hash: appended.json().hash,
+      });
+      expect((await api.call('alice', 'GET', `${listPath(s, 'r')}/archives`)).json().archives).toHaveLength(
+        1,
+      );
+      // Without the key, the same body is a new truncate: its hash is stale now.
+      expect((await truncate(s, 'r', { count: 3, expectedHash: hash })).status).toBe(412);
+    });
+  });
+}
+
+describe('typed client: listKeys and truncateList', () => {
+  let api: Awaited<ReturnType<typeof localApi>>;
+  beforeAll(async () => {
+    api = await localApi();
+  });
+  afterAll(() => api.close());
+
+  it('listKeys answers one page with Dates and a cursor; an absent session is SessionNotFoundError; bad options are ValidationError', async () => {
+    const alice = api.client();
+    const s = `c-${randomUUID()}`;
+    const { version } = await alice.save(s, 'b/2', { v: 1 });
+    const list = await alice.saveList(s, 'a', [1, 2]);
+    await alice.save(s, 'c', 3);
+    const first = await alice.listKeys(s, { limit: 2 });
+    expect(first.lists).toEqual([{ key: 'a', count: 2, hash: list.hash, lastModified: expect.any(Date) }]);
+    expect(first.values).toEqual([{ key: 'b/2', etag: version, size: 7, lastModified: expect.any(Date) }]);
+    expect(Math.abs(Date.now() - (first.values[0]?.lastModified.getTime() ?? 0))).toBeLessThan(60_000);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await alice.listKeys(s, { limit: 2, cursor: first.nextCursor as string });
+    expect(second.values.map((v) => v.key)).toEqual(['c']);
+    expect('nextCursor' in second).toBe(false);
+    expect((await alice.listKeys(s, { prefix: 'b/' })).values.map((v) => v.key)).toEqual(['b/2']);
+    const absent = await alice.listKeys(`c-${randomUUID()}`).catch((e: unknown) => e);
+    expect(absent).toBeInstanceOf(SessionNotFoundError);
+    expect((absent as SessionNotFoundError).requestId).toEqual(expect.any(String));
+    const bad = await alice.listKeys(s, { limit: 0 }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(ValidationError);
+    expect((bad as ValidationError).field).toBe('limit');
+  });
+
+  it('truncateList: typed errors, listArchives reads offset, and a lost answer is retried with the same Idempotency-Key', async () => {
+    const s = `c-${randomUUID()}`;
+    const { hash } = await api.store.saveList(s, 'l', ['a', 'b', 'c', 'd'], { token: 10 });
+    const keys: Array<string | null> = [];
+    let drop = true;
+    const losing: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (init?.method === 'POST') {
+        keys.push(new Headers(init.headers).get('idempotency-key'));
+        if (drop) {
+          drop = false;
+          await response.arrayBuffer(); // applied by the server, the answer lost on the way
+          throw new TypeError('fetch failed', { cause: new Error('socket hang up') });
+        }
+      }
+      return response;
+    };
+    const alice = api.client({ fetch: losing });
+    const cut = await alice.truncateList(s, 'l', { count: 1, expectedHash: hash, token: 10 });
+    expect(cut).toEqual({ action: 'truncated', count: 1, hash: chainHash(EMPTY_HASH, ['a']) });
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toEqual(expect.any(String));
+    expect(keys[1]).toBe(keys[0]);
+    const archives = await alice.listArchives(s, 'l');
+    expect(archives).toEqual([
+      {
+        archiveId: expect.any(String),
+        count: 3,
+        hash: chainHash(EMPTY_HASH, ['b', 'c', 'd']),
+        offset: 1,
+        archivedAt: expect.any(Date),
+      },
+    ]);
+    expect((await alice.getArchive(s, 'l', archives[0]?.archiveId as string))?.items).toEqual([
+      'b',
+      'c',
+      'd',
+    ]);
+    // The writeId given is the Idempotency-Key.
+    await alice.appendList(s, 'l', ['e', 'f'], { expectedCount: 1, expectedHash: cut.hash });
+    const named = await alice.truncateList(s, 'l', {
+      count: 2,
+      expectedHash: chainHash(EMPTY_HASH, ['a', 'e', 'f']),
+      writeId: 'pop-7',
+    });
+    expect(keys.at(-1)).toBe('pop-7');
+    expect(named.count).toBe(2);
+    const stale = await alice.truncateList(s, 'l', { count: 1, expectedHash: hash }).catch((e: unknown) => e);
+    expect(stale).toBeInstanceOf(ListPreconditionFailedError);
+    expect((stale as ListPreconditionFailedError).currentHash).toBe(named.hash);
+    const short = await alice
+      .truncateList(s, 'l', { count: 3, expectedHash: named.hash })
+      .catch((e: unknown) => e);
+    expect(short).toBeInstanceOf(ListTooShortError);
+    expect(short).toMatchObject({ field: 'count', count: 3, currentCount: 2 });
+    await expect(
+      alice.truncateList(s, 'l', { count: 1, expectedHash: named.hash, token: 9 }),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect((await api.store.getList(s, 'l')).items).toEqual(['a', 'e']);
+  });
+});
