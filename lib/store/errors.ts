@@ -201,3 +201,78 @@ export class BackendUnsafeError extends StoreError {
     super(`the ${backend} backend does not honour ${guarantee}; writes are refused`);
   }
 }
+
+/**
+ * Why one key of a commit was not written (docs/DESIGN.md, "Snapshots and commits"): a value's
+ * `ifVersion` / `ifAbsent` with its current version (null when absent); a list's expected count
+ * (`count`, also a truncate longer than the list) or hash (`hash`) with its current count and
+ * hash. `fenced`: at write time, the key recorded a greater fencing token than the commit's.
+ */
+export type CommitFailure =
+  | {
+      readonly kind: 'value';
+      readonly key: string;
+      readonly reason: 'version' | 'fenced';
+      readonly currentVersion: string | null;
+    }
+  | {
+      readonly kind: 'list';
+      readonly key: string;
+      readonly reason: 'count' | 'hash' | 'fenced';
+      readonly count: number;
+      readonly hash: string;
+    };
+
+/**
+ * A commit's preconditions failed when checked, before its first write: NOTHING was written.
+ * `failures` names every failing key with its current version, or count and hash. `status` is
+ * 409 when any failure is a list count conflict (`reason: 'count'`: the list has moved on; read it
+ * again), else 412 (versions and hashes).
+ */
+export class CommitPreconditionError extends StoreError {
+  override name = 'CommitPreconditionError';
+  constructor(
+    readonly commitId: string,
+    readonly failures: readonly CommitFailure[],
+  ) {
+    super(
+      `commit ${commitId}: preconditions failed for ${failures.map((f) => `${f.kind} ${f.key}`).join(', ')}; nothing was written`,
+    );
+  }
+
+  /** 409 with a count conflict among the failures, else 412. */
+  get status(): 409 | 412 {
+    return this.failures.some((f) => f.reason === 'count') ? 409 : 412;
+  }
+}
+
+/**
+ * A commit without a lease (no `token`) found a precondition failing at write time, after other
+ * keys were written (HTTP 409 `commit-partial`): `applied` were written, `failed` were not. A retry
+ * with the same `commitId` skips the applied keys.
+ */
+export class CommitPartialError extends StoreError {
+  override name = 'CommitPartialError';
+  constructor(
+    readonly commitId: string,
+    readonly applied: ReadonlyArray<{ readonly kind: 'value' | 'list'; readonly key: string }>,
+    readonly failed: readonly CommitFailure[],
+  ) {
+    super(`commit ${commitId}: ${applied.length} keys written, ${failed.length} failed`);
+  }
+}
+
+/**
+ * A commit id already recorded by a key with another body (HTTP 409 `commit-mismatch`); nothing
+ * was written by this call.
+ */
+export class CommitMismatchError extends StoreError {
+  override name = 'CommitMismatchError';
+  constructor(
+    readonly commitId: string,
+    readonly kind: 'value' | 'list',
+    readonly key: string,
+  ) {
+    super(`commit ${commitId} was applied to ${kind} ${key} with another body`);
+  }
+}

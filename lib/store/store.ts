@@ -4,6 +4,7 @@
  */
 import { ObjectConditionFailedError, ObjectNotFoundError } from '../drivers/errors.js';
 import type { ObjectInfo, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
+import { type CommitRequest, Commits, type SnapshotRequest, type TurnSessionStore } from './commits.js';
 import {
   backendError,
   checkToken,
@@ -34,7 +35,6 @@ import { checkPage, type ListFormat } from './lists/format.js';
 import { Sessions } from './sessions.js';
 import type {
   AppendOptions,
-  LibrarySessionStore,
   ListKeysOptions,
   ListPage,
   ListSaveOptions,
@@ -42,6 +42,7 @@ import type {
   PageOptions,
   SaveOptions,
   SessionPage,
+  SessionStore,
   TruncateOptions,
   WorkspaceUploadRequest,
   WriteOptions,
@@ -101,13 +102,18 @@ export type ListFormatName = 'cas' | 'append';
 /** The store: user-scoped stores, and the test-only truncate. */
 export interface StateStore {
   /** The store of one user; null or blank is the anonymous user. */
-  forUser(userId: string | null | undefined): LibrarySessionStore;
+  forUser(userId: string | null | undefined): SessionStore;
   /** Deletes every session of every user under the prefix; only with `allowTruncate`. */
   truncateAllSessions?(): Promise<void>;
 }
 
+/** The library's store: its user stores have snapshots and commits too (lib/store/commits.ts). */
+export interface LibraryStateStore extends StateStore {
+  forUser(userId: string | null | undefined): TurnSessionStore;
+}
+
 /** Creates a state store over a driver. */
-export function createStateStore(options: StateStoreOptions): StateStore {
+export function createStateStore(options: StateStoreOptions): LibraryStateStore {
   const prefix = checkPrefix(options.prefix ?? 'agent-state/');
   const retentionDays = options.retentionDays ?? 30;
   if (!(retentionDays > 0)) throw new ValidationError('retentionDays', 'must be positive');
@@ -153,7 +159,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     now: options.now ?? Date.now,
     metrics: options.metrics ?? { count: () => {} },
   };
-  const store: StateStore = {
+  const store: LibraryStateStore = {
     forUser: (userId) => {
       if (userId != null && userId.trim() !== '') checkId('userId', userId);
       return guarded(new UserStore(ctx, layoutFor(prefix, userId), listFormat));
@@ -170,7 +176,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
 }
 
 /** Wraps every method so that driver failures surface as typed store errors. */
-function guarded(target: LibrarySessionStore): LibrarySessionStore {
+function guarded(target: TurnSessionStore): TurnSessionStore {
   return new Proxy(target, {
     get(obj, name, receiver) {
       const value = Reflect.get(obj, name, receiver);
@@ -183,12 +189,13 @@ function guarded(target: LibrarySessionStore): LibrarySessionStore {
   });
 }
 
-class UserStore implements LibrarySessionStore {
+class UserStore implements TurnSessionStore {
   private readonly sessions: Sessions;
   private readonly lists: ListFormat;
   private readonly archives: Archives;
   private readonly workspaces: Workspaces;
   private readonly keys: Keys;
+  private readonly commits: Commits;
 
   constructor(
     private readonly ctx: StoreContext,
@@ -203,6 +210,7 @@ class UserStore implements LibrarySessionStore {
         : new AppendFormat(ctx, layout, this.sessions);
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
     this.keys = new Keys(ctx, layout, this.sessions, this.lists);
+    this.commits = new Commits(ctx, layout, this.sessions, this.lists);
   }
 
   private ids(sessionId: string, key?: string): void {
@@ -351,6 +359,18 @@ class UserStore implements LibrarySessionStore {
     if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
       throw new ValidationError('writeId', 'must be 1 to 64 letters, digits or any of . _ : -');
     return this.lists.truncate(sessionId, key, options);
+  }
+
+  // ---- snapshots and commits (lib/store/commits.ts) -----------------------------------------
+
+  async snapshot(sessionId: string, request: SnapshotRequest) {
+    this.ids(sessionId);
+    return this.commits.snapshot(sessionId, request);
+  }
+
+  async commit(sessionId: string, request: CommitRequest) {
+    this.ids(sessionId);
+    return this.commits.commit(sessionId, request);
   }
 
   // ---- keys of a session ---------------------------------------------------------------------

@@ -43,7 +43,7 @@ import {
 import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
 import { decodeId, type UserLayout } from '../ids.js';
 import { HASH_PREFIX } from '../limits.js';
-import type { Marker, Sessions, StateKeeper } from '../sessions.js';
+import type { Marker, MarkerRead, Sessions, StateKeeper } from '../sessions.js';
 import type {
   AppendOptions,
   ListAction,
@@ -61,6 +61,7 @@ import {
   itemBytes,
   KEPT_WRITES,
   type ListFormat,
+  type ListPeek,
   type ListStat,
   maxToken,
   newWriteId,
@@ -513,11 +514,14 @@ export class AppendFormat implements ListFormat, StateKeeper {
 
   // ---- reading lists -------------------------------------------------------------------------
 
-  async read(s: string, k: string, page: PageOptions): Promise<ListPage> {
+  async read(s: string, k: string, page: PageOptions, marker?: Promise<MarkerRead>): Promise<ListPage> {
     checkPage(page);
     return this.guard(k, async () => {
       for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
-        const [read, raw] = await Promise.all([this.sessions.read(s), this.readPointer(s, k)]);
+        const [read, raw] = await Promise.all([
+          attempt === 0 && marker ? marker : this.sessions.read(s),
+          this.readPointer(s, k),
+        ]);
         if (!read.live) return emptyPage();
         const pointer = mine(raw, read.live.inc);
         if (!pointer.info && !pointer.corrupt) return emptyPage();
@@ -796,6 +800,52 @@ export class AppendFormat implements ListFormat, StateKeeper {
       const marker = await this.sessions.forWrite(s, read, options.token, !tail || tail.last.count === 0);
       const start = marker.inc === inc ? tail : undefined;
       return this.commitAppend(s, k, marker, start, items, options, writeId, options.writeId !== undefined);
+    });
+  }
+
+  /**
+   * The pre-read of a commit (lib/store/commits.ts): the pointer and the current log's tail
+   * (following seals), as `append` reads them.
+   */
+  async peek(s: string, k: string, marker: Promise<MarkerRead>): Promise<ListPeek> {
+    return this.guard(k, async () => {
+      const [read, raw] = await Promise.all([marker, this.readPointer(s, k)]);
+      const inc = read.live?.inc;
+      const tail = inc ? await this.current(s, k, inc, mine(raw, inc), true) : undefined;
+      const last = tail?.last;
+      const peek: ListPeek = {
+        count: last?.count ?? 0,
+        hash: last?.hash ?? EMPTY_HASH,
+        token: last?.token ?? null,
+        // As `append` decides it: an empty chain (a deleted list is one) is created again.
+        creates: !tail || last?.count === 0,
+        recorded: async (writeId) => {
+          if (!tail) return undefined;
+          const wid = widOf(writeId);
+          return findWrite(tail.chunk, wid) ?? (await this.deepReplay(tail, wid));
+        },
+      };
+      this.peeked.set(peek, { inc, tail });
+      return peek;
+    });
+  }
+
+  /** What `peek` read, for `appendPeeked`. */
+  private readonly peeked = new WeakMap<ListPeek, { inc: string | undefined; tail: Tail | undefined }>();
+
+  async appendPeeked(
+    s: string,
+    k: string,
+    items: readonly unknown[],
+    options: AppendOptions & { readonly writeId: string },
+    marker: Marker,
+    peek: ListPeek,
+  ): Promise<ListWriteResult> {
+    const read = this.peeked.get(peek);
+    if (!read) return this.append(s, k, items, options);
+    return this.guard(k, async () => {
+      const start = marker.inc === read.inc ? read.tail : undefined;
+      return this.commitAppend(s, k, marker, start, items, options, options.writeId, true);
     });
   }
 

@@ -25,7 +25,7 @@ import {
 } from '../errors.js';
 import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
 import { decodeId, type UserLayout } from '../ids.js';
-import type { Marker, Sessions, StateKeeper } from '../sessions.js';
+import type { Marker, MarkerRead, Sessions, StateKeeper } from '../sessions.js';
 import type {
   AppendOptions,
   ListPage,
@@ -42,6 +42,7 @@ import {
   itemBytes,
   KEPT_WRITES,
   type ListFormat,
+  type ListPeek,
   type ListStat,
   maxToken,
   newWriteId,
@@ -242,10 +243,13 @@ export class CasFormat implements ListFormat, StateKeeper {
     return { count: head.count, hash: head.hash, lastModified: current.modified ?? new Date(0) };
   }
 
-  async read(s: string, k: string, page: PageOptions): Promise<ListPage> {
+  async read(s: string, k: string, page: PageOptions, marker?: Promise<MarkerRead>): Promise<ListPage> {
     checkPage(page);
     for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
-      const [read, raw] = await Promise.all([this.sessions.read(s), this.readCurrent(s, k)]);
+      const [read, raw] = await Promise.all([
+        attempt === 0 && marker ? marker : this.sessions.read(s),
+        this.readCurrent(s, k),
+      ]);
       if (!read.live) return emptyPage();
       const current = mine(raw, read.live.inc);
       // A damaged head fails this list only.
@@ -381,6 +385,51 @@ export class CasFormat implements ListFormat, StateKeeper {
     const [read, raw] = await Promise.all([this.sessions.read(s), this.readCurrent(s, k)]);
     const seen = mine(raw, read.live?.inc).head;
     const marker = await this.sessions.forWrite(s, read, options.token, !seen || seen.deleted);
+    return this.appendOn(s, k, items, options, writeId, marker, raw);
+  }
+
+  /** The pre-read of a commit (lib/store/commits.ts): the head alone, one GET. */
+  async peek(s: string, k: string, marker: Promise<MarkerRead>): Promise<ListPeek> {
+    const [read, raw] = await Promise.all([marker, this.readCurrent(s, k)]);
+    const current = mine(raw, read.live?.inc);
+    if (current.corrupt) throw new CorruptValueError(k);
+    const head = current.head;
+    const live = head && !head.deleted ? head : undefined;
+    const peek: ListPeek = {
+      count: live?.count ?? 0,
+      hash: live?.hash ?? EMPTY_HASH,
+      token: head?.token ?? null,
+      creates: !live,
+      recorded: async (writeId) => recorded(head, writeId),
+    };
+    this.peeked.set(peek, raw);
+    return peek;
+  }
+
+  /** What `peek` read, for `appendPeeked`. */
+  private readonly peeked = new WeakMap<ListPeek, Current>();
+
+  async appendPeeked(
+    s: string,
+    k: string,
+    items: readonly unknown[],
+    options: AppendOptions & { readonly writeId: string },
+    marker: Marker,
+    peek: ListPeek,
+  ): Promise<ListWriteResult> {
+    const raw = this.peeked.get(peek) ?? (await this.readCurrent(s, k));
+    return this.appendOn(s, k, items, options, options.writeId, marker, raw);
+  }
+
+  private appendOn(
+    s: string,
+    k: string,
+    items: readonly unknown[],
+    options: AppendOptions,
+    writeId: string,
+    marker: Marker,
+    raw: Current,
+  ): Promise<ListWriteResult> {
     return this.commit(s, k, marker, mine(raw, marker.inc), writeId, async (head, corrupt) => {
       if (corrupt) throw new CorruptValueError(k);
       // A replay of an applied write id: its original answer, nothing written.

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { jsonBody } from '../context.js';
 import { ValidationError } from '../errors.js';
 import { chainHash, EMPTY_HASH } from '../hash.js';
+import type { Marker, MarkerRead } from '../sessions.js';
 import type {
   AppendOptions,
   ListPage,
@@ -24,10 +25,47 @@ export interface ListStat {
   readonly lastModified: Date;
 }
 
+/**
+ * A list as a commit read it before its first write (lib/store/commits.ts, docs/DESIGN.md
+ * "Snapshots and commits"): its state, and (kept by the format) what it read, so that
+ * `appendPeeked` writes without reading the list again.
+ */
+export interface ListPeek {
+  readonly count: number;
+  readonly hash: string;
+  /** The highest fencing token the list's writes carried. */
+  readonly token: number | null;
+  /** The list is absent or deleted in the incarnation read (a token write to it raises the marker's token). */
+  readonly creates: boolean;
+  /** The answer recorded for this write id, when the list remembers it (its last 64 writes). */
+  recorded(writeId: string): Promise<ListWriteResult | undefined>;
+}
+
 /** The list operations of one user's sessions, in one storage format (archives are the store's: lists/archives.ts). */
 export interface ListFormat {
-  /** A page (or, without `limit` and `last`, the whole list); an absent list is empty. */
-  read(sessionId: string, key: string, page: PageOptions): Promise<ListPage>;
+  /**
+   * A page (or, without `limit` and `last`, the whole list); an absent list is empty. `marker`: a
+   * marker read shared with other reads (a snapshot reads it once), used for the first attempt.
+   */
+  read(sessionId: string, key: string, page: PageOptions, marker?: Promise<MarkerRead>): Promise<ListPage>;
+  /**
+   * The pre-read of a commit: the list's head (CAS) or current log's tail (append) as the
+   * incarnation of `marker` (the commit's one marker read, in parallel) sees it;
+   * `CorruptValueError` when it is damaged.
+   */
+  peek(sessionId: string, key: string, marker: Promise<MarkerRead>): Promise<ListPeek>;
+  /**
+   * `append` on what `peek` read (nothing read again unless the write loses a race), under the
+   * marker the commit's `forWrite` answered. The caller has checked the options.
+   */
+  appendPeeked(
+    sessionId: string,
+    key: string,
+    items: readonly unknown[],
+    options: AppendOptions & { readonly writeId: string },
+    marker: Marker,
+    peek: ListPeek,
+  ): Promise<ListWriteResult>;
   append(
     sessionId: string,
     key: string,

@@ -1,0 +1,721 @@
+/**
+ * Snapshots and commits (docs/DESIGN.md, "Snapshots and commits"; issue 16, parts 2 and 4): a
+ * whole agent turn's reads in one call and its writes in one call. The HTTP layer grants and
+ * releases the lease around them; here a commit only carries the lease's fencing token.
+ *
+ * A snapshot reads the session marker ONCE, in parallel with every value and list it asks for.
+ * A commit reads the marker, the values it must check and the lists it changes (one round trip),
+ * checks every precondition before its first write, writes the values, then the lists. Each
+ * key's write is atomic; the keys are not atomic with each other (S3 and OSS have no multi-object
+ * transaction): a commit is per-key atomic and made safe to retry by its `commitId`.
+ */
+import { createHash } from 'node:crypto';
+import { ObjectConditionFailedError, ObjectNotFoundError } from '../drivers/errors.js';
+import type { ObjectInfo, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
+import { checkToken, getOrUndefined, jsonBody, type StoreContext } from './context.js';
+import {
+  AppendConflictError,
+  type CommitFailure,
+  CommitMismatchError,
+  CommitPartialError,
+  CommitPreconditionError,
+  CorruptValueError,
+  FencedError,
+  ListPreconditionFailedError,
+  ListTooShortError,
+  PreconditionUnsupportedError,
+  ValidationError,
+} from './errors.js';
+import { canonicalJson, chainHash, EMPTY_HASH, isHash } from './hash.js';
+import { checkId, type UserLayout } from './ids.js';
+import { MAX_APPEND_ITEMS, WRITE_ID_PATTERN } from './limits.js';
+import { checkPage, type ListFormat, type ListPeek } from './lists/format.js';
+import type { Marker, Sessions } from './sessions.js';
+import type { ListAction, ListPage, ListWriteResult, SessionStore } from './types.js';
+
+export type { CommitFailure };
+
+/** Most keys of a snapshot or a commit (values and lists together). */
+export const MAX_TURN_KEYS = 100;
+/** Most list items of one commit (appends and replacements together). */
+export const MAX_COMMIT_ITEMS = MAX_APPEND_ITEMS;
+
+// ---- snapshot ----------------------------------------------------------------------------------
+
+/** What a snapshot reads: values by key, lists by key (the `last` most recent items, or the whole list). */
+export interface SnapshotRequest {
+  readonly values?: readonly string[];
+  readonly lists?: ReadonlyArray<{ readonly key: string; readonly last?: number }>;
+}
+
+/** A value in a snapshot: present (with its etag and its size in bytes of JSON), absent, or damaged. */
+export type SnapshotValue =
+  | { readonly key: string; readonly value: unknown; readonly etag: string; readonly size: number }
+  | { readonly key: string; readonly absent: true }
+  | { readonly key: string; readonly corrupt: true };
+
+/** A list in a snapshot: a page (an absent list is the empty page), or damaged. */
+export type SnapshotList =
+  | ({ readonly key: string } & ListPage)
+  | { readonly key: string; readonly corrupt: true };
+
+/** The answer of `snapshot`: `exists: false` (and no data) for an absent session, another user's included. */
+export interface Snapshot {
+  readonly exists: boolean;
+  readonly values: SnapshotValue[];
+  readonly lists: SnapshotList[];
+}
+
+// ---- commit ------------------------------------------------------------------------------------
+
+/** A value change of a commit: a save (optionally conditional) or a delete. */
+export type CommitValue =
+  | {
+      readonly key: string;
+      readonly value: unknown;
+      /** Write only if the current version is this one. */
+      readonly ifVersion?: string;
+      /** Write only if the value is absent. */
+      readonly ifAbsent?: boolean;
+    }
+  | { readonly key: string; readonly delete: true };
+
+/** A list change of a commit: an append at a known end, a whole replacement, or a truncate. */
+export type CommitList =
+  | {
+      readonly key: string;
+      readonly append: readonly unknown[];
+      readonly expectedCount: number;
+      readonly expectedHash: string;
+    }
+  | { readonly key: string; readonly replace: readonly unknown[]; readonly expectedHash?: string }
+  | { readonly key: string; readonly truncate: number; readonly expectedHash: string };
+
+/** Every change of one turn. */
+export interface CommitRequest {
+  /** Names the commit (1 to 64 of `[A-Za-z0-9._:-]`): a retry with the same id and body is safe. */
+  readonly commitId: string;
+  /** The lease's fencing token: a stale one writes nothing at all. */
+  readonly token?: number;
+  readonly values?: readonly CommitValue[];
+  readonly lists?: readonly CommitList[];
+}
+
+/** What a commit did: each value's new etag (none for a delete), each list's action, count and hash. */
+export interface CommitResult {
+  readonly commitId: string;
+  readonly values: Array<{ readonly key: string; readonly etag?: string }>;
+  readonly lists: Array<{
+    readonly key: string;
+    readonly action: ListAction;
+    readonly count: number;
+    readonly hash: string;
+  }>;
+}
+
+/**
+ * The library's user store with snapshots and commits (`createStateStore(...).forUser(...)`); the
+ * typed HTTP client gains them with issue 16's HTTP part.
+ */
+export interface TurnSessionStore extends SessionStore {
+  /**
+   * Reads values and lists of a session in parallel with one read of its marker (at most 100
+   * keys): `exists: false` and no data when the session is absent.
+   */
+  snapshot(sessionId: string, request: SnapshotRequest): Promise<Snapshot>;
+  /**
+   * Applies a turn's changes: every precondition checked before the first write, values before
+   * lists, each key atomic (not a cross-key transaction); safe to retry with the same `commitId`.
+   */
+  commit(sessionId: string, request: CommitRequest): Promise<CommitResult>;
+}
+
+/** Metadata a committed value records: the commit id and the digest of the commit's body. */
+const COMMIT_META = 'commit';
+const DIGEST_META = 'digest';
+
+/** SHA-256 (hex) of the JCS of the commit's `values` and `lists`: what a retry must match. */
+export function commitDigest(request: CommitRequest): string {
+  const body = canonicalJson({ values: request.values ?? [], lists: request.lists ?? [] });
+  return createHash('sha256').update(body).digest('hex');
+}
+
+/** The write id a commit's change of list `key` carries (the formats remember the last 64). */
+export function commitWriteId(commitId: string, key: string): string {
+  return `c.${createHash('sha256').update(`${commitId}\n${key}`).digest('base64url').slice(0, 40)}`;
+}
+
+type ValuePlan = {
+  readonly change: CommitValue;
+  readonly name: string;
+  /** The HEAD before the commit (undefined: absent, or not read: the fast path). */
+  readonly head?: ObjectInfo;
+  /** Read (HEAD) before the commit. */
+  readonly read: boolean;
+  /** Already applied by this commit id (a retry): the etag to answer, or the delete done. */
+  done?: { etag?: string };
+};
+
+type ListPlan = {
+  readonly change: CommitList;
+  readonly peek: ListPeek;
+  readonly writeId: string;
+  done?: ListWriteResult;
+};
+
+/** Snapshots and commits of one user's sessions. */
+export class Commits {
+  constructor(
+    private readonly ctx: StoreContext,
+    private readonly layout: UserLayout,
+    private readonly sessions: Sessions,
+    private readonly lists: ListFormat,
+  ) {}
+
+  async snapshot(s: string, request: SnapshotRequest): Promise<Snapshot> {
+    const { values, lists } = checkSnapshot(request);
+    const marker = this.sessions.read(s);
+    // Every read starts now; a failing one is answered after all have settled.
+    const valueReads = values.map((key) =>
+      settle(getOrUndefined(this.ctx.driver, this.layout.value(s, key))),
+    );
+    const listReads = lists.map((l) =>
+      settle(this.lists.read(s, l.key, l.last === undefined ? {} : { last: l.last }, marker)),
+    );
+    const [read, gotValues, gotLists] = await Promise.all([
+      settle(marker),
+      Promise.all(valueReads),
+      Promise.all(listReads),
+    ]);
+    const live = unwrap(read).live;
+    if (!live) return { exists: false, values: [], lists: [] };
+    return {
+      exists: true,
+      values: values.map((key, i): SnapshotValue => {
+        const object = unwrap(gotValues[i] as Settled<StoredObject | undefined>);
+        if (!object || object.metadata.inc !== live.inc) return { key, absent: true };
+        const value = this.parse(object);
+        if (value === CORRUPT) return { key, corrupt: true };
+        return { key, value: value.value, etag: object.etag, size: object.size };
+      }),
+      lists: lists.map(({ key }, i): SnapshotList => {
+        const got = gotLists[i] as Settled<ListPage>;
+        // A damaged list fails only its own key.
+        if ('error' in got && got.error instanceof CorruptValueError) return { key, corrupt: true };
+        return { key, ...unwrap(got) };
+      }),
+    };
+  }
+
+  private parse(object: StoredObject): { value: unknown } | typeof CORRUPT {
+    try {
+      return { value: JSON.parse(Buffer.from(object.body).toString('utf8')) };
+    } catch {
+      this.ctx.metrics.count('corruptObjects');
+      return CORRUPT;
+    }
+  }
+
+  async commit(s: string, request: CommitRequest): Promise<CommitResult> {
+    checkCommit(request);
+    const { driver } = this.ctx;
+    const cas = driver.capabilities.conditionalOverwrite;
+    const { commitId, token } = request;
+    const values = request.values ?? [];
+    const lists = request.lists ?? [];
+    if (!cas && values.some((v) => 'value' in v && v.ifVersion !== undefined))
+      throw new PreconditionUnsupportedError(driver.name);
+    const digest = commitDigest(request);
+    // The one conditional value whose If-Match is its own precheck: it is written first and alone,
+    // so when its condition fails nothing has been written (no HEAD for it).
+    const versioned = values.filter((v) => 'value' in v && v.ifVersion !== undefined);
+    const fast =
+      versioned.length === 1 && !values.some((v) => 'value' in v && v.ifAbsent) ? versioned[0] : undefined;
+
+    // ---- one round trip: the marker, the values to check, the lists to change -------------------
+    const marker = this.sessions.read(s);
+    const heads = values.map((v) =>
+      v === fast ? undefined : settle(headOrUndefined(driver, this.layout.value(s, v.key))),
+    );
+    const peeks = lists.map((l) => settle(this.lists.peek(s, l.key, marker)));
+    const read = unwrap(await settle(marker));
+    const gotHeads = await Promise.all(heads);
+    const gotPeeks = await Promise.all(peeks);
+    const live = read.live;
+    const valuePlans: ValuePlan[] = values.map((change, i) => {
+      const got = gotHeads[i];
+      const head = got === undefined ? undefined : unwrap(got);
+      return { change, name: this.layout.value(s, change.key), head, read: got !== undefined };
+    });
+    const listPlans: ListPlan[] = lists.map((change, i) => ({
+      change,
+      peek: unwrap(gotPeeks[i] as Settled<ListPeek>),
+      writeId: commitWriteId(commitId, change.key),
+    }));
+    /** The value's object in this incarnation (another's is a leftover: absent). */
+    const current = (plan: ValuePlan) =>
+      plan.head && plan.head.metadata.inc === live?.inc ? plan.head : undefined;
+
+    // ---- 1. fencing, first: a stale token writes nothing at all ---------------------------------
+    if (token !== undefined) {
+      const seen = Math.max(
+        live?.token ?? -1,
+        ...valuePlans.map((p) => tokenOf(current(p))),
+        ...listPlans.map((p) => p.peek.token ?? -1),
+      );
+      if (seen > token) {
+        this.ctx.metrics.count('fencedWrites');
+        throw new FencedError(token, seen);
+      }
+    }
+
+    // ---- 2. what this commit id already did (a retry), and a changed body -------------------------
+    for (const plan of valuePlans) {
+      const object = current(plan);
+      if (object?.metadata[COMMIT_META] !== commitId) continue;
+      if (object.metadata[DIGEST_META] !== digest)
+        throw new CommitMismatchError(commitId, 'value', plan.change.key);
+      plan.done = { etag: object.etag };
+    }
+    const failures: CommitFailure[] = [];
+    const verdicts = await Promise.all(
+      listPlans.map((plan) => settle(this.checkList(plan.change, plan.peek, plan.writeId, commitId))),
+    );
+    for (const [i, plan] of listPlans.entries()) {
+      const verdict = unwrap(verdicts[i] as Settled<Awaited<ReturnType<Commits['checkList']>>>);
+      if (verdict === 'apply') continue;
+      if ('failure' in verdict) failures.push(verdict.failure);
+      else plan.done = verdict.done;
+    }
+
+    // ---- 3. every other precondition, on what was read -----------------------------------------
+    for (const plan of valuePlans) {
+      if (plan.done) continue;
+      const { change } = plan;
+      const object = current(plan);
+      if ('delete' in change) {
+        if (!object) plan.done = {}; // nothing to delete
+        continue;
+      }
+      if (change === fast && !live) {
+        // No session: no value has that version (and nothing is created for a failing commit).
+        failures.push({ kind: 'value', key: change.key, reason: 'version', currentVersion: null });
+        continue;
+      }
+      if (!plan.read) continue;
+      if (
+        (change.ifAbsent && object) ||
+        (change.ifVersion !== undefined && object?.etag !== change.ifVersion)
+      )
+        failures.push({
+          kind: 'value',
+          key: change.key,
+          reason: 'version',
+          currentVersion: object?.etag ?? null,
+        });
+    }
+    if (failures.length > 0) {
+      // The fast path's value was not read: on this failure path it is (one HEAD), so that every
+      // failing key is named.
+      const unread = valuePlans.find((p) => !p.read && !p.done && live && p.change === fast);
+      if (unread && 'value' in unread.change) {
+        const head = await headOrUndefined(driver, unread.name);
+        const object = head && head.metadata.inc === live?.inc ? head : undefined;
+        const done = object?.metadata[COMMIT_META] === commitId;
+        if (done && object.metadata[DIGEST_META] !== digest)
+          throw new CommitMismatchError(commitId, 'value', unread.change.key);
+        if (!done && object?.etag !== unread.change.ifVersion)
+          failures.push({
+            kind: 'value',
+            key: unread.change.key,
+            reason: 'version',
+            currentVersion: object?.etag ?? null,
+          });
+      }
+      throw new CommitPreconditionError(commitId, failures);
+    }
+
+    const result = (): CommitResult => ({
+      commitId,
+      values: valuePlans.map((p) => ({ key: p.change.key, ...(p.done?.etag ? { etag: p.done.etag } : {}) })),
+      lists: listPlans.map((p) => {
+        const { action, count, hash } = p.done as ListWriteResult;
+        return { key: p.change.key, action, count, hash };
+      }),
+    });
+    if (valuePlans.every((p) => p.done) && listPlans.every((p) => p.done)) return result();
+
+    // ---- 4. the writes: the marker (only when it must change), the values, then the lists -------
+    const creates =
+      valuePlans.some((p) => !p.done && 'value' in p.change && p.read && !current(p)) ||
+      listPlans.some((p) => !p.done && p.peek.creates && !('truncate' in p.change));
+    const written = await this.sessions.forWrite(s, read, token, creates);
+    const applied: Array<{ kind: 'value' | 'list'; key: string }> = [];
+    const failed: CommitFailure[] = [];
+    const pending = valuePlans.filter((p) => !p.done);
+    const first = pending.find((p) => p.change === fast);
+    if (first) {
+      const outcome = await this.writeValue(first, written, digest, commitId, token, cas);
+      if ('failure' in outcome) {
+        // The first write of the commit: nothing is written yet.
+        if (outcome.failure.reason === 'fenced' && token !== undefined) {
+          this.ctx.metrics.count('fencedWrites');
+          throw new FencedError(token, outcome.seen ?? token + 1);
+        }
+        throw new CommitPreconditionError(commitId, [outcome.failure]);
+      }
+      first.done = outcome.done;
+      applied.push({ kind: 'value', key: first.change.key });
+    }
+    const others = await Promise.all(
+      pending
+        .filter((p) => p !== first)
+        .map((p) => settle(this.writeValue(p, written, digest, commitId, token, cas))),
+    );
+    let error: unknown;
+    pending
+      .filter((p) => p !== first)
+      .forEach((plan, i) => {
+        const got = others[i] as Settled<Awaited<ReturnType<Commits['writeValue']>>>;
+        if ('error' in got) {
+          error ??= got.error;
+          return;
+        }
+        if ('failure' in got.value) failed.push(got.value.failure);
+        else {
+          plan.done = got.value.done;
+          applied.push({ kind: 'value', key: plan.change.key });
+        }
+      });
+    // A list that indexes values never points at one not written: no list change after a failure.
+    if (error !== undefined) throw error;
+    if (failed.length > 0) throw new CommitPartialError(commitId, applied, failed);
+
+    const listWrites = await Promise.all(
+      listPlans.map((plan) => (plan.done ? undefined : settle(this.writeList(s, plan, written, token)))),
+    );
+    for (const [i, plan] of listPlans.entries()) {
+      const got = listWrites[i];
+      if (!got) continue;
+      if ('value' in got) {
+        plan.done = got.value;
+        applied.push({ kind: 'list', key: plan.change.key });
+        continue;
+      }
+      const failure = await this.listFailure(s, plan, written.inc, got.error);
+      if (failure) failed.push(failure);
+      else error ??= got.error;
+    }
+    if (error !== undefined) throw error;
+    if (failed.length > 0) throw new CommitPartialError(commitId, applied, failed);
+    return result();
+  }
+
+  /**
+   * Decides a list change on its pre-read: apply it, skip it (this commit id's write is recorded
+   * with the result this body produces), or a failing precondition. A recorded write with another
+   * result is `CommitMismatchError`.
+   */
+  private async checkList(
+    change: CommitList,
+    peek: ListPeek,
+    writeId: string,
+    commitId: string,
+  ): Promise<'apply' | { done: ListWriteResult } | { failure: CommitFailure }> {
+    const { key } = change;
+    const failure = (reason: 'count' | 'hash') => ({
+      failure: { kind: 'list' as const, key, reason, count: peek.count, hash: peek.hash },
+    });
+    const replayed = async (matches: (r: ListWriteResult) => boolean) => {
+      const record = await peek.recorded(writeId);
+      if (!record) return undefined;
+      if (!matches(record)) throw new CommitMismatchError(commitId, 'list', key);
+      return { done: record };
+    };
+    if ('append' in change) {
+      if (peek.count === change.expectedCount && peek.hash === change.expectedHash) return 'apply';
+      const count = change.expectedCount + change.append.length;
+      const hash = chainHash(change.expectedHash, change.append);
+      return (
+        (await replayed((r) => r.count === count && r.hash === hash)) ??
+        failure(peek.count !== change.expectedCount ? 'count' : 'hash')
+      );
+    }
+    if ('replace' in change) {
+      // Replacing a list by what it holds changes nothing (a retry of a replace that landed).
+      const hash = chainHash(EMPTY_HASH, change.replace);
+      if (peek.count === change.replace.length && peek.hash === hash)
+        return { done: { action: 'unchanged', count: peek.count, hash } };
+      if (change.expectedHash === undefined || change.expectedHash === peek.hash) return 'apply';
+      return failure('hash');
+    }
+    if (peek.hash === change.expectedHash) {
+      if (change.truncate > peek.count) return failure('count');
+      return 'apply';
+    }
+    return (await replayed((r) => r.count === change.truncate)) ?? failure('hash');
+  }
+
+  /** Writes (or deletes) one value, conditional as its change and the token need. */
+  private async writeValue(
+    plan: ValuePlan,
+    marker: Marker,
+    digest: string,
+    commitId: string,
+    token: number | undefined,
+    cas: boolean,
+  ): Promise<{ done: { etag?: string } } | { failure: CommitFailure; seen?: number }> {
+    const { driver } = this.ctx;
+    const { change, name } = plan;
+    if ('delete' in change) {
+      await driver.delete(name);
+      return { done: {} };
+    }
+    const head = plan.head;
+    const onHead = head === undefined ? { ifNoneMatch: '*' as const } : cas ? { ifMatch: head.etag } : {};
+    const condition =
+      change.ifVersion !== undefined
+        ? { ifMatch: change.ifVersion }
+        : change.ifAbsent || token !== undefined
+          ? onHead
+          : {};
+    const metadata: Record<string, string> = {
+      inc: marker.inc,
+      [COMMIT_META]: commitId,
+      [DIGEST_META]: digest,
+    };
+    if (token !== undefined) metadata.token = String(token);
+    try {
+      const { etag } = await driver.put(name, jsonBody(change.value), {
+        contentType: 'application/json',
+        metadata,
+        tags: { kind: 'state' },
+        ...condition,
+      });
+      return { done: { etag } };
+    } catch (error) {
+      if (!(error instanceof ObjectConditionFailedError)) throw error;
+      const now = await headOrUndefined(driver, name);
+      const mine = now && now.metadata.inc === marker.inc ? now : undefined;
+      // This commit id wrote it meanwhile (a concurrent retry of the same commit).
+      if (mine?.metadata[COMMIT_META] === commitId) {
+        if (mine.metadata[DIGEST_META] !== digest)
+          throw new CommitMismatchError(commitId, 'value', change.key);
+        return { done: { etag: mine.etag } };
+      }
+      const seen = tokenOf(mine);
+      const fenced = token !== undefined && seen > token;
+      return {
+        failure: {
+          kind: 'value',
+          key: change.key,
+          reason: fenced ? 'fenced' : 'version',
+          currentVersion: mine?.etag ?? null,
+        },
+        ...(fenced ? { seen } : {}),
+      };
+    }
+  }
+
+  private async writeList(
+    s: string,
+    plan: ListPlan,
+    marker: Marker,
+    token: number | undefined,
+  ): Promise<ListWriteResult> {
+    const { change, writeId } = plan;
+    const fencing = token === undefined ? {} : { token };
+    if ('append' in change)
+      return this.lists.appendPeeked(
+        s,
+        change.key,
+        change.append,
+        { expectedCount: change.expectedCount, expectedHash: change.expectedHash, writeId, ...fencing },
+        marker,
+        plan.peek,
+      );
+    if ('replace' in change)
+      return this.lists.save(s, change.key, change.replace, {
+        ...(change.expectedHash === undefined ? {} : { ifHash: change.expectedHash }),
+        ...fencing,
+      });
+    return this.lists.truncate(s, change.key, {
+      count: change.truncate,
+      expectedHash: change.expectedHash,
+      writeId,
+      ...fencing,
+    });
+  }
+
+  /** The failure a list write's error is (with the list's count and hash now), or undefined for any other error. */
+  private async listFailure(
+    s: string,
+    plan: ListPlan,
+    inc: string,
+    error: unknown,
+  ): Promise<CommitFailure | undefined> {
+    const { key } = plan.change;
+    let reason: 'count' | 'hash' | 'fenced';
+    if (error instanceof AppendConflictError) {
+      const expected = 'append' in plan.change ? plan.change.expectedCount : error.count;
+      reason = error.count !== expected ? 'count' : 'hash';
+      return { kind: 'list', key, reason, count: error.count, hash: error.hash };
+    }
+    if (error instanceof ListTooShortError) reason = 'count';
+    else if (error instanceof ListPreconditionFailedError) reason = 'hash';
+    else if (error instanceof FencedError) reason = 'fenced';
+    else return undefined;
+    const stat = await this.lists.stat(s, key, inc).catch(() => undefined);
+    return { kind: 'list', key, reason, count: stat?.count ?? 0, hash: stat?.hash ?? EMPTY_HASH };
+  }
+}
+
+// ---- validation --------------------------------------------------------------------------------
+
+function checkSnapshot(request: SnapshotRequest) {
+  if (typeof request !== 'object' || request === null) throw new ValidationError('request', 'required');
+  const values = request.values ?? [];
+  const lists = request.lists ?? [];
+  if (!Array.isArray(values)) throw new ValidationError('values', 'must be an array of keys');
+  if (!Array.isArray(lists)) throw new ValidationError('lists', 'must be an array');
+  if (values.length + lists.length > MAX_TURN_KEYS)
+    throw new ValidationError('values', `at most ${MAX_TURN_KEYS} keys (values and lists together)`);
+  values.forEach((key, i) => {
+    checkKey(`values[${i}]`, key);
+  });
+  lists.forEach((l, i) => {
+    if (typeof l !== 'object' || l === null) throw new ValidationError(`lists[${i}]`, 'must be an object');
+    checkKey(`lists[${i}].key`, l.key);
+    if (l.last !== undefined) checkPage({ last: l.last });
+  });
+  unique('values', values);
+  unique(
+    'lists',
+    lists.map((l) => l.key),
+  );
+  return { values, lists };
+}
+
+function checkCommit(request: CommitRequest): void {
+  if (typeof request !== 'object' || request === null) throw new ValidationError('request', 'required');
+  const { commitId, values = [], lists = [] } = request;
+  if (typeof commitId !== 'string' || !WRITE_ID_PATTERN.test(commitId))
+    throw new ValidationError('commitId', 'must be 1 to 64 letters, digits or any of . _ : -');
+  checkToken(request.token);
+  if (!Array.isArray(values)) throw new ValidationError('values', 'must be an array');
+  if (!Array.isArray(lists)) throw new ValidationError('lists', 'must be an array');
+  if (values.length + lists.length > MAX_TURN_KEYS)
+    throw new ValidationError('values', `at most ${MAX_TURN_KEYS} keys (values and lists together)`);
+  values.forEach((v, i) => {
+    const at = `values[${i}]`;
+    if (typeof v !== 'object' || v === null) throw new ValidationError(at, 'must be an object');
+    checkKey(`${at}.key`, v.key);
+    if ('delete' in v) {
+      if (v.delete !== true) throw new ValidationError(`${at}.delete`, 'must be true');
+      if ('value' in v) throw new ValidationError(at, 'a delete has no value');
+      return;
+    }
+    if (!('value' in v)) throw new ValidationError(`${at}.value`, 'required (or delete: true)');
+    jsonBody(v.value);
+    if (v.ifVersion !== undefined && (typeof v.ifVersion !== 'string' || v.ifVersion === ''))
+      throw new ValidationError(`${at}.ifVersion`, 'must be a version (an etag)');
+    if (v.ifAbsent !== undefined && typeof v.ifAbsent !== 'boolean')
+      throw new ValidationError(`${at}.ifAbsent`, 'must be a boolean');
+    if (v.ifVersion !== undefined && v.ifAbsent)
+      throw new ValidationError(`${at}.ifVersion`, 'cannot be combined with ifAbsent');
+  });
+  let items = 0;
+  lists.forEach((l, i) => {
+    const at = `lists[${i}]`;
+    if (typeof l !== 'object' || l === null) throw new ValidationError(at, 'must be an object');
+    checkKey(`${at}.key`, l.key);
+    const kinds = (['append', 'replace', 'truncate'] as const).filter((k) => k in l);
+    if (kinds.length !== 1) throw new ValidationError(at, 'needs exactly one of append, replace, truncate');
+    const hash = (required: boolean) => {
+      const value = (l as { expectedHash?: unknown }).expectedHash;
+      if ((required || value !== undefined) && !isHash(value))
+        throw new ValidationError(`${at}.expectedHash`, 'must be a list hash (sha256:<64 hex>)');
+    };
+    if ('append' in l) {
+      if (!Array.isArray(l.append) || l.append.length < 1)
+        throw new ValidationError(`${at}.append`, 'must hold at least one item');
+      if (!Number.isSafeInteger(l.expectedCount) || l.expectedCount < 0)
+        throw new ValidationError(`${at}.expectedCount`, 'must be a non-negative integer');
+      hash(true);
+      items += l.append.length;
+      for (const item of l.append) jsonBody(item);
+    } else if ('replace' in l) {
+      if (!Array.isArray(l.replace)) throw new ValidationError(`${at}.replace`, 'must be an array');
+      hash(false);
+      items += l.replace.length;
+      for (const item of l.replace) jsonBody(item);
+    } else {
+      if (!Number.isSafeInteger(l.truncate) || l.truncate < 0)
+        throw new ValidationError(`${at}.truncate`, 'must be a non-negative integer');
+      hash(true);
+    }
+  });
+  if (items > MAX_COMMIT_ITEMS)
+    throw new ValidationError('lists', `at most ${MAX_COMMIT_ITEMS} list items per commit`);
+  // A value key and a list key may share a name (they are different objects); not two of one kind.
+  unique(
+    'values',
+    values.map((v) => v.key),
+  );
+  unique(
+    'lists',
+    lists.map((l) => l.key),
+  );
+}
+
+/** A key, refused with the field it came in. */
+function checkKey(field: string, key: unknown): void {
+  try {
+    checkId('key', key);
+  } catch (error) {
+    if (error instanceof ValidationError)
+      throw new ValidationError(field, error.message.replace(/^key: /, ''));
+    throw error;
+  }
+}
+
+function unique(field: string, keys: readonly string[]): void {
+  const seen = new Set<string>();
+  for (const key of keys) {
+    if (seen.has(key)) throw new ValidationError(field, `the key ${JSON.stringify(key)} is there twice`);
+    seen.add(key);
+  }
+}
+
+// ---- helpers -----------------------------------------------------------------------------------
+
+const CORRUPT = Symbol('corrupt');
+
+type Settled<T> = { readonly value: T } | { readonly error: unknown };
+
+/** A promise that never rejects (so reads started together can all be awaited, then judged). */
+function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
+  return promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+}
+
+function unwrap<T>(settled: Settled<T>): T {
+  if ('error' in settled) throw settled.error;
+  return settled.value;
+}
+
+function tokenOf(object: ObjectInfo | undefined): number {
+  const stored = Number(object?.metadata.token);
+  return Number.isSafeInteger(stored) ? stored : -1;
+}
+
+async function headOrUndefined(driver: ObjectStoreDriver, name: string): Promise<ObjectInfo | undefined> {
+  try {
+    return await driver.head(name);
+  } catch (error) {
+    if (error instanceof ObjectNotFoundError) return undefined;
+    throw error;
+  }
+}
