@@ -37,8 +37,17 @@ export const S3_PRICES = { putClass: 0.005 / 1000, getClass: 0.0004 / 1000 };
  * alike (README.md, "Costs").
  */
 export const OSS_PRICES = { putClass: 0.01 / 10_000, getClass: 0.01 / 10_000 };
-/** DynamoDB on-demand, as the issue prices it: $1.25 per million writes, $0.25 per million reads. */
-export const DYNAMO_PRICES = { write: 1.25 / 1e6, read: 0.25 / 1e6 };
+/** DynamoDB on-demand as AWS lists it since November 2024: $0.625 per million writes, $0.125 per million reads. */
+export const DYNAMO_PRICES = { write: 0.625 / 1e6, read: 0.125 / 1e6 };
+/**
+ * One HTTP call through the AWS stack, as the README assumes it: API Gateway HTTP API $1.00 per
+ * million requests; Lambda $0.20 per million requests plus $0.0000133334 per GB-second (arm64),
+ * 512 MB (serverless.yml) billed 100 ms a call.
+ */
+export const HTTP_CALL_DOLLARS = 1.0 / 1e6 + 0.2 / 1e6 + 0.0000133334 * 0.5 * 0.1;
+
+/** The two-call turn's ceilings (issue 16, CAS format on S3): PUT, GET with ifVersion, round trips. */
+export const TURN_API_CEILINGS = { putClass: 2.05, getClass: 5.1, list: 0, ddbWrites: 2, trips: 4.1 };
 
 /** The turn's ceilings for this store (append format, on OSS): writes and LIST. */
 export const APPEND_TURN_CEILINGS = { putClass: 2.05, list: 0 };
@@ -109,7 +118,10 @@ export interface BudgetRow {
 /** The locked agent turn at one history length, one pattern, mean over the turns. */
 export interface TurnRow {
   n: number;
-  pattern: 'ours' | 'reference';
+  /** `ours`: six calls; `turn-api`: begin (lease + snapshot) and commit (changes + release). */
+  pattern: 'ours' | 'turn-api' | 'reference';
+  /** HTTP calls (API Gateway + Lambda invocations) the turn takes; 0 for the reference (in-process). */
+  httpCalls: number;
   turns: number;
   mean: Traffic;
   trips: number;
@@ -418,7 +430,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
       log(`N = ${n}: writing the lists (${(listBytes / MIB).toFixed(1)} MiB)`);
       await both(
         async () => {
-          for (const session of withTurns ? ['s', 't'] : ['s']) {
+          for (const session of withTurns ? ['s', 't', 'u'] : ['s']) {
             await ours.saveList(session, 'memory', list);
             await ours.save(session, 'agent_state', agentState(0));
           }
@@ -608,9 +620,59 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
           return out;
         },
       );
-      for (const [pattern, measured] of [
-        ['ours', ourTurns],
-        ['reference', refTurns],
+      // The same turn in two calls (issue 16): begin = lease + snapshot, commit = changes + release.
+      const apiTurns: Measured[] = [];
+      {
+        const key = { userId: 'bench', sessionId: `${run}/u` };
+        for (let i = 0; i < turnsPerSize; i++) {
+          let lease: Lease | undefined;
+          let etag: string | undefined;
+          let page = { count: 0, hash: '' };
+          apiTurns.push(
+            await us.measureSteps([
+              async () => {
+                lease = await us.lock.acquire(key, { leaseMs: 60_000 });
+                const snap = await ours.snapshot('u', {
+                  values: ['agent_state'],
+                  lists: [{ key: 'memory', last: 50 }],
+                });
+                const value = snap.values[0];
+                etag = value && 'etag' in value ? value.etag : undefined;
+                const memory = snap.lists[0];
+                if (!memory || !('hash' in memory)) throw new Error('the snapshot has no memory list');
+                page = memory;
+              },
+              async () => {
+                await ours.commit('u', {
+                  commitId: `${run}-turn-${i}`,
+                  token: lease?.token,
+                  // OSS has no conditional overwrite: the lease's token fences the save there.
+                  values: [
+                    {
+                      key: 'agent_state',
+                      value: agentState(i + 1),
+                      ...(options.oss ? {} : { ifVersion: etag }),
+                    },
+                  ],
+                  lists: [
+                    {
+                      key: 'memory',
+                      append: [message(n + 2 * i), message(n + 2 * i + 1)],
+                      expectedCount: page.count,
+                      expectedHash: page.hash,
+                    },
+                  ],
+                });
+                await us.lock.release(key, lease?.owner ?? '', lease?.token ?? 0);
+              },
+            ]),
+          );
+        }
+      }
+      for (const [pattern, measured, httpCalls] of [
+        ['ours', ourTurns, 6],
+        ['turn-api', apiTurns, 2],
+        ['reference', refTurns, 0],
       ] as const) {
         const m = mean(measured);
         const price = dollarsPerMillion(m.traffic, prices);
@@ -624,7 +686,18 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
           dollars: price.s3,
           currency,
           dynamoDollars: price.dynamo,
+          httpCalls,
         };
+        if (pattern === 'turn-api' && format === 'cas') {
+          const c = TURN_API_CEILINGS;
+          row.ceiling = `2 calls, ≤ ${c.putClass} PUT, ≤ ${c.getClass} GET, 0 LIST, ${c.ddbWrites} DynamoDB writes, ≤ ${c.trips} trips`;
+          row.holds =
+            m.traffic.putClass <= c.putClass &&
+            m.traffic.getClass <= c.getClass &&
+            m.traffic.list === c.list &&
+            m.traffic.ddbWrites <= c.ddbWrites &&
+            m.trips <= c.trips;
+        }
         if (pattern === 'ours' && format === 'cas') {
           row.ceiling = `≤ ${TURN_CEILINGS.putClass} PUT, ≤ ${TURN_CEILINGS.getClass} GET, 0 LIST, ≤ $${TURN_CEILINGS.dollars}`;
           row.holds =
@@ -694,18 +767,30 @@ export function storeTable(result: StoreBenchResult): string {
   return lines.join('\n');
 }
 
+/** A turn pattern's name in the tables. */
+const patternName = (t: TurnRow, format: string) =>
+  t.pattern === 'ours'
+    ? `ours (${format}), six calls`
+    : t.pattern === 'turn-api'
+      ? `ours (${format}), begin + commit`
+      : 'reference';
+
+/** $ per million turns of the whole AWS stack: S3, DynamoDB, and API Gateway + Lambda per HTTP call. */
+export const stackDollars = (t: TurnRow) =>
+  t.dollars + t.dynamoDollars + t.httpCalls * HTTP_CALL_DOLLARS * 1e6;
+
 /** The locked agent turns as a Markdown table. */
 export function turnTable(result: StoreBenchResult): string {
   const store = result.backend === 'oss' ? 'OSS' : 'S3';
   const price = result.backend === 'oss' ? '¥ (CNY) per million turns (OSS)' : '$ per million turns (S3)';
   const lines = [
-    `| N | pattern | ${store} requests per turn (PUT-class / GET-class / LIST) | DELETE | ${store} round trips | DynamoDB writes / reads | bytes up / down | ${price} | DynamoDB $ per million | ms per turn | ceiling |`,
-    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    `| N | pattern | HTTP calls | ${store} requests per turn (PUT-class / GET-class / LIST) | DELETE | ${store} round trips | DynamoDB writes / reads | bytes up / down | ${price} | DynamoDB $ per million | whole stack $ per million (AWS) | ms per turn | ceiling |`,
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const t of result.turns) {
     const s3Requests = { ...t.mean, requests: t.mean.putClass + t.mean.getClass + t.mean.deletes };
     lines.push(
-      `| ${t.n.toLocaleString('en')} | ${t.pattern === 'ours' ? `ours (${result.format})` : 'reference'} | ${reqs(s3Requests)} | ${num(t.mean.deletes)} | ${num(t.trips)} | ${num(t.mean.ddbWrites)} / ${num(t.mean.ddbReads)} | ${bytes(t.mean.bytesUp)} / ${bytes(t.mean.bytesDown)} | ${t.currency}${t.dollars.toFixed(2)} | $${t.dynamoDollars.toFixed(2)} | ${t.ms.toFixed(1)} | ${t.ceiling ? `${t.ceiling}${mark(t.holds)}` : '—'} |`,
+      `| ${t.n.toLocaleString('en')} | ${patternName(t, result.format)} | ${t.httpCalls || '— (in-process)'} | ${reqs(s3Requests)} | ${num(t.mean.deletes)} | ${num(t.trips)} | ${num(t.mean.ddbWrites)} / ${num(t.mean.ddbReads)} | ${bytes(t.mean.bytesUp)} / ${bytes(t.mean.bytesDown)} | ${t.currency}${t.dollars.toFixed(2)} | $${t.dynamoDollars.toFixed(2)} | ${t.currency === '$' ? `$${stackDollars(t).toFixed(2)}` : '—'} | ${t.ms.toFixed(1)} | ${t.ceiling ? `${t.ceiling}${mark(t.holds)}` : '—'} |`,
     );
   }
   return lines.join('\n');
@@ -744,17 +829,18 @@ export function readmeTables(result: StoreBenchResult): string {
   }
   lines.push(
     '',
-    'Cost per million turns as measured (the locked agent turn: acquire the DynamoDB lock, get `agent_state`, getList `last: 50`, append 2 messages, save `agent_state` with the fencing token, release; mean over the turns). S3 at list prices: PUT/COPY/POST/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000, DELETE free. DynamoDB apart, at on-demand $1.25 per million writes and $0.25 per million reads (the lock: one write to acquire, one to release; AWS has listed half those prices since November 2024). Not included: Lambda ($0.20 per million requests + $0.0000133334 per GB-second, arm64) and API Gateway HTTP API ($1.00 per million requests), a few dollars per million turns more through the HTTP API.',
+    "Cost per million turns as measured (the locked agent turn: acquire the DynamoDB lock, get `agent_state`, getList `last: 50`, append 2 messages, save `agent_state` with the fencing token, release; mean over the turns), as six calls and as two (`beginTurn`: the lease and a snapshot; `commit`: the changes and the release). S3 at list prices: PUT/COPY/POST/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000, DELETE free. DynamoDB on-demand $0.625 per million writes, $0.125 per million reads (the lock: one write to acquire, one to release). The whole stack adds, per HTTP call, API Gateway HTTP API ($1.00 per million requests) and Lambda ($0.20 per million requests + $0.0000133334 per GB-second, arm64, 512 MB billed 100 ms): $1.87 per million calls. The reference runs in the agent's process (no HTTP calls).",
     '',
-    '| history (items) | this store: S3 requests per turn | S3 $ per million turns | bytes per turn (up + down) | reference: S3 requests per turn | S3 $ per million turns | bytes per turn (up + down) | DynamoDB $ per million turns (both) |',
-    '|---:|---|---:|---:|---|---:|---:|---:|',
+    '| history (items) | six calls: S3 requests per turn | S3 $ | whole stack $ | begin + commit: S3 requests per turn | S3 $ | whole stack $ | reference: S3 requests per turn | S3 $ | bytes per turn, ours / reference | DynamoDB $ (each) |',
+    '|---:|---|---:|---:|---|---:|---:|---|---:|---:|---:|',
   );
   for (const size of [...new Set(result.turns.map((t) => t.n))]) {
     const o = result.turns.find((t) => t.n === size && t.pattern === 'ours');
+    const a = result.turns.find((t) => t.n === size && t.pattern === 'turn-api');
     const r = result.turns.find((t) => t.n === size && t.pattern === 'reference');
-    if (!o || !r) continue;
+    if (!o || !a || !r) continue;
     lines.push(
-      `| ${size.toLocaleString('en')} | ${short(o.mean)} | $${o.dollars.toFixed(1)} | ${bytes(o.mean.bytesUp + o.mean.bytesDown)} | ${short(r.mean)} | $${r.dollars.toFixed(1)} | ${bytes(r.mean.bytesUp + r.mean.bytesDown)} | $${o.dynamoDollars.toFixed(2)} |`,
+      `| ${size.toLocaleString('en')} | ${short(o.mean)} | $${o.dollars.toFixed(1)} | $${stackDollars(o).toFixed(1)} | ${short(a.mean)} | $${a.dollars.toFixed(1)} | $${stackDollars(a).toFixed(1)} | ${short(r.mean)} | $${r.dollars.toFixed(1)} | ${bytes(a.mean.bytesUp + a.mean.bytesDown)} / ${bytes(r.mean.bytesUp + r.mean.bytesDown)} | $${o.dynamoDollars.toFixed(2)} |`,
     );
   }
   return lines.join('\n');

@@ -13,7 +13,9 @@ import {
   runStoreBench,
   SMOKE,
   type StoreBenchResult,
+  stackDollars,
   storeTable,
+  TURN_API_CEILINGS,
   TURN_CEILINGS,
   turnTable,
 } from '../bench/store-bench.js';
@@ -69,7 +71,7 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
   it('measures every row and prints the tables', () => {
     expect(result.format).toBe('cas');
     expect(storeTable(result).split('\n')).toHaveLength(2 + result.rows.length);
-    expect(turnTable(result).split('\n')).toHaveLength(2 + 2);
+    expect(turnTable(result).split('\n')).toHaveLength(2 + 3);
     expect(readmeTables(result)).toContain('| 200 |');
     for (const n of [20, 200])
       for (const id of [
@@ -137,6 +139,20 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
     // The lock: one DynamoDB write to acquire, one to release, for both.
     expect(ours?.mean).toMatchObject({ ddbWrites: 2, ddbReads: 0 });
     expect(reference?.mean).toMatchObject({ ddbWrites: 2, ddbReads: 0 });
+  });
+
+  it('the turn in two calls (begin + commit, issue 16): ≤ 2.05 PUT, ≤ 5.1 GET with ifVersion, 0 LIST, 2 DynamoDB writes, ≤ 4.1 round trips; the whole stack costs less than six calls', () => {
+    const api = result.turns.find((t) => t.pattern === 'turn-api');
+    const six = result.turns.find((t) => t.pattern === 'ours');
+    if (!api || !six) throw new Error('no turns');
+    expect(api.httpCalls).toBe(2);
+    expect(api.mean.putClass).toBeLessThanOrEqual(TURN_API_CEILINGS.putClass);
+    expect(api.mean.getClass).toBeLessThanOrEqual(TURN_API_CEILINGS.getClass);
+    expect(api.mean.list).toBe(0);
+    expect(api.mean.ddbWrites).toBe(2);
+    expect(api.trips).toBeLessThanOrEqual(TURN_API_CEILINGS.trips);
+    expect(api.holds).toBe(true);
+    expect(stackDollars(api)).toBeLessThan(stackDollars(six));
   });
 
   it('beats the reference pattern where the design says it must', () => {
