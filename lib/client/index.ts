@@ -82,9 +82,19 @@ import {
   sleep,
   startAttempt,
 } from './transport.js';
+import { type ClientSnapshot, type SnapshotKeys, Turn, type TurnCommitResult } from './turn.js';
 
 export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from '../protocol/errors.js';
 export { RequestTimeoutError } from './transport.js';
+export {
+  type ClientSnapshot,
+  type SnapshotKeys,
+  type SnapshotListEntry,
+  type SnapshotValueEntry,
+  Turn,
+  type TurnCommitOptions,
+  type TurnCommitResult,
+} from './turn.js';
 
 /**
  * A whole read of a list (or archive) found it rewritten before its end on every attempt: it changes
@@ -183,6 +193,14 @@ export interface DownloadWorkspaceOptions extends CallOptions {
 /** Options of `acquireLock`. */
 export interface AcquireLockOptions extends CallOptions {
   readonly leaseMs?: number;
+  /** How long the server waits for the lock; the call's timeout is extended by it. */
+  readonly waitMs?: number;
+  readonly owner?: string;
+}
+
+/** Options of `beginTurn`: the lease (as `acquireLock` takes it) and the keys the turn reads. */
+export interface BeginTurnOptions extends SnapshotKeys, CallOptions {
+  readonly leaseMs: number;
   /** How long the server waits for the lock; the call's timeout is extended by it. */
   readonly waitMs?: number;
   readonly owner?: string;
@@ -304,6 +322,18 @@ export interface HttpSessionStore extends SessionStore {
     n: number,
     options?: CallOptions,
   ): Promise<{ download: DirectRequest; size: number; expiresAt: Date } | undefined>;
+
+  /**
+   * Reads values and lists of a session in one call (at most 100 keys): `exists: false` and no
+   * data for an absent session; a list's most recent items that fit an answer, from `offset`; a
+   * value too large for an answer as a `download`.
+   */
+  snapshot(sessionId: string, request: SnapshotKeys, options?: CallOptions): Promise<ClientSnapshot>;
+  /**
+   * Begins a turn: the lease (`LockConflictError` when another owner holds it), then the snapshot
+   * of the keys named. Buffer the turn's changes on the `Turn`, then `commit` them in one call.
+   */
+  beginTurn(sessionId: string, options: BeginTurnOptions): Promise<Turn>;
 
   acquireLock(sessionId: string, options?: AcquireLockOptions): Promise<Lease>;
   renewLock(sessionId: string, lease: LeaseRef, options?: { leaseMs?: number } & CallOptions): Promise<Lease>;
@@ -1039,6 +1069,27 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
   }
 
   /** A page of a list or an archive, as the server answers it; undefined for a 404 when `absent` allows. */
+  /** A snapshot answer as the client answers it (download times as Dates; what it read remembered). */
+  function snapshotOf(sessionId: string, answer: z.output<typeof schemas.Snapshot>): ClientSnapshot {
+    for (const l of answer.lists) if (!('corrupt' in l)) remember(sessionId, l.key, l);
+    return {
+      exists: answer.exists,
+      values: answer.values.map((v) => ('download' in v ? { ...v, expiresAt: new Date(v.expiresAt) } : v)),
+      lists: answer.lists,
+    };
+  }
+
+  async function readSnapshot(sessionId: string, request: SnapshotKeys, o?: CallOptions) {
+    const response = await call('POST', paths.snapshot(sessionId), {
+      body: { values: request.values, lists: request.lists },
+      // A read: a lost answer is asked again.
+      idempotent: true,
+      call: o,
+    });
+    if (response.status !== 200) return fail(response);
+    return snapshotOf(sessionId, await bodyOf(response, schemas.Snapshot, 'snapshot'));
+  }
+
   async function readPage<T>(
     path: string,
     query: PageOptions,
@@ -1384,6 +1435,62 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
         })),
         nextCursor: page.nextCursor,
       } satisfies SessionPage;
+    },
+    snapshot: (sessionId, request, o) => readSnapshot(sessionId, request, o),
+    async beginTurn(sessionId, o) {
+      const response = await call('POST', paths.turns(sessionId), {
+        body: { leaseMs: o.leaseMs, waitMs: o.waitMs, owner: o.owner, values: o.values, lists: o.lists },
+        call: o,
+        extraMs: o.waitMs ?? 0,
+      });
+      if (response.status !== 201) return fail(response);
+      const { lease, ...snapshot } = await bodyOf(response, schemas.Turn, 'beginTurn');
+      const read = snapshotOf(sessionId, snapshot);
+      // An absent session has no data: every key the turn asked for is absent, every list empty.
+      const seen = read.exists
+        ? read
+        : {
+            exists: false,
+            values: (o.values ?? []).map((key) => ({ key, absent: true as const })),
+            lists: (o.lists ?? []).map(({ key }) => ({
+              key,
+              items: [],
+              count: 0,
+              hash: EMPTY_HASH,
+              offset: 0,
+              baseHash: EMPTY_HASH,
+            })),
+          };
+      return new Turn(sessionId, leaseOf(lease), seen, {
+        commitId: () => randomUUID(),
+        read: (key) => getVersioned(sessionId, key, callOf(o)).then((v) => v?.value),
+        send: async (body) => {
+          const answer = await call('POST', paths.commits(sessionId), {
+            body,
+            // The commit id names this commit: a retry of one that landed answers it complete.
+            idempotent: true,
+            call: callOf(o),
+          });
+          if (answer.status !== 200) {
+            const lists = (body.lists ?? []) as Array<{ key: string }>;
+            if (answer.status === 409 || answer.status === 412)
+              for (const l of lists) known.delete(listName(sessionId, l.key));
+            return fail(answer);
+          }
+          const result = await bodyOf(answer, schemas.CommitResult, 'commitTurn');
+          for (const l of result.lists) remember(sessionId, l.key, l);
+          return {
+            commitId: result.commitId,
+            values: result.values.map((v) =>
+              v.etag === undefined ? { key: v.key } : { key: v.key, etag: v.etag },
+            ),
+            lists: result.lists,
+            ...(result.lease
+              ? { lease: 'released' in result.lease ? result.lease : leaseOf(result.lease) }
+              : {}),
+          } satisfies TurnCommitResult;
+        },
+      });
     },
     async acquireLock(sessionId, o = {}) {
       const response = await call('POST', paths.lock(sessionId), {

@@ -30,7 +30,12 @@ const PROBLEM_NOTES: Record<ProblemCode, string> = {
     'another owner holds the lock: `holder`, `expiresAt`; Retry-After is the seconds left of its lease',
   'lock-lost': 'the lease named is not held any more',
   'precondition-failed':
-    'the condition does not hold: `currentEtag` (a value; null when there is none) or `currentHash` (a list); nothing was written',
+    'the condition does not hold: `currentEtag` (a value; null when there is none) or `currentHash` (a list); of a commit, `commitId` and `failures` (each failing key); nothing was written',
+  'commit-conflict':
+    'a list of the commit does not have its expected count: `commitId` and `failures` (each failing key with its current `currentVersion`, or `count` and `hash`, and the `reason`); nothing was written',
+  'commit-partial':
+    'a commit without a lease found a condition failing at write time: `applied` keys were written, `failed` were not; retry with the same `commitId` after reading the failed keys',
+  'commit-mismatch': 'the `commitId` was applied to `key` (`kind`) with another body; nothing was written',
   'payload-too-large': 'the request body is over `limit` bytes',
   'precondition-unsupported': 'the backend cannot evaluate this condition; nothing was written',
   'backend-unavailable': 'the storage backend is unavailable; retry after Retry-After',

@@ -9,6 +9,9 @@ import {
   AppendConflictError,
   BackendError,
   BackendUnsafeError,
+  CommitMismatchError,
+  CommitPartialError,
+  CommitPreconditionError,
   ContendedError,
   CorruptValueError,
   FencedError,
@@ -113,6 +116,22 @@ export function toProblem(
   if (error instanceof SessionNotFoundError) return r(problem('not-found', SESSION_NOT_FOUND));
   if (error instanceof AppendConflictError) {
     return r(problem('append-conflict', error.message, { count: error.count, hash: error.hash }));
+  }
+  if (error instanceof CommitPreconditionError) {
+    const { commitId, failures } = error;
+    return r(
+      error.status === 409
+        ? problem('commit-conflict', error.message, { commitId, failures })
+        : problem('precondition-failed', error.message, { commitId, failures }),
+    );
+  }
+  if (error instanceof CommitPartialError) {
+    const { commitId, applied, failed } = error;
+    return r(problem('commit-partial', error.message, { commitId, applied, failed }));
+  }
+  if (error instanceof CommitMismatchError) {
+    const { commitId, kind, key } = error;
+    return r(problem('commit-mismatch', error.message, { commitId, kind, key }));
   }
   if (error instanceof FencedError)
     return r(problem('fenced', 'a newer fencing token has been seen; nothing was written'));

@@ -9,6 +9,10 @@ import { LockConflictError, LockLostError } from '../lock/types.js';
 import {
   AppendConflictError,
   BackendError,
+  type CommitFailure,
+  CommitMismatchError,
+  CommitPartialError,
+  CommitPreconditionError,
   ContendedError,
   CorruptValueError,
   FencedError,
@@ -35,6 +39,40 @@ export interface ProblemFields {
   readonly currentCount?: number | undefined;
   readonly limit?: number | undefined;
   readonly corruptKey?: string | undefined;
+  readonly commitId?: string | undefined;
+  readonly failures?: readonly CommitFailureFields[] | undefined;
+  readonly applied?: ReadonlyArray<{ kind: 'value' | 'list'; key: string }> | undefined;
+  readonly failed?: readonly CommitFailureFields[] | undefined;
+  readonly kind?: 'value' | 'list' | undefined;
+  readonly key?: string | undefined;
+}
+
+/** A failing key of a commit as a problem body carries it. */
+export interface CommitFailureFields {
+  readonly kind: 'value' | 'list';
+  readonly key: string;
+  readonly reason: 'version' | 'count' | 'hash' | 'fenced';
+  readonly currentVersion?: string | null | undefined;
+  readonly count?: number | undefined;
+  readonly hash?: string | undefined;
+}
+
+/** The store's failure of one key, from a problem body's. */
+function failureOf(f: CommitFailureFields): CommitFailure {
+  if (f.kind === 'value')
+    return {
+      kind: 'value',
+      key: f.key,
+      reason: f.reason === 'fenced' ? 'fenced' : 'version',
+      currentVersion: f.currentVersion ?? null,
+    };
+  return {
+    kind: 'list',
+    key: f.key,
+    reason: f.reason === 'fenced' || f.reason === 'count' ? f.reason : 'hash',
+    count: f.count ?? -1,
+    hash: f.hash ?? '',
+  };
 }
 
 /** One problem code. */
@@ -88,10 +126,29 @@ export const PROBLEMS = {
   'precondition-failed': {
     status: 412,
     title: 'Precondition failed',
+    // A commit's refusal names each failing key (`failures`); nothing was written.
     error: (p) =>
-      p.currentHash !== undefined
-        ? new ListPreconditionFailedError(p.currentHash)
-        : new PreconditionFailedError(p.currentEtag ?? null),
+      p.failures !== undefined
+        ? new CommitPreconditionError(p.commitId ?? '', p.failures.map(failureOf))
+        : p.currentHash !== undefined
+          ? new ListPreconditionFailedError(p.currentHash)
+          : new PreconditionFailedError(p.currentEtag ?? null),
+  },
+  'commit-conflict': {
+    status: 409,
+    title: 'Commit conflict',
+    // A list of the commit moved on (its count): `failures` names each failing key; nothing written.
+    error: (p) => new CommitPreconditionError(p.commitId ?? '', (p.failures ?? []).map(failureOf)),
+  },
+  'commit-partial': {
+    status: 409,
+    title: 'Commit partially applied',
+    error: (p) => new CommitPartialError(p.commitId ?? '', p.applied ?? [], (p.failed ?? []).map(failureOf)),
+  },
+  'commit-mismatch': {
+    status: 409,
+    title: 'Commit id reused with another body',
+    error: (p) => new CommitMismatchError(p.commitId ?? '', p.kind ?? 'value', p.key ?? ''),
   },
   'payload-too-large': {
     status: 413,
@@ -155,6 +212,16 @@ export const isProblemCode = (code: unknown): code is ProblemCode =>
 /** The `type` URI of a problem code. */
 export const problemType = (code: ProblemCode) => `urn:agent-state:problem:${code}`;
 
+/** A failing key of a commit (`failures`, `failed`). */
+const CommitFailureSchema = z.object({
+  kind: z.enum(['value', 'list']),
+  key: z.string(),
+  reason: z.enum(['version', 'count', 'hash', 'fenced']),
+  currentVersion: z.optional(z.nullable(z.string())),
+  count: z.optional(z.int()),
+  hash: z.optional(z.string()),
+});
+
 /** An RFC 9457 problem as the router writes it. */
 export const Problem = z.object({
   type: z.string(),
@@ -173,6 +240,12 @@ export const Problem = z.object({
   limit: z.optional(z.int()),
   requestId: z.optional(z.string()),
   corruptKey: z.optional(z.string()),
+  commitId: z.optional(z.string()),
+  failures: z.optional(z.array(CommitFailureSchema)),
+  applied: z.optional(z.array(z.object({ kind: z.enum(['value', 'list']), key: z.string() }))),
+  failed: z.optional(z.array(CommitFailureSchema)),
+  kind: z.optional(z.enum(['value', 'list'])),
+  key: z.optional(z.string()),
 });
 
 /** What the client accepts as a problem body: any member may be missing, an unknown code is kept. */

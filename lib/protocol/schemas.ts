@@ -13,6 +13,7 @@ import {
   MAX_APPEND_ITEMS,
   MAX_KEY_PAGE,
   MAX_SESSION_PAGE,
+  MAX_TURN_KEYS,
   MAX_UPLOAD_PARTS,
   MD5_PATTERN,
   SHA256_PATTERN,
@@ -57,6 +58,54 @@ const direct = meta(
   }),
   { description: 'a request made straight to the object store' },
 );
+const lease = z.object({ owner, token: int(), expiresAt: timestamp, leaseMs: int() });
+const snapshotKeys = {
+  values: meta(z.optional(z.array(z.string()).check(z.maxLength(MAX_TURN_KEYS))), {
+    description: `value keys to read (at most ${MAX_TURN_KEYS} keys, values and lists together; a key at most once)`,
+  }),
+  lists: meta(
+    z.optional(
+      z
+        .array(
+          z.strictObject({
+            key: z.string(),
+            last: meta(z.optional(int(0)), {
+              description: 'the most recent items only; absent: the whole list',
+            }),
+          }),
+        )
+        .check(z.maxLength(MAX_TURN_KEYS)),
+    ),
+    { description: 'lists to read (a key at most once)' },
+  ),
+};
+const snapshotValue = z.union([
+  z.object({ key: z.string(), absent: z.literal(true) }),
+  meta(z.object({ key: z.string(), corrupt: z.literal(true) }), {
+    description: 'the stored value is damaged: only this key fails',
+  }),
+  meta(z.object({ key: z.string(), etag: z.string(), size: int(), download: direct, expiresAt: timestamp }), {
+    description: 'too large for the answer: read it from the presigned URL',
+  }),
+  z.object({ key: z.string(), value: json, etag: z.string() }),
+]);
+const snapshotList = z.union([
+  meta(z.object({ key: z.string(), corrupt: z.literal(true) }), {
+    description: 'the stored list is damaged: only this key fails',
+  }),
+  meta(
+    z.object({ key: z.string(), items: z.array(json), count: int(), hash, offset: int(), baseHash: hash }),
+    {
+      description:
+        "the most recent items that fit the answer, from `offset` (read the rest with getList); `count` and `hash` are the whole list's",
+    },
+  ),
+]);
+const snapshot = {
+  exists: meta(z.boolean(), { description: 'false (and no data) for an absent session' }),
+  values: z.array(snapshotValue),
+  lists: z.array(snapshotList),
+};
 const workspace = {
   name: z.string(),
   size: int(),
@@ -123,7 +172,78 @@ export const schemas = {
       description: 'pass as `cursor` for the next page; absent on the last page',
     }),
   }),
-  Lease: z.object({ owner, token: int(), expiresAt: timestamp, leaseMs: int() }),
+  Lease: lease,
+  SnapshotRequest: z.strictObject(snapshotKeys),
+  Snapshot: z.object(snapshot),
+  TurnRequest: z.strictObject({
+    leaseMs: int(LEASE_MS.min, LEASE_MS.max),
+    waitMs: z.optional(int(WAIT_MS.min, WAIT_MS.max)),
+    owner: z.optional(owner),
+    ...snapshotKeys,
+  }),
+  Turn: z.object({ lease, ...snapshot }),
+  CommitRequest: z.strictObject({
+    commitId: meta(pattern(WRITE_ID_PATTERN), {
+      description: 'names the commit (1 to 64 letters, digits or `._:-`): send the same with every retry',
+    }),
+    token: meta(z.optional(int(0)), { description: "the lease's fencing token" }),
+    values: z.optional(
+      z
+        .array(
+          z.union([
+            z.strictObject({ key: z.string(), delete: z.literal(true) }),
+            z.strictObject({
+              key: z.string(),
+              value: json,
+              ifVersion: meta(z.optional(z.string()), { description: 'write only over this version (etag)' }),
+              ifAbsent: meta(z.optional(z.boolean()), { description: 'write only when there is no value' }),
+            }),
+          ]),
+        )
+        .check(z.maxLength(MAX_TURN_KEYS)),
+    ),
+    lists: z.optional(
+      z
+        .array(
+          z.union([
+            z.strictObject({
+              key: z.string(),
+              append: z.array(json).check(z.minLength(1), z.maxLength(MAX_APPEND_ITEMS)),
+              expectedCount: int(0),
+              expectedHash: hash,
+            }),
+            z.strictObject({ key: z.string(), replace: z.array(json), expectedHash: z.optional(hash) }),
+            z.strictObject({ key: z.string(), truncate: int(0), expectedHash: hash }),
+          ]),
+        )
+        .check(z.maxLength(MAX_TURN_KEYS)),
+    ),
+    lease: meta(
+      z.optional(
+        z.union([
+          z.strictObject({ owner, release: z.literal(true) }),
+          z.strictObject({ owner, renewMs: int(LEASE_MS.min, LEASE_MS.max) }),
+        ]),
+      ),
+      { description: 'release (after the writes succeeded) or renew the lease named by `owner` and `token`' },
+    ),
+  }),
+  CommitResult: z.object({
+    commitId: z.string(),
+    values: z.array(z.object({ key: z.string(), etag: z.optional(z.string()) })),
+    lists: z.array(
+      z.object({
+        key: z.string(),
+        action: z.enum(['created', 'appended', 'rewritten', 'truncated', 'unchanged']),
+        count: int(),
+        hash,
+      }),
+    ),
+    lease: meta(z.optional(z.union([z.object({ owner, released: z.literal(true) }), lease])), {
+      description: 'the lease released, or renewed',
+    }),
+  }),
+
   Health: z.object({ status: z.literal('ok') }),
   WorkspaceUploadRequest: z.strictObject({
     size: int(0),

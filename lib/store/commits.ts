@@ -28,15 +28,14 @@ import {
 } from './errors.js';
 import { canonicalJson, chainHash, EMPTY_HASH, isHash } from './hash.js';
 import { checkId, type UserLayout } from './ids.js';
-import { MAX_APPEND_ITEMS, WRITE_ID_PATTERN } from './limits.js';
+import { MAX_APPEND_ITEMS, MAX_TURN_KEYS, WRITE_ID_PATTERN } from './limits.js';
 import { checkPage, type ListFormat, type ListPeek } from './lists/format.js';
 import type { Marker, Sessions } from './sessions.js';
 import type { ListAction, ListPage, ListWriteResult, SessionStore } from './types.js';
 
 export type { CommitFailure };
 
-/** Most keys of a snapshot or a commit (values and lists together). */
-export const MAX_TURN_KEYS = 100;
+export { MAX_TURN_KEYS };
 /** Most list items of one commit (appends and replacements together). */
 export const MAX_COMMIT_ITEMS = MAX_APPEND_ITEMS;
 
@@ -572,7 +571,8 @@ export class Commits {
 
 // ---- validation --------------------------------------------------------------------------------
 
-function checkSnapshot(request: SnapshotRequest) {
+/** Checks a snapshot request as `snapshot` does (the turn route checks it before it takes the lease). */
+export function checkSnapshot(request: SnapshotRequest) {
   if (typeof request !== 'object' || request === null) throw new ValidationError('request', 'required');
   const values = request.values ?? [];
   const lists = request.lists ?? [];

@@ -41,3 +41,6 @@ export const MIN_PART_BYTES = 5 * MIB;
 export const MD5_PATTERN = /^[A-Za-z0-9+/]{22}==$/;
 /** A base64 SHA-256 (as `x-amz-checksum-sha256` carries it). */
 export const SHA256_PATTERN = /^[A-Za-z0-9+/]{43}=$/;
+
+/** Most keys of a snapshot or a commit (values and lists together). */
+export const MAX_TURN_KEYS = 100;

@@ -40,6 +40,7 @@ describe('AWS: serverless package', () => {
       'PublicLambdaFunction',
       'SessionsLambdaFunction',
       'StateLambdaFunction',
+      'TurnsLambdaFunction',
       'WorkspacesLambdaFunction',
     ]);
     for (const [, f] of functions) expect(f.Properties.Runtime).toBe('nodejs24.x');
@@ -48,6 +49,7 @@ describe('AWS: serverless package', () => {
     expect(roleOf('StateLambdaFunction')).toBe('StateRole');
     expect(roleOf('WorkspacesLambdaFunction')).toBe('StateRole');
     expect(roleOf('PublicLambdaFunction')).toBe('PublicRole');
+    expect(roleOf('TurnsLambdaFunction')).toBe('TurnsRole');
   });
 
   it('gives every function the deployment parameters, source maps enabled and tracing off by default', async () => {
@@ -93,6 +95,9 @@ describe('AWS: serverless package', () => {
       lists: 'Lists',
       workspaces: 'Workspaces',
       lock: 'Lock',
+      snapshot: 'Turns',
+      turns: 'Turns',
+      commits: 'Turns',
     };
     const familyOf = (pattern: string): string => {
       if (!pattern.startsWith('/v1/sessions')) return 'Public';
@@ -106,6 +111,7 @@ describe('AWS: serverless package', () => {
       Lists: 'StateRole',
       Workspaces: 'StateRole',
       Lock: 'LockRole',
+      Turns: 'TurnsRole',
     };
     const routes = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
     const byKey = new Map(routes.map((r) => [r.RouteKey as string, r]));
@@ -148,6 +154,17 @@ describe('AWS: serverless package', () => {
       lock.find((s: { Action: unknown }) => JSON.stringify(s.Action).includes('dynamodb')).Resource,
     ).toEqual({ 'Fn::GetAtt': ['LockTable', 'Arn'] });
     expect(JSON.stringify(statements('PublicRole'))).not.toMatch(/s3:|dynamodb/);
+    // Issue 16: the turns family has the state prefix's objects and the lock table's two actions.
+    const turns = statements('TurnsRole');
+    const turnsText = JSON.stringify(turns);
+    expect(turnsText).toContain('/agent-state/*');
+    expect(turnsText).not.toMatch(/"Resource":"\*"/);
+    expect(turnsText).not.toMatch(/RestoreObject|MultipartUpload/);
+    expect(turns.find((s: { Action: unknown }) => JSON.stringify(s.Action).includes('dynamodb'))).toEqual({
+      Effect: 'Allow',
+      Action: ['dynamodb:UpdateItem', 'dynamodb:GetItem'],
+      Resource: { 'Fn::GetAtt': ['LockTable', 'Arn'] },
+    });
   });
 
   it('creates the bucket locked down with the rendered lifecycle rules, and the lock table with TTL and PITR', () => {

@@ -40,6 +40,7 @@ describe.skipIf(!rgw)('lifecycle on Ceph RGW [rgw]', () => {
       );
 
     // Raw objects, one of each kind.
+    const putAt = Date.now();
     for (const kind of ['marker', 'state', 'archive'])
       await driver.put(`agent-state/raw/${kind}`, kind, { tags: { kind } });
     // A store in RGW's compressed time: retention 1 lc-day, grace 2, keep-alive 2 s.
@@ -59,7 +60,13 @@ describe.skipIf(!rgw)('lifecycle on Ceph RGW [rgw]', () => {
       await sleep(LC_DAY_MS / 2.5);
       await store.save('active', 'tick', t); // activity: marker refreshed, old state refreshed
     }
+    // RGW's lifecycle pass may leave an eligible object for its next pass (a busy machine): run it
+    // again, while the state (eligible after 3 lc-days) cannot be yet.
     await lcProcess();
+    while (!(await gone('agent-state/raw/marker')) && Date.now() - putAt < 2.4 * LC_DAY_MS) {
+      await sleep(1000);
+      await lcProcess();
+    }
     expect(await gone('agent-state/raw/marker')).toBe(true);
     expect(await gone('agent-state/raw/state')).toBe(false);
     expect(await gone('agent-state/raw/archive')).toBe(false);

@@ -38,6 +38,9 @@ import {
   AppendConflictError,
   BackendError,
   BackendUnsafeError,
+  CommitMismatchError,
+  CommitPartialError,
+  CommitPreconditionError,
   ContendedError,
   CorruptValueError,
   FencedError,
@@ -393,6 +396,35 @@ describe('the problem table, server to client', () => {
         new PreconditionFailedError('v1'),
         PreconditionFailedError,
         (e: PreconditionFailedError) => expect(e.currentVersion).toBe('v1'),
+      ],
+      'commit-conflict': [
+        new CommitPreconditionError('c1', [{ kind: 'list', key: 'l', reason: 'count', count: 2, hash }]),
+        CommitPreconditionError,
+        (e: CommitPreconditionError) =>
+          expect([e.commitId, e.failures, e.status]).toEqual([
+            'c1',
+            [{ kind: 'list', key: 'l', reason: 'count', count: 2, hash }],
+            409,
+          ]),
+      ],
+      'commit-partial': [
+        new CommitPartialError(
+          'c2',
+          [{ kind: 'value', key: 'a' }],
+          [{ kind: 'value', key: 'b', reason: 'version', currentVersion: null }],
+        ),
+        CommitPartialError,
+        (e: CommitPartialError) =>
+          expect([e.commitId, e.applied, e.failed]).toEqual([
+            'c2',
+            [{ kind: 'value', key: 'a' }],
+            [{ kind: 'value', key: 'b', reason: 'version', currentVersion: null }],
+          ]),
+      ],
+      'commit-mismatch': [
+        new CommitMismatchError('c3', 'list', 'l'),
+        CommitMismatchError,
+        (e: CommitMismatchError) => expect([e.commitId, e.kind, e.key]).toEqual(['c3', 'list', 'l']),
       ],
       'payload-too-large': [
         new HttpProblem('payload-too-large', 'too large', { limit: 10 }),

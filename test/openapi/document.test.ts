@@ -88,6 +88,9 @@ describe('OpenAPI document: operations', () => {
       'POST /v1/sessions/{sessionId}/lock': 'acquireLock',
       'PUT /v1/sessions/{sessionId}/lock': 'renewLock',
       'DELETE /v1/sessions/{sessionId}/lock': 'releaseLock',
+      'POST /v1/sessions/{sessionId}/snapshot': 'readSnapshot',
+      'POST /v1/sessions/{sessionId}/turns': 'beginTurn',
+      'POST /v1/sessions/{sessionId}/commits': 'commitTurn',
     });
     expect(doc.tags.map((t) => t.name)).toEqual(Object.keys(TAGS));
     for (const tag of doc.tags) expect(tag.description, tag.name).not.toBe('');

@@ -6,6 +6,7 @@ import { META_ROUTES } from './meta.js';
 import { type Method, methodsOf, type Route } from './route.js';
 import { SESSION_ROUTES } from './sessions.js';
 import { STATE_ROUTES } from './state.js';
+import { TURN_ROUTES } from './turns.js';
 import { WORKSPACE_ROUTES } from './workspaces.js';
 
 /** Every route of the API. */
@@ -17,6 +18,7 @@ export const ROUTES: readonly Route[] = [
   ...ARCHIVE_ROUTES,
   ...WORKSPACE_ROUTES,
   ...LOCK_ROUTES,
+  ...TURN_ROUTES,
 ];
 
 /** Every method the API answers (HEAD included where a GET route answers it too), once each. */

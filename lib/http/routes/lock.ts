@@ -3,7 +3,7 @@ import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
 import { json, noContent, route } from './route.js';
 
-const leaseJson = (lease: { owner: string; token: number; expiresAt: Date; leaseMs: number }) => ({
+export const leaseJson = (lease: { owner: string; token: number; expiresAt: Date; leaseMs: number }) => ({
   ...lease,
   expiresAt: lease.expiresAt.toISOString(),
 });

@@ -12,15 +12,16 @@ import type { CorsOrigins } from '../../config.js';
 import type { SessionLock } from '../../lock/types.js';
 import type { PathParams } from '../../protocol/paths.js';
 import type { ProblemCode } from '../../protocol/problems.js';
+import type { TurnSessionStore } from '../../store/commits.js';
 import { chainHash } from '../../store/hash.js';
-import type { StateStore } from '../../store/store.js';
-import type { ListPage, SessionStore } from '../../store/types.js';
+import type { LibraryStateStore } from '../../store/store.js';
+import type { ListPage } from '../../store/types.js';
 import type { Authenticator } from '../auth.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
 
 /** What the router needs. */
 export interface RouterDeps {
-  readonly store: StateStore;
+  readonly store: LibraryStateStore;
   readonly lock: SessionLock;
   readonly auth: Authenticator;
   /** Largest request body, and largest answer (list pages are cut to fit); default 4 MiB. */
@@ -85,6 +86,8 @@ export const TAGS = {
   uploads:
     'Direct uploads to the object store through presigned URLs: workspaces, and values too large for a request body.',
   lock: 'The session lock: leases with fencing tokens that store writes check (Fencing-Token).',
+  turns:
+    'A whole agent turn in two calls: begin (the lease and a snapshot of the keys it reads), commit (every change, the lease released). Per-key atomic, not a cross-key transaction.',
 } as const;
 
 /** A tag of the document. */
@@ -113,7 +116,7 @@ export interface RouteContext<P extends string = string, B = unknown, H = unknow
   readonly request: HttpRequest;
   readonly params: PathParams<P>;
   /** The caller's store (the anonymous user's on a route without `auth`). */
-  readonly user: SessionStore;
+  readonly user: TurnSessionStore;
   readonly userId: string | null;
   readonly deps: RouterDeps;
   /** The answer limit in bytes. */
