@@ -104,7 +104,14 @@ describe('fuzzing every route', () => {
           ? `/v1/sessions/${s}/lock`
           : `/v1/sessions/${s}/${kind}/${k}${kind === 'lists' || tail.startsWith('/uploads') ? tail : ''}`,
       ),
-    fc.constantFrom('/v1/sessions/shared/workspaces', '/v1/sessions/shared/keys', '/v1/blobs/e30.AAAA'),
+    fc.constantFrom(
+      '/v1/sessions/shared/workspaces',
+      '/v1/sessions/shared/keys',
+      '/v1/sessions/shared/snapshot',
+      '/v1/sessions/shared/turns',
+      '/v1/sessions/shared/commits',
+      '/v1/blobs/e30.AAAA',
+    ),
     fc.constantFrom(
       '/v1/sessions',
       '/v1/health',
@@ -119,6 +126,11 @@ describe('fuzzing every route', () => {
       '{"items":[1],"expectedCount":0}',
       '{"items":[],"expectedCount":-1}',
       '{"count":0,"expectedHash":"sha256:00"}',
+      '{"values":["secret"],"lists":[{"key":"memory","last":1}]}',
+      '{"values":["secret","secret"]}',
+      '{"leaseMs":1000,"waitMs":0,"values":["secret"],"lists":[{"key":"memory"}]}',
+      '{"commitId":"c1","values":[{"key":"secret","value":1,"ifAbsent":true}]}',
+      '{"commitId":"c2","lists":[{"key":"memory","append":[2],"expectedCount":1,"expectedHash":"x"}],"lease":{"owner":"o","release":true}}',
       '{"count":1e400,"expectedHash":1}',
       '{"leaseMs":1e9}',
       '{"owner":"x y"}',
