@@ -38,7 +38,6 @@ import {
   CorruptValueError,
   FencedError,
   ListPreconditionFailedError,
-  ListTooShortError,
 } from '../errors.js';
 import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
 import { decodeId, type UserLayout } from '../ids.js';
@@ -57,6 +56,7 @@ import type {
 import { Archives } from './archives.js';
 import {
   checkPage,
+  checkTruncate,
   emptyPage,
   itemBytes,
   KEPT_WRITES,
@@ -1404,11 +1404,8 @@ export class AppendFormat implements ListFormat, StateKeeper {
       const replay =
         tail && options.writeId !== undefined ? await this.deepReplay(tail, widOf(writeId)) : undefined;
       if (replay) return replay;
-      throw new ListPreconditionFailedError(hash);
     }
-    if (options.count > count) throw new ListTooShortError(options.count, count);
-    if (options.count === count) return { action: 'unchanged', count, hash };
-    return undefined;
+    return checkTruncate(options, count, hash);
   }
 
   /**

@@ -21,7 +21,6 @@ import {
   CorruptValueError,
   FencedError,
   ListPreconditionFailedError,
-  ListTooShortError,
 } from '../errors.js';
 import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
 import { decodeId, type UserLayout } from '../ids.js';
@@ -38,6 +37,7 @@ import type {
 import { Archives } from './archives.js';
 import {
   checkPage,
+  checkTruncate,
   emptyPage,
   itemBytes,
   KEPT_WRITES,
@@ -557,10 +557,7 @@ export class CasFormat implements ListFormat, StateKeeper {
     const live = head && !head.deleted ? head : undefined;
     const count = live?.count ?? 0;
     const hash = live?.hash ?? EMPTY_HASH;
-    if (options.expectedHash !== hash) throw new ListPreconditionFailedError(hash);
-    if (options.count > count) throw new ListTooShortError(options.count, count);
-    if (options.count === count) return { action: 'unchanged', count, hash };
-    return undefined;
+    return checkTruncate(options, count, hash);
   }
 
   /**

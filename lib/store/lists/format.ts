@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { jsonBody } from '../context.js';
-import { ValidationError } from '../errors.js';
+import { ListPreconditionFailedError, ListTooShortError, ValidationError } from '../errors.js';
 import { chainHash, EMPTY_HASH } from '../hash.js';
 import type { Marker, MarkerRead } from '../sessions.js';
 import type {
@@ -174,4 +174,16 @@ export function replayOf(
   const { expectedCount, expectedHash } = options;
   if (expectedHash === undefined || count !== expectedCount + items.length) return undefined;
   return chainHash(expectedHash, items) === hash ? { action: 'unchanged', count, hash } : undefined;
+}
+
+/** A truncate's checks on the list's count and hash: throws, answers `unchanged`, or undefined (cut it). */
+export function checkTruncate(
+  options: TruncateOptions,
+  count: number,
+  hash: string,
+): ListWriteResult | undefined {
+  if (options.expectedHash !== hash) throw new ListPreconditionFailedError(hash);
+  if (options.count > count) throw new ListTooShortError(options.count, count);
+  if (options.count === count) return { action: 'unchanged', count, hash };
+  return undefined;
 }
