@@ -10,9 +10,16 @@
  * transaction): a commit is per-key atomic and made safe to retry by its `commitId`.
  */
 import { createHash } from 'node:crypto';
-import { ObjectConditionFailedError, ObjectNotFoundError } from '../drivers/errors.js';
-import type { ObjectInfo, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
-import { checkToken, getOrUndefined, jsonBody, type StoreContext } from './context.js';
+import { ObjectConditionFailedError } from '../drivers/errors.js';
+import type { ObjectInfo, StoredObject } from '../drivers/types.js';
+import {
+  checkToken,
+  getOrUndefined,
+  headOrUndefined,
+  jsonBody,
+  type StoreContext,
+  storedToken,
+} from './context.js';
 import {
   AppendConflictError,
   type CommitFailure,
@@ -706,16 +713,4 @@ function unwrap<T>(settled: Settled<T>): T {
   return settled.value;
 }
 
-function tokenOf(object: ObjectInfo | undefined): number {
-  const stored = Number(object?.metadata.token);
-  return Number.isSafeInteger(stored) ? stored : -1;
-}
-
-async function headOrUndefined(driver: ObjectStoreDriver, name: string): Promise<ObjectInfo | undefined> {
-  try {
-    return await driver.head(name);
-  } catch (error) {
-    if (error instanceof ObjectNotFoundError) return undefined;
-    throw error;
-  }
-}
+const tokenOf = (object: ObjectInfo | undefined): number => storedToken(object) ?? -1;

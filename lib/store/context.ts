@@ -1,6 +1,6 @@
 /** What every part of the store shares: the driver, the clock, the tunables, and backend error mapping. */
 import { ObjectNotFoundError, ObjectStoreError, UnavailableResourceError } from '../drivers/errors.js';
-import type { ListedObject, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
+import type { ListedObject, ObjectInfo, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import type { ContentEncoding } from './encoding.js';
 import { BackendError, MisconfiguredBackendError, StoreError, ValidationError } from './errors.js';
 import type { MetricsSink } from './types.js';
@@ -60,6 +60,25 @@ export async function getOrUndefined(
     if (error instanceof ObjectNotFoundError) return undefined;
     throw error;
   }
+}
+
+/** A HEAD that answers undefined for a missing object. */
+export async function headOrUndefined(
+  driver: ObjectStoreDriver,
+  name: string,
+): Promise<ObjectInfo | undefined> {
+  try {
+    return await driver.head(name);
+  } catch (error) {
+    if (error instanceof ObjectNotFoundError) return undefined;
+    throw error;
+  }
+}
+
+/** The fencing token a value object records (its `token` metadata), or undefined. */
+export function storedToken(object: ObjectInfo | undefined): number | undefined {
+  const stored = Number(object?.metadata.token);
+  return Number.isSafeInteger(stored) ? stored : undefined;
 }
 
 /** Parses a JSON object body, or undefined when it is not one. */

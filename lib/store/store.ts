@@ -2,17 +2,19 @@
  * AgentStateStore on any `ObjectStoreDriver`: the reference contract (AgentScope's AgentStateStore)
  * with none of its faults. `createStateStore(...).forUser(userId)` is the user-scoped `SessionStore`.
  */
-import { ObjectConditionFailedError, ObjectNotFoundError } from '../drivers/errors.js';
-import type { ObjectInfo, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
+import { ObjectConditionFailedError } from '../drivers/errors.js';
+import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import { type CommitRequest, Commits, type SnapshotRequest, type TurnSessionStore } from './commits.js';
 import {
   backendError,
   checkToken,
   getOrUndefined,
+  headOrUndefined,
   jsonBody,
   listAll,
   parseJsonObject,
   type StoreContext,
+  storedToken,
 } from './context.js';
 import type { ContentEncoding } from './encoding.js';
 import {
@@ -266,8 +268,8 @@ class UserStore implements TurnSessionStore {
       const marker = await this.sessions.forWrite(sessionId, read, options.token, creates);
       // An object of another incarnation is a leftover: absent for every purpose but its etag.
       const current = head && head.metadata.inc === marker.inc ? head : undefined;
-      const stored = Number(current?.metadata.token);
-      if (options.token !== undefined && Number.isSafeInteger(stored) && stored > options.token) {
+      const stored = storedToken(current);
+      if (options.token !== undefined && stored !== undefined && stored > options.token) {
         this.ctx.metrics.count('fencedWrites');
         throw new FencedError(options.token, stored);
       }
@@ -315,8 +317,8 @@ class UserStore implements TurnSessionStore {
     ]);
     if (!read.live) return;
     await this.sessions.forWrite(sessionId, read, options.token, false);
-    const stored = Number(head?.metadata.token);
-    if (options.token !== undefined && Number.isSafeInteger(stored) && stored > options.token) {
+    const stored = storedToken(head);
+    if (options.token !== undefined && stored !== undefined && stored > options.token) {
       this.ctx.metrics.count('fencedWrites');
       throw new FencedError(options.token, stored);
     }
@@ -570,15 +572,6 @@ class UserStore implements TurnSessionStore {
     }
     const more = page.nextCursor !== undefined && last !== undefined;
     return { sessions, nextCursor: more ? Buffer.from(last as string).toString('base64url') : null };
-  }
-}
-
-async function headOrUndefined(driver: ObjectStoreDriver, name: string): Promise<ObjectInfo | undefined> {
-  try {
-    return await driver.head(name);
-  } catch (error) {
-    if (error instanceof ObjectNotFoundError) return undefined;
-    throw error;
   }
 }
 

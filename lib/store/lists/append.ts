@@ -1494,21 +1494,8 @@ export class AppendFormat implements ListFormat, StateKeeper {
     await archive;
     if (performance.now() - startedAt > this.ctx.maxCommitMs)
       throw new BackendError('list write took too long between read and commit; retry', true);
-    const wid = widOf(writeId);
-    const state = { ...tail.last, token: maxToken(tail.last.token, options.token), wid };
-    try {
-      await this.ctx.driver.append(tail.name, sealRecord(state, tail.size, prepared.info), {
-        position: tail.size,
-      });
-    } catch (error) {
-      if (definite(error)) throw error;
-      // Lost to another writer, or unknown: landed only if the log ends with this seal.
-      const after = await this.tailAt(s, k, inc, tail.ref).catch((again: unknown) => {
-        cache.prepared = undefined;
-        throw again;
-      });
-      if (!(after?.last.kind === 's' && after.last.wid === wid)) return { tail: undefined };
-    }
+    if (!(await this.seal(s, k, inc, tail, options.token, writeId, prepared, cache)))
+      return { tail: undefined };
     cache.prepared = undefined;
     await this.writePointer(s, k, prepared.info).catch(() => this.ctx.metrics.count('persistenceFailures'));
     return { result: prepared.result };
@@ -1564,22 +1551,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
     if (performance.now() - startedAt > this.ctx.maxCommitMs)
       throw new BackendError('list write took too long between read and commit; retry', true);
     if (tail && !damaged) {
-      const wid = widOf(writeId);
-      const state = { ...tail.last, token: maxToken(tail.last.token, token), wid };
-      const seal = sealRecord(state, tail.size, prepared.info);
-      try {
-        await this.ctx.driver.append(tail.name, seal, { position: tail.size });
-      } catch (error) {
-        if (definite(error)) throw error;
-        // Lost to another writer, or unknown: landed only if the log ends with this seal. If even
-        // that cannot be read, the prepared objects are left to the keep-alive (never deleted
-        // while they may be the list).
-        const after = await this.tailAt(s, k, inc, tail.ref).catch((again: unknown) => {
-          cache.prepared = undefined;
-          throw again;
-        });
-        if (!(after?.last.kind === 's' && after.last.wid === wid)) return { tail: undefined };
-      }
+      if (!(await this.seal(s, k, inc, tail, token, writeId, prepared, cache))) return { tail: undefined };
       await this.writePointer(s, k, prepared.info).catch(() => this.ctx.metrics.count('persistenceFailures'));
     } else await this.writePointer(s, k, prepared.info);
     cache.prepared = undefined;
@@ -1588,6 +1560,39 @@ export class AppendFormat implements ListFormat, StateKeeper {
       this.ctx.metrics.count('persistenceFailures'),
     );
     return { result: prepared.result };
+  }
+
+  /**
+   * The commit of a rewrite or a truncate: a seal naming the `prepared` generation
+   * appended to the current log at the position read. False when it lost to another writer. On an
+   * unknown outcome it landed only if the log ends with this seal; if even that cannot be read, the
+   * prepared objects are left to the keep-alive (never deleted while they may be the list).
+   */
+  private async seal(
+    s: string,
+    k: string,
+    inc: string,
+    tail: Tail,
+    token: number | undefined,
+    writeId: string,
+    prepared: Prepared,
+    cache: RewriteCache,
+  ): Promise<boolean> {
+    const wid = widOf(writeId);
+    const state = { ...tail.last, token: maxToken(tail.last.token, token), wid };
+    try {
+      await this.ctx.driver.append(tail.name, sealRecord(state, tail.size, prepared.info), {
+        position: tail.size,
+      });
+      return true;
+    } catch (error) {
+      if (definite(error)) throw error;
+      const after = await this.tailAt(s, k, inc, tail.ref).catch((again: unknown) => {
+        cache.prepared = undefined;
+        throw again;
+      });
+      return after?.last.kind === 's' && after.last.wid === wid;
+    }
   }
 
   /** What the list holds, for its archive: from the last attempt's content when only the tail grew. */
