@@ -33,6 +33,7 @@ import { PayloadTooLargeError, ProtocolError } from '../protocol/errors.js';
 import { paths } from '../protocol/paths.js';
 import { problemCodeOf, problemError, SESSION_NOT_FOUND } from '../protocol/problems.js';
 import { HEADER_NAMES, REQUEST_ID_HEADER, schemas } from '../protocol/schemas.js';
+import type { CommitRequest, CommitResult, Snapshot, SnapshotRequest } from '../store/commits.js';
 import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 } from '../store/encoding.js';
 import {
   AppendConflictError,
@@ -82,15 +83,22 @@ import {
   sleep,
   startAttempt,
 } from './transport.js';
-import { type ClientSnapshot, type SnapshotKeys, Turn, type TurnCommitResult } from './turn.js';
+import { Turn, type TurnCommitResult } from './turn.js';
 
 export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from '../protocol/errors.js';
+export type {
+  CommitFailure,
+  CommitList,
+  CommitRequest,
+  CommitResult,
+  CommitValue,
+  Snapshot,
+  SnapshotList,
+  SnapshotRequest,
+  SnapshotValue,
+} from '../store/commits.js';
 export { RequestTimeoutError } from './transport.js';
 export {
-  type ClientSnapshot,
-  type SnapshotKeys,
-  type SnapshotListEntry,
-  type SnapshotValueEntry,
   Turn,
   type TurnCommitOptions,
   type TurnCommitResult,
@@ -199,7 +207,7 @@ export interface AcquireLockOptions extends CallOptions {
 }
 
 /** Options of `beginTurn`: the lease (as `acquireLock` takes it) and the keys the turn reads. */
-export interface BeginTurnOptions extends SnapshotKeys, CallOptions {
+export interface BeginTurnOptions extends SnapshotRequest, CallOptions {
   readonly leaseMs: number;
   /** How long the server waits for the lock; the call's timeout is extended by it. */
   readonly waitMs?: number;
@@ -328,7 +336,14 @@ export interface HttpSessionStore extends SessionStore {
    * data for an absent session; a list's most recent items that fit an answer, from `offset`; a
    * value too large for an answer as a `download`.
    */
-  snapshot(sessionId: string, request: SnapshotKeys, options?: CallOptions): Promise<ClientSnapshot>;
+  snapshot(sessionId: string, request: SnapshotRequest, options?: CallOptions): Promise<Snapshot>;
+  /**
+   * Applies changes to a session in one call, without a lease (`token` fences them when given):
+   * every precondition checked before the first write, values before lists, each key atomic;
+   * retried with the same `commitId` on lost answers, 429 and 5xx. A turn's `commit` sends the
+   * same body with its lease.
+   */
+  commit(sessionId: string, request: CommitRequest, options?: CallOptions): Promise<CommitResult>;
   /**
    * Begins a turn: the lease (`LockConflictError` when another owner holds it), then the snapshot
    * of the keys named. Buffer the turn's changes on the `Turn`, then `commit` them in one call.
@@ -1070,7 +1085,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
 
   /** A page of a list or an archive, as the server answers it; undefined for a 404 when `absent` allows. */
   /** A snapshot answer as the client answers it (download times as Dates; what it read remembered). */
-  function snapshotOf(sessionId: string, answer: z.output<typeof schemas.Snapshot>): ClientSnapshot {
+  function snapshotOf(sessionId: string, answer: z.output<typeof schemas.Snapshot>): Snapshot {
     for (const l of answer.lists) if (!('corrupt' in l)) remember(sessionId, l.key, l);
     return {
       exists: answer.exists,
@@ -1079,7 +1094,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     };
   }
 
-  async function readSnapshot(sessionId: string, request: SnapshotKeys, o?: CallOptions) {
+  async function readSnapshot(sessionId: string, request: SnapshotRequest, o?: CallOptions) {
     const response = await call('POST', paths.snapshot(sessionId), {
       body: { values: request.values, lists: request.lists },
       // A read: a lost answer is asked again.
@@ -1088,6 +1103,36 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
     });
     if (response.status !== 200) return fail(response);
     return snapshotOf(sessionId, await bodyOf(response, schemas.Snapshot, 'snapshot'));
+  }
+
+  /** Sends one commit body (a turn's, with its lease, or a lease-less one), retried by its id. */
+  async function sendCommit(
+    sessionId: string,
+    body: Record<string, unknown>,
+    o: CallOptions | undefined,
+  ): Promise<TurnCommitResult> {
+    const answer = await call('POST', paths.commits(sessionId), {
+      body,
+      // The commit id names this commit: a retry of one that landed answers it complete.
+      idempotent: true,
+      call: o,
+    });
+    if (answer.status !== 200) {
+      const lists = (body.lists ?? []) as Array<{ key: string }>;
+      if (answer.status === 409 || answer.status === 412)
+        for (const l of lists) known.delete(listName(sessionId, l.key));
+      return fail(answer);
+    }
+    const result = await bodyOf(answer, schemas.CommitResult, 'commit');
+    for (const l of result.lists) remember(sessionId, l.key, l);
+    return {
+      commitId: result.commitId,
+      values: result.values.map((v) =>
+        v.etag === undefined ? { key: v.key } : { key: v.key, etag: v.etag },
+      ),
+      lists: result.lists,
+      ...(result.lease ? { lease: 'released' in result.lease ? result.lease : leaseOf(result.lease) } : {}),
+    } satisfies TurnCommitResult;
   }
 
   async function readPage<T>(
@@ -1437,6 +1482,19 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       } satisfies SessionPage;
     },
     snapshot: (sessionId, request, o) => readSnapshot(sessionId, request, o),
+    async commit(sessionId, request, o) {
+      const { lease: _lease, ...result } = await sendCommit(
+        sessionId,
+        {
+          commitId: request.commitId,
+          token: request.token,
+          values: request.values,
+          lists: request.lists,
+        },
+        o,
+      );
+      return result satisfies CommitResult;
+    },
     async beginTurn(sessionId, o) {
       const response = await call('POST', paths.turns(sessionId), {
         body: { leaseMs: o.leaseMs, waitMs: o.waitMs, owner: o.owner, values: o.values, lists: o.lists },
@@ -1464,32 +1522,7 @@ export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
       return new Turn(sessionId, leaseOf(lease), seen, {
         commitId: () => randomUUID(),
         read: (key) => getVersioned(sessionId, key, callOf(o)).then((v) => v?.value),
-        send: async (body) => {
-          const answer = await call('POST', paths.commits(sessionId), {
-            body,
-            // The commit id names this commit: a retry of one that landed answers it complete.
-            idempotent: true,
-            call: callOf(o),
-          });
-          if (answer.status !== 200) {
-            const lists = (body.lists ?? []) as Array<{ key: string }>;
-            if (answer.status === 409 || answer.status === 412)
-              for (const l of lists) known.delete(listName(sessionId, l.key));
-            return fail(answer);
-          }
-          const result = await bodyOf(answer, schemas.CommitResult, 'commitTurn');
-          for (const l of result.lists) remember(sessionId, l.key, l);
-          return {
-            commitId: result.commitId,
-            values: result.values.map((v) =>
-              v.etag === undefined ? { key: v.key } : { key: v.key, etag: v.etag },
-            ),
-            lists: result.lists,
-            ...(result.lease
-              ? { lease: 'released' in result.lease ? result.lease : leaseOf(result.lease) }
-              : {}),
-          } satisfies TurnCommitResult;
-        },
+        send: (body) => sendCommit(sessionId, body, callOf(o)),
       });
     },
     async acquireLock(sessionId, o = {}) {

@@ -4,42 +4,17 @@
  * after a buffered change sees the change.
  */
 import type { Lease } from '../lock/types.js';
-import type { CommitList, CommitResult, CommitValue } from '../store/commits.js';
+import type {
+  CommitList,
+  CommitResult,
+  CommitValue,
+  Snapshot,
+  SnapshotList,
+  SnapshotValue,
+} from '../store/commits.js';
 import { CorruptValueError, ValidationError } from '../store/errors.js';
 import { chainHash, EMPTY_HASH } from '../store/hash.js';
-import type { DirectRequest, ListPage } from '../store/types.js';
-
-/** A value of a snapshot as the client answers it. */
-export type SnapshotValueEntry =
-  | { readonly key: string; readonly value: unknown; readonly etag: string }
-  | { readonly key: string; readonly absent: true }
-  | { readonly key: string; readonly corrupt: true }
-  /** Too large for the answer: read it from `download` (the turn's `get` does). */
-  | {
-      readonly key: string;
-      readonly etag: string;
-      readonly size: number;
-      readonly download: DirectRequest;
-      readonly expiresAt: Date;
-    };
-
-/** A list of a snapshot: the most recent items that fit the answer, from `offset`; or damaged. */
-export type SnapshotListEntry =
-  | ({ readonly key: string } & ListPage)
-  | { readonly key: string; readonly corrupt: true };
-
-/** What `snapshot` answers: `exists: false` and no data for an absent (or another user's) session. */
-export interface ClientSnapshot {
-  readonly exists: boolean;
-  readonly values: SnapshotValueEntry[];
-  readonly lists: SnapshotListEntry[];
-}
-
-/** The keys a snapshot (or a turn) reads. */
-export interface SnapshotKeys {
-  readonly values?: readonly string[];
-  readonly lists?: ReadonlyArray<{ readonly key: string; readonly last?: number }>;
-}
+import type { ListPage } from '../store/types.js';
 
 /** Options of `commit`: release the lease after the writes (or renew it for `renewMs`). */
 export interface TurnCommitOptions {
@@ -70,8 +45,8 @@ export class Turn {
   lease: Lease;
   /** Whether the session existed when the turn began. */
   readonly exists: boolean;
-  private readonly values = new Map<string, SnapshotValueEntry>();
-  private readonly lists = new Map<string, SnapshotListEntry>();
+  private readonly values = new Map<string, SnapshotValue>();
+  private readonly lists = new Map<string, SnapshotList>();
   private readonly valueChanges = new Map<string, CommitValue>();
   private readonly listChanges = new Map<string, CommitList>();
   /** Each changed list as the turn sees it now. */
@@ -81,7 +56,7 @@ export class Turn {
   constructor(
     readonly sessionId: string,
     lease: Lease,
-    snapshot: ClientSnapshot,
+    snapshot: Snapshot,
     private readonly io: TurnIo,
   ) {
     this.lease = lease;

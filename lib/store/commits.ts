@@ -38,7 +38,7 @@ import { checkId, type UserLayout } from './ids.js';
 import { MAX_APPEND_ITEMS, MAX_TURN_KEYS, WRITE_ID_PATTERN } from './limits.js';
 import { checkPage, type ListFormat, type ListPeek } from './lists/format.js';
 import type { Marker, Sessions } from './sessions.js';
-import type { ListAction, ListPage, ListWriteResult, SessionStore } from './types.js';
+import type { DirectRequest, ListAction, ListPage, ListWriteResult } from './types.js';
 
 export type { CommitFailure };
 
@@ -54,11 +54,22 @@ export interface SnapshotRequest {
   readonly lists?: ReadonlyArray<{ readonly key: string; readonly last?: number }>;
 }
 
-/** A value in a snapshot: present (with its etag and its size in bytes of JSON), absent, or damaged. */
+/**
+ * A value in a snapshot: present (with its etag), absent, or damaged; through HTTP, a value too
+ * large for the answer comes as a presigned `download` instead (the library never answers one).
+ */
 export type SnapshotValue =
-  | { readonly key: string; readonly value: unknown; readonly etag: string; readonly size: number }
+  | { readonly key: string; readonly value: unknown; readonly etag: string }
   | { readonly key: string; readonly absent: true }
-  | { readonly key: string; readonly corrupt: true };
+  | { readonly key: string; readonly corrupt: true }
+  | {
+      readonly key: string;
+      readonly etag: string;
+      /** Bytes of the stored value. */
+      readonly size: number;
+      readonly download: DirectRequest;
+      readonly expiresAt: Date;
+    };
 
 /** A list in a snapshot: a page (an absent list is the empty page), or damaged. */
 export type SnapshotList =
@@ -117,23 +128,6 @@ export interface CommitResult {
     readonly count: number;
     readonly hash: string;
   }>;
-}
-
-/**
- * The library's user store with snapshots and commits (`createStateStore(...).forUser(...)`); the
- * typed HTTP client gains them with issue 16's HTTP part.
- */
-export interface TurnSessionStore extends SessionStore {
-  /**
-   * Reads values and lists of a session in parallel with one read of its marker (at most 100
-   * keys): `exists: false` and no data when the session is absent.
-   */
-  snapshot(sessionId: string, request: SnapshotRequest): Promise<Snapshot>;
-  /**
-   * Applies a turn's changes: every precondition checked before the first write, values before
-   * lists, each key atomic (not a cross-key transaction); safe to retry with the same `commitId`.
-   */
-  commit(sessionId: string, request: CommitRequest): Promise<CommitResult>;
 }
 
 /** Metadata a committed value records: the commit id and the digest of the commit's body. */
@@ -202,7 +196,7 @@ export class Commits {
         if (!object || object.metadata.inc !== live.inc) return { key, absent: true };
         const value = this.parse(object);
         if (value === CORRUPT) return { key, corrupt: true };
-        return { key, value: value.value, etag: object.etag, size: object.size };
+        return { key, value: value.value, etag: object.etag };
       }),
       lists: lists.map(({ key }, i): SnapshotList => {
         const got = gotLists[i] as Settled<ListPage>;

@@ -4,7 +4,7 @@
  */
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
-import { type CommitRequest, Commits, type SnapshotRequest, type TurnSessionStore } from './commits.js';
+import { type CommitRequest, Commits, type SnapshotRequest } from './commits.js';
 import {
   backendError,
   checkToken,
@@ -109,13 +109,8 @@ export interface StateStore {
   truncateAllSessions?(): Promise<void>;
 }
 
-/** The library's store: its user stores have snapshots and commits too (lib/store/commits.ts). */
-export interface LibraryStateStore extends StateStore {
-  forUser(userId: string | null | undefined): TurnSessionStore;
-}
-
 /** Creates a state store over a driver. */
-export function createStateStore(options: StateStoreOptions): LibraryStateStore {
+export function createStateStore(options: StateStoreOptions): StateStore {
   const prefix = checkPrefix(options.prefix ?? 'agent-state/');
   const retentionDays = options.retentionDays ?? 30;
   if (!(retentionDays > 0)) throw new ValidationError('retentionDays', 'must be positive');
@@ -161,7 +156,7 @@ export function createStateStore(options: StateStoreOptions): LibraryStateStore 
     now: options.now ?? Date.now,
     metrics: options.metrics ?? { count: () => {} },
   };
-  const store: LibraryStateStore = {
+  const store: StateStore = {
     forUser: (userId) => {
       if (userId != null && userId.trim() !== '') checkId('userId', userId);
       return guarded(new UserStore(ctx, layoutFor(prefix, userId), listFormat));
@@ -178,7 +173,7 @@ export function createStateStore(options: StateStoreOptions): LibraryStateStore 
 }
 
 /** Wraps every method so that driver failures surface as typed store errors. */
-function guarded(target: TurnSessionStore): TurnSessionStore {
+function guarded(target: SessionStore): SessionStore {
   return new Proxy(target, {
     get(obj, name, receiver) {
       const value = Reflect.get(obj, name, receiver);
@@ -191,7 +186,7 @@ function guarded(target: TurnSessionStore): TurnSessionStore {
   });
 }
 
-class UserStore implements TurnSessionStore {
+class UserStore implements SessionStore {
   private readonly sessions: Sessions;
   private readonly lists: ListFormat;
   private readonly archives: Archives;

@@ -1,4 +1,5 @@
 /** The public types of the state store. The HTTP client implements the same `SessionStore`. */
+import type { CommitRequest, CommitResult, Snapshot, SnapshotRequest } from './commits.js';
 
 /** Options every write accepts. */
 export interface WriteOptions {
@@ -250,6 +251,17 @@ export interface SessionStore {
    * `SessionNotFoundError` when the session does not exist.
    */
   listKeys(sessionId: string, options?: ListKeysOptions): Promise<KeyPage>;
+  /**
+   * Reads values and lists of a session in parallel with one read of its marker (at most 100
+   * keys): `exists: false` and no data when the session is absent (docs/DESIGN.md, "Snapshots
+   * and commits").
+   */
+  snapshot(sessionId: string, request: SnapshotRequest): Promise<Snapshot>;
+  /**
+   * Applies a turn's changes: every precondition checked before the first write, values before
+   * lists, each key atomic (not a cross-key transaction); safe to retry with the same `commitId`.
+   */
+  commit(sessionId: string, request: CommitRequest): Promise<CommitResult>;
   /** A page of the list (an absent list is empty). */
   getList<T = unknown>(sessionId: string, key: string, options?: PageOptions): Promise<ListPage<T>>;
   /** Archives the list, then removes it. */

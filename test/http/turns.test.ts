@@ -6,18 +6,31 @@
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpClient, type HttpClientOptions, type HttpSessionStore } from '../../lib/client/index.js';
+import { loadConfig } from '../../lib/config.js';
+import { ObjectStoreError } from '../../lib/drivers/errors.js';
 import { createFsDriver } from '../../lib/drivers/fs.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import { createNodeServer } from '../../lib/http/adapters/node.js';
+import { createApp } from '../../lib/http/app.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { LockConflictError } from '../../lib/lock/types.js';
 import { encodeUrlId } from '../../lib/protocol/url-ids.js';
-import { CommitMismatchError, CommitPreconditionError } from '../../lib/store/errors.js';
+import { CommitMismatchError, CommitPartialError, CommitPreconditionError } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { localApi } from '../client/helpers.js';
-import { type ApiHarness, apiGatewayHarness, functionComputeHarness, nodeHarness } from './harness.js';
+import {
+  type ApiHarness,
+  apiGatewayHarness,
+  functionComputeHarness,
+  hsToken,
+  nodeHarness,
+  SECRET,
+} from './harness.js';
 
 const harnesses = [nodeHarness, apiGatewayHarness, functionComputeHarness];
 const sid = () => `t-${randomUUID()}`;
@@ -546,6 +559,120 @@ describe('typed client: snapshot, beginTurn → Turn → commit', () => {
     });
     expect((await alice.getList(s, 'l')).items).toEqual(['a', 'b']);
     expect((await alice.acquireLock(s, { owner: 'after' })).owner).toBe('after');
+  });
+});
+
+describe('commits over HTTP: a partial commit retried, concurrent commits with and without the lease', () => {
+  const config = loadConfig({ STORE_BACKEND: 'memory', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'SILENT' });
+  /** Puts by object name; `failOnce` fails the next put whose name contains it (not retryable). */
+  const puts = new Map<string, number>();
+  let failOnce: string | undefined;
+  const inner = createMemoryDriver();
+  const driver = new Proxy(inner, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function') return value;
+      if (name !== 'put') return value.bind(target);
+      return async (key: string, ...rest: unknown[]) => {
+        puts.set(key, (puts.get(key) ?? 0) + 1);
+        if (failOnce !== undefined && key.includes(failOnce)) {
+          failOnce = undefined;
+          throw new ObjectStoreError(`injected fault on put ${key}`, inner.name);
+        }
+        return value.call(target, key, ...rest);
+      };
+    },
+  });
+  let close: () => Promise<void>;
+  let client: (o?: Partial<HttpClientOptions>) => HttpSessionStore;
+  beforeAll(async () => {
+    const app = createApp(config, { driver, lock: createMemoryLock() });
+    const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    client = (o = {}) => createHttpClient({ baseUrl, token: () => hsToken({ sub: 'alice' }), ...o });
+    close = () => new Promise<void>((r) => server.close(() => r()));
+  });
+  afterAll(() => close());
+  const putsOf = (s: string, suffix: string) => {
+    const name = [...puts.keys()].find((k) => k.endsWith(`/${s}/${suffix}`));
+    return name === undefined ? 0 : (puts.get(name) ?? 0);
+  };
+
+  it('a fault on one named value of three: the client retries with the same commitId and completes exactly the missing one', async () => {
+    const s = `p-${randomUUID()}`;
+    const alice = client();
+    await alice.saveList(s, 'l', ['x']);
+    puts.clear();
+    const sent: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      if (String(input).endsWith('/commits')) sent.push(String(init?.body));
+      return fetch(input, init);
+    };
+    failOnce = `/${s}/b.json`;
+    const result = await client({ fetch: recording }).commit(s, {
+      commitId: 'partial-1',
+      values: ['a', 'b', 'c'].map((key) => ({ key, value: `${key}!` })),
+      lists: [{ key: 'l', append: ['y'], expectedCount: 1, expectedHash: chainHash(EMPTY_HASH, ['x']) }],
+    });
+    expect(failOnce).toBeUndefined(); // the fault fired
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toBe(sent[0]);
+    expect(result.values.map((v) => v.key)).toEqual(['a', 'b', 'c']);
+    expect(result.lists).toEqual([
+      { key: 'l', action: 'appended', count: 2, hash: chainHash(EMPTY_HASH, ['x', 'y']) },
+    ]);
+    // a and c were written once (the retry skipped them: they record the commit id), b twice.
+    expect([putsOf(s, 'a.json'), putsOf(s, 'b.json'), putsOf(s, 'c.json')]).toEqual([1, 2, 1]);
+    expect(await alice.get(s, 'b')).toBe('b!');
+    expect((await alice.getList(s, 'l')).items).toEqual(['x', 'y']);
+  });
+
+  it('concurrent turns under the lease all land, one after the other; lease-less commits at one count: exactly one wins, the others are refused and write nothing', async () => {
+    const s = `q-${randomUUID()}`;
+    const turns = await Promise.all(
+      Array.from({ length: 4 }, async (_, i) => {
+        const turn = await client().beginTurn(s, {
+          leaseMs: 10_000,
+          waitMs: 10_000,
+          owner: `agent-${i}`,
+          values: ['by'],
+          lists: [{ key: 'log' }],
+        });
+        const before = turn.list('log').count;
+        turn.save('by', i).append('log', [{ i, after: before }]);
+        await turn.commit({ release: true });
+        return before;
+      }),
+    );
+    // Each turn saw the one before it: counts 0, 1, 2, 3 in some order, and nothing was lost.
+    expect([...turns].sort()).toEqual([0, 1, 2, 3]);
+    const log = (await client().getList(s, 'log')).items as Array<{ i: number; after: number }>;
+    expect(log.map((x) => x.after)).toEqual([0, 1, 2, 3]);
+    expect(new Set(log.map((x) => x.i)).size).toBe(4);
+    // Without a lease: 6 commits at the same count and hash race.
+    const { count, hash } = await client().getList(s, 'log', { limit: 0 });
+    const raced = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        client().commit(s, {
+          commitId: `race-${i}`,
+          values: [{ key: `mine-${i}`, value: i, ifAbsent: true }],
+          lists: [{ key: 'log', append: [{ racer: i }], expectedCount: count, expectedHash: hash }],
+        }),
+      ),
+    );
+    const won = raced.filter((r) => r.status === 'fulfilled');
+    expect(won).toHaveLength(1);
+    for (const r of raced) {
+      if (r.status === 'fulfilled') continue;
+      // Refused before any write (the count moved), or after its own value (commit-partial).
+      expect(r.reason instanceof CommitPreconditionError || r.reason instanceof CommitPartialError).toBe(
+        true,
+      );
+    }
+    const after = (await client().getList(s, 'log')).items;
+    expect(after).toHaveLength(5);
+    expect(after.filter((x) => 'racer' in (x as object))).toHaveLength(1);
   });
 });
 

@@ -13,6 +13,8 @@ import type {
 } from '../../lib/drivers/types.js';
 import {
   AppendConflictError,
+  CommitMismatchError,
+  CommitPreconditionError,
   ContendedError,
   CorruptValueError,
   FencedError,
@@ -38,6 +40,12 @@ import { type CountingDriver, counting } from './wrappers.js';
 const EMPTY_PAGE = { items: [], count: 0, hash: EMPTY_HASH, offset: 0, baseHash: EMPTY_HASH };
 const msg = (i: number) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}`, n: i });
 const msgs = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => msg(from + i));
+/** The count and hashes of a page of `all` from `offset`. */
+const pageHashes = (all: unknown[], offset: number) => ({
+  count: all.length,
+  hash: chainHash(EMPTY_HASH, all),
+  baseHash: chainHash(EMPTY_HASH, all.slice(0, offset)),
+});
 
 /**
  * The list format a backend runs: memory and fs offer both, so the suite runs each there. Small
@@ -990,6 +998,140 @@ export function describeStoreSuite(
         // Nothing is in the list twice.
         const inList = current.filter((x) => x !== undefined);
         expect(new Set(inList).size).toBe(inList.length);
+      });
+    });
+
+    describe('snapshot and commit (issue 16)', () => {
+      /** Every write of any kind, deletes included. */
+      const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
+
+      it('a commit of every kind of change, read back by one snapshot; its retry answers the same and writes nothing but unconditional values', async () => {
+        const s = sid();
+        const v = await alice.save(s, 'v', 'old');
+        await alice.save(s, 'd', 'gone soon');
+        const l = await alice.saveList(s, 'l', msgs(0, 3));
+        const r = await alice.saveList(s, 'r', msgs(0, 2));
+        const t = await alice.saveList(s, 't', msgs(0, 5));
+        const request = {
+          commitId: `c-${randomUUID()}`,
+          values: [
+            cas() ? { key: 'v', value: 'new', ifVersion: v.version } : { key: 'v', value: 'new' },
+            { key: 'w', value: { made: true }, ifAbsent: true },
+            { key: 'd', delete: true as const },
+          ],
+          lists: [
+            { key: 'l', append: msgs(3, 5), expectedCount: 3, expectedHash: l.hash },
+            { key: 'r', replace: [msg(9)], expectedHash: r.hash },
+            { key: 't', truncate: 2, expectedHash: t.hash },
+          ],
+        };
+        const result = await alice.commit(s, request);
+        expect(result.lists).toEqual([
+          { key: 'l', action: 'appended', count: 5, hash: chainHash(EMPTY_HASH, msgs(0, 5)) },
+          { key: 'r', action: 'rewritten', count: 1, hash: chainHash(EMPTY_HASH, [msg(9)]) },
+          { key: 't', action: 'truncated', count: 2, hash: chainHash(EMPTY_HASH, msgs(0, 2)) },
+        ]);
+        const got = await alice.snapshot(s, {
+          values: ['v', 'w', 'd'],
+          lists: [{ key: 'l', last: 2 }, { key: 'r' }, { key: 't' }],
+        });
+        expect(got.exists).toBe(true);
+        expect(got.values).toEqual([
+          { key: 'v', value: 'new', etag: result.values[0]?.etag },
+          { key: 'w', value: { made: true }, etag: result.values[1]?.etag },
+          { key: 'd', absent: true },
+        ]);
+        expect(result.values[2]).toEqual({ key: 'd' });
+        expect(got.lists).toEqual([
+          { key: 'l', items: msgs(3, 5), offset: 3, ...pageHashes(msgs(0, 5), 3) },
+          { key: 'r', items: [msg(9)], offset: 0, ...pageHashes([msg(9)], 0) },
+          { key: 't', items: msgs(0, 2), offset: 0, ...pageHashes(msgs(0, 2), 0) },
+        ]);
+        // The truncate archived only the removed items.
+        const archives = await alice.listArchives(s, 't');
+        expect(archives.map((a) => ({ count: a.count, offset: a.offset }))).toContainEqual({
+          count: 3,
+          offset: 2,
+        });
+        // The retry: every conditional key records this commit and is skipped.
+        driver.reset();
+        const again = await alice.commit(s, request);
+        expect(again.values.slice(0, 2)).toEqual(result.values.slice(0, 2));
+        expect(again.lists.map(({ key, count, hash }) => ({ key, count, hash }))).toEqual(
+          result.lists.map(({ key, count, hash }) => ({ key, count, hash })),
+        );
+        // At most the unconditional value (OSS: `v`) and the delete are written again.
+        expect(driver.calls.put + driver.calls.append + driver.calls.copy).toBeLessThanOrEqual(cas() ? 0 : 1);
+        expect((await alice.getList(s, 'l')).items).toEqual(msgs(0, 5));
+        // Another user sees none of it.
+        expect(await bob.snapshot(s, { values: ['v'], lists: [{ key: 'l' }] })).toEqual({
+          exists: false,
+          values: [],
+          lists: [],
+        });
+      });
+
+      it('failing preconditions name each key with its current state and write nothing; the same commitId with another body is CommitMismatchError', async () => {
+        const s = sid();
+        await alice.save(s, 'v', 1);
+        const l = await alice.saveList(s, 'l', msgs(0, 3));
+        driver.reset();
+        const stale = await alice
+          .commit(s, {
+            commitId: `c-${randomUUID()}`,
+            values: [
+              { key: 'v', value: 2, ifAbsent: true },
+              { key: 'fresh', value: 'x' },
+            ],
+            lists: [
+              { key: 'l', append: [msg(3)], expectedCount: 2, expectedHash: l.hash },
+              { key: 'm', truncate: 0, expectedHash: chainHash(EMPTY_HASH, ['not this']) },
+            ],
+          })
+          .catch((e: unknown) => e);
+        expect(stale).toBeInstanceOf(CommitPreconditionError);
+        const failures = (stale as CommitPreconditionError).failures;
+        expect(failures.map((f) => `${f.kind} ${f.key} ${f.reason}`).sort()).toEqual([
+          'list l count',
+          'list m hash',
+          'value v version',
+        ]);
+        expect(failures.find((f) => f.key === 'l')).toMatchObject({ count: 3, hash: l.hash });
+        expect(failures.find((f) => f.key === 'm')).toMatchObject({ count: 0, hash: EMPTY_HASH });
+        expect(changes()).toBe(0);
+        expect(await alice.get(s, 'fresh')).toBeUndefined();
+        const commitId = `c-${randomUUID()}`;
+        await alice.commit(s, { commitId, values: [{ key: 'fresh', value: 'x', ifAbsent: true }] });
+        driver.reset();
+        await expect(
+          alice.commit(s, { commitId, values: [{ key: 'fresh', value: 'other', ifAbsent: true }] }),
+        ).rejects.toBeInstanceOf(CommitMismatchError);
+        expect(changes()).toBe(0);
+        expect(await alice.get(s, 'fresh')).toBe('x');
+      });
+
+      it('a stale token writes nothing at all, whichever key the newer holder wrote', async () => {
+        const s = sid();
+        const l = await alice.saveList(s, 'l', msgs(0, 2), { token: 7 });
+        await alice.save(s, 'held', 'by 7', { token: 7 });
+        driver.reset();
+        await expect(
+          alice.commit(s, {
+            commitId: `c-${randomUUID()}`,
+            token: 6,
+            values: [{ key: 'untouched', value: 'by 6' }],
+            lists: [{ key: 'l', append: [msg(2)], expectedCount: 2, expectedHash: l.hash }],
+          }),
+        ).rejects.toBeInstanceOf(FencedError);
+        expect(changes()).toBe(0);
+        const ok = await alice.commit(s, {
+          commitId: `c-${randomUUID()}`,
+          token: 8,
+          values: [{ key: 'untouched', value: 'by 8' }],
+          lists: [{ key: 'l', append: [msg(2)], expectedCount: 2, expectedHash: l.hash }],
+        });
+        expect(ok.lists[0]?.count).toBe(3);
+        expect(await alice.get(s, 'untouched')).toBe('by 8');
       });
     });
 

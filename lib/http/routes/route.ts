@@ -12,16 +12,15 @@ import type { CorsOrigins } from '../../config.js';
 import type { SessionLock } from '../../lock/types.js';
 import type { PathParams } from '../../protocol/paths.js';
 import type { ProblemCode } from '../../protocol/problems.js';
-import type { TurnSessionStore } from '../../store/commits.js';
 import { chainHash } from '../../store/hash.js';
-import type { LibraryStateStore } from '../../store/store.js';
-import type { ListPage } from '../../store/types.js';
+import type { StateStore } from '../../store/store.js';
+import type { ListPage, SessionStore } from '../../store/types.js';
 import type { Authenticator } from '../auth.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
 
 /** What the router needs. */
 export interface RouterDeps {
-  readonly store: LibraryStateStore;
+  readonly store: StateStore;
   readonly lock: SessionLock;
   readonly auth: Authenticator;
   /** Largest request body, and largest answer (list pages are cut to fit); default 4 MiB. */
@@ -116,7 +115,7 @@ export interface RouteContext<P extends string = string, B = unknown, H = unknow
   readonly request: HttpRequest;
   readonly params: PathParams<P>;
   /** The caller's store (the anonymous user's on a route without `auth`). */
-  readonly user: TurnSessionStore;
+  readonly user: SessionStore;
   readonly userId: string | null;
   readonly deps: RouterDeps;
   /** The answer limit in bytes. */

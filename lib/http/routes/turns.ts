@@ -8,13 +8,9 @@ import type * as z from 'zod/mini';
 import { LockLostError } from '../../lock/types.js';
 import { PATHS } from '../../protocol/paths.js';
 import { schemas } from '../../protocol/schemas.js';
-import {
-  checkSnapshot,
-  type Snapshot,
-  type SnapshotRequest,
-  type TurnSessionStore,
-} from '../../store/commits.js';
+import { checkSnapshot, type Snapshot, type SnapshotRequest } from '../../store/commits.js';
 import { ValidationError } from '../../store/errors.js';
+import type { SessionStore } from '../../store/types.js';
 import { leaseJson } from './lock.js';
 import { fitPage, json, type RouteContext, route, WRITE_PROBLEMS } from './route.js';
 
@@ -32,14 +28,14 @@ const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
  * A damaged key is `{ key, corrupt: true }` in its place: it never fails the whole answer.
  */
 async function fitted(
-  user: TurnSessionStore,
+  user: SessionStore,
   sessionId: string,
   snapshot: Snapshot,
   limit: number,
 ): Promise<SnapshotAnswer> {
   if (!snapshot.exists) return { exists: false, values: [], lists: [] };
   const values: ValueEntry[] = snapshot.values.map((v) =>
-    'value' in v ? { key: v.key, value: v.value, etag: v.etag } : v,
+    'download' in v ? { ...v, expiresAt: v.expiresAt.toISOString() } : v,
   );
   // The lists without their items: what every answer carries whatever the items.
   const bare = snapshot.lists.map((l) => ('corrupt' in l ? l : { ...l, items: [] }));
