@@ -8,12 +8,18 @@
  * began). Requests and bytes are exact; milliseconds are measured once (noisy).
  */
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createHttpClient, type Turn } from '../lib/client/index.js';
 import { createOssDriver } from '../lib/drivers/oss.js';
 import { createS3Driver } from '../lib/drivers/s3.js';
+import { createNodeServer } from '../lib/http/adapters/node.js';
+import { bearerJwtAuth } from '../lib/http/auth.js';
+import { createRouter } from '../lib/http/router.js';
 import { createDynamoDbLock, createLockTable } from '../lib/lock/dynamodb.js';
 import type { Lease } from '../lib/lock/types.js';
 import { createStateStore, type ListFormatName } from '../lib/store/store.js';
+import { hsToken, SECRET } from '../test/http/harness.js';
 import { seededRandom } from '../test/seeded-random.js';
 import { roundTrips } from '../test/store/wrappers.js';
 import {
@@ -392,6 +398,28 @@ async function startSide(options: StoreBenchOptions, tableName: string, create: 
   };
 }
 
+/**
+ * The HTTP API over a side's driver and lock (the state under `prefix`), served in-process on
+ * 127.0.0.1: what the typed client's turn calls reach.
+ */
+async function serveApi(side: Side, prefix: string, listFormat: ListFormatName | undefined) {
+  const handle = createRouter({
+    store: createStateStore({ driver: side.driver, prefix, ...(listFormat ? { listFormat } : {}) }),
+    lock: side.lock,
+    auth: bearerJwtAuth({ secret: SECRET }),
+  });
+  const server = createNodeServer(handle, 8 * MIB);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
 /** Runs the store benchmark for each history length. */
 export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBenchResult> {
   const log = options.log ?? (() => {});
@@ -620,58 +648,52 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
           return out;
         },
       );
-      // The same turn in two calls (issue 16): begin = lease + snapshot, commit = changes + release.
+      // The same turn in two HTTP calls (issue 16) through the typed client and the HTTP API
+      // served in-process over the same store and lock: begin = lease + snapshot, commit =
+      // changes + release. The client's calls are counted at its fetch.
       const apiTurns: Measured[] = [];
+      let apiCalls = 0;
       {
-        const key = { userId: 'bench', sessionId: `${run}/u` };
-        for (let i = 0; i < turnsPerSize; i++) {
-          let lease: Lease | undefined;
-          let etag: string | undefined;
-          let page = { count: 0, hash: '' };
-          apiTurns.push(
-            await us.measureSteps([
-              async () => {
-                lease = await us.lock.acquire(key, { leaseMs: 60_000 });
-                const snap = await ours.snapshot('u', {
-                  values: ['agent_state'],
-                  lists: [{ key: 'memory', last: 50 }],
-                });
-                const value = snap.values[0];
-                etag = value && 'etag' in value ? value.etag : undefined;
-                const memory = snap.lists[0];
-                if (!memory || !('hash' in memory)) throw new Error('the snapshot has no memory list');
-                page = memory;
-              },
-              async () => {
-                await ours.commit('u', {
-                  commitId: `${run}-turn-${i}`,
-                  token: lease?.token,
+        const api = await serveApi(us, `${run}/ours/`, options.listFormat);
+        const client = createHttpClient({
+          baseUrl: api.baseUrl,
+          token: () => hsToken({ sub: 'bench' }),
+          fetch: (input, init) => {
+            apiCalls++;
+            return fetch(input, init);
+          },
+        });
+        try {
+          for (let i = 0; i < turnsPerSize; i++) {
+            let turn: Turn | undefined;
+            apiTurns.push(
+              await us.measureSteps([
+                async () => {
+                  turn = await client.beginTurn('u', {
+                    leaseMs: 60_000,
+                    values: ['agent_state'],
+                    lists: [{ key: 'memory', last: 50 }],
+                  });
+                },
+                async () => {
+                  if (!turn) throw new Error('no turn');
                   // OSS has no conditional overwrite: the lease's token fences the save there.
-                  values: [
-                    {
-                      key: 'agent_state',
-                      value: agentState(i + 1),
-                      ...(options.oss ? {} : { ifVersion: etag }),
-                    },
-                  ],
-                  lists: [
-                    {
-                      key: 'memory',
-                      append: [message(n + 2 * i), message(n + 2 * i + 1)],
-                      expectedCount: page.count,
-                      expectedHash: page.hash,
-                    },
-                  ],
-                });
-                await us.lock.release(key, lease?.owner ?? '', lease?.token ?? 0);
-              },
-            ]),
-          );
+                  const etag = options.oss ? undefined : turn.version('agent_state');
+                  turn
+                    .save('agent_state', agentState(i + 1), etag ? { ifVersion: etag } : {})
+                    .append('memory', [message(n + 2 * i), message(n + 2 * i + 1)]);
+                  await turn.commit({ release: true });
+                },
+              ]),
+            );
+          }
+        } finally {
+          await api.close();
         }
       }
       for (const [pattern, measured, httpCalls] of [
         ['ours', ourTurns, 6],
-        ['turn-api', apiTurns, 2],
+        ['turn-api', apiTurns, apiCalls / turnsPerSize],
         ['reference', refTurns, 0],
       ] as const) {
         const m = mean(measured);
