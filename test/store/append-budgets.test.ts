@@ -14,7 +14,7 @@ import { AppendConflictError } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
-import { counting, kbItem, kbItems, roundTrips } from './wrappers.js';
+import { counting, kbItem, kbItems, measurer, roundTrips } from './wrappers.js';
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -26,22 +26,7 @@ function setup(options: Partial<StateStoreOptions> = {}) {
   const memory = createMemoryDriver();
   const driver = roundTrips(memory);
   const user = createStateStore({ driver, listFormat: 'append', ...options }).forUser('budget');
-  const measure = async <T>(fn: () => Promise<T>) => {
-    driver.reset();
-    driver.resetWaves();
-    const result = await fn();
-    const c = driver.calls;
-    return {
-      result,
-      requests: driver.total(),
-      gets: c.get + c.head,
-      writes: c.put + c.append + c.copy,
-      lists: c.list,
-      trips: driver.waves(),
-      bytesPut: driver.bytesPut,
-      bytesGot: driver.bytesGot,
-    };
-  };
+  const measure = measurer(driver);
   /** Bytes of the list's logs and segments as stored. */
   const stored = async () =>
     (await memory.list({ prefix: 'agent-state/budget/s/l.list~l~' })).objects.reduce((n, o) => n + o.size, 0);

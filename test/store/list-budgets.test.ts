@@ -9,7 +9,7 @@ import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore } from '../../lib/store/store.js';
 import type { SessionStore } from '../../lib/store/types.js';
-import { kbItem, kbItems, roundTrips } from './wrappers.js';
+import { kbItem, kbItems, measurer, roundTrips } from './wrappers.js';
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -19,22 +19,7 @@ const items = kbItems;
 function setup() {
   const driver = roundTrips(createMemoryDriver());
   const user = createStateStore({ driver }).forUser('budget');
-  const measure = async <T>(fn: () => Promise<T>) => {
-    driver.reset();
-    driver.resetWaves();
-    const result = await fn();
-    const c = driver.calls;
-    return {
-      result,
-      requests: driver.total(),
-      gets: c.get + c.head,
-      puts: c.put + c.copy + c.list + c.deleteMany,
-      lists: c.list,
-      trips: driver.waves(),
-      bytesPut: driver.bytesPut,
-      bytesGot: driver.bytesGot,
-    };
-  };
+  const measure = measurer(driver);
   return { driver, user, measure };
 }
 
@@ -69,18 +54,18 @@ describe('CAS list budgets (memory driver, counted)', () => {
       const { user, measure } = setup();
       await user.saveList('s', 'l', items(0, start));
       const calls = await appendEach(user, measure, start, 10_000);
-      const plain = calls.filter((c) => c.puts === 1 && c.requests === 3);
-      const sealing = calls.filter((c) => !(c.puts === 1 && c.requests === 3));
+      const plain = calls.filter((c) => c.putClass === 1 && c.requests === 3);
+      const sealing = calls.filter((c) => !(c.putClass === 1 && c.requests === 3));
       for (const c of plain) expect([c.gets, c.trips]).toEqual([2, 2]);
       for (const c of sealing) {
         expect(c.requests).toBeLessThanOrEqual(6);
-        expect(c.puts).toBeLessThanOrEqual(2);
+        expect(c.putClass).toBeLessThanOrEqual(2);
         expect(c.trips).toBeLessThanOrEqual(4);
       }
       expect(sealing.length).toBeGreaterThan(10);
       expect(sealing.length).toBeLessThanOrEqual(calls.length / 32);
       expect(calls.reduce((sum, c) => sum + c.lists, 0)).toBe(0);
-      const meanPuts = calls.reduce((sum, c) => sum + c.puts, 0) / calls.length;
+      const meanPuts = calls.reduce((sum, c) => sum + c.putClass, 0) / calls.length;
       expect(meanPuts).toBeLessThanOrEqual(1.05);
       const meanBytes = calls.reduce((sum, c) => sum + c.bytesPut, 0) / calls.length;
       expect(meanBytes).toBeLessThanOrEqual(112 * KIB);
@@ -130,9 +115,9 @@ describe('CAS list budgets (memory driver, counted)', () => {
     await user.saveList('s', 'l', items(0, 2_000));
     const same = await measure(() => user.saveList('s', 'l', items(0, 2_000)));
     expect(same.result.action).toBe('unchanged');
-    expect([same.gets, same.puts, same.requests]).toEqual([2, 0, 2]);
+    expect([same.gets, same.putClass, same.requests]).toEqual([2, 0, 2]);
     const grown = await measure(() => user.saveList('s', 'l', items(0, 2_015)));
     expect(grown.result.action).toBe('appended');
-    expect([grown.requests, grown.puts, grown.trips, grown.lists]).toEqual([3, 1, 2, 0]);
+    expect([grown.requests, grown.putClass, grown.trips, grown.lists]).toEqual([3, 1, 2, 0]);
   });
 });

@@ -12,7 +12,7 @@ import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore, type ListFormatName } from '../../lib/store/store.js';
 import type { SessionStore } from '../../lib/store/types.js';
 import { seededRandom } from '../seeded-random.js';
-import { kbItems, roundTrips } from './wrappers.js';
+import { kbItems, measurer, roundTrips } from './wrappers.js';
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -22,21 +22,7 @@ const KEEP = 19_000;
 function setup(listFormat: ListFormatName) {
   const driver = roundTrips(createMemoryDriver());
   const user = createStateStore({ driver, listFormat }).forUser('t');
-  const measure = async <T>(fn: () => Promise<T>) => {
-    driver.reset();
-    driver.resetWaves();
-    const result = await fn();
-    const c = driver.calls;
-    return {
-      result,
-      gets: c.get + c.head,
-      writes: c.put + c.append + c.copy,
-      lists: c.list,
-      trips: driver.waves(),
-      bytesGot: driver.bytesGot,
-      bytesPut: driver.bytesPut,
-    };
-  };
+  const measure = measurer(driver);
   return { driver, user, measure };
 }
 

@@ -103,6 +103,43 @@ export function roundTrips(
   return wrapped;
 }
 
+/** What one measured call of a budget test cost, counted at a `roundTrips` driver. */
+export interface Cost<T> {
+  readonly result: T;
+  readonly requests: number;
+  /** GET and HEAD. */
+  readonly gets: number;
+  /** PUT, append and COPY: what writes an object. */
+  readonly writes: number;
+  /** What S3 bills as a PUT: PUT, COPY, LIST and multi-object DELETE. */
+  readonly putClass: number;
+  readonly lists: number;
+  readonly trips: number;
+  readonly bytesPut: number;
+  readonly bytesGot: number;
+}
+
+/** Measures one call at a time on `driver`: its requests by kind, round trips and bytes. */
+export function measurer(driver: ReturnType<typeof roundTrips>) {
+  return async <T>(fn: () => Promise<T>): Promise<Cost<T>> => {
+    driver.reset();
+    driver.resetWaves();
+    const result = await fn();
+    const c = driver.calls;
+    return {
+      result,
+      requests: driver.total(),
+      gets: c.get + c.head,
+      writes: c.put + c.append + c.copy,
+      putClass: c.put + c.copy + c.list + c.deleteMany,
+      lists: c.list,
+      trips: driver.waves(),
+      bytesPut: driver.bytesPut,
+      bytesGot: driver.bytesGot,
+    };
+  };
+}
+
 /** A driver whose n-th request (from `arm`) fails, either before reaching the backend or after it acted. */
 export interface FaultyDriver extends ObjectStoreDriver {
   /** Fail request number `n` (1-based) from now on; `after`: the backend acts, then the caller sees an error. */
