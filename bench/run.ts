@@ -12,6 +12,10 @@ import { OSS_CREDENTIALS } from '../test/servers/global-setup.js';
 import { startLocalBackends } from '../test/servers/local-backends.js';
 import { startOssFront } from '../test/servers/oss-front.js';
 import { lineChart } from './chart.js';
+import { frameworkTable, runFrameworkBench } from './framework-bench.js';
+import { langgraphBench } from './frameworks/langgraph.js';
+import { openaiAgentsBench } from './frameworks/openai-agents.js';
+import { strandsBench } from './frameworks/strands.js';
 import { bundleTable, runHttpBench, sourceMapTable } from './http-bench.js';
 import { lockTable, runLockBench } from './lock-bench.js';
 import { readmeTables, runStoreBench, SMOKE, storeTable, turnTable } from './store-bench.js';
@@ -86,6 +90,19 @@ try {
   const http = await runHttpBench(smoke ? 20 : 500);
   console.log('\nHTTP through the local server (memory driver):\n');
   console.log(http);
+  const frameworkRepeat = smoke ? 3 : 20;
+  const frameworks = frameworkTable(
+    await runFrameworkBench({
+      s3Port: front.port,
+      bucket: 'bench',
+      benches: [langgraphBench, openaiAgentsBench, strandsBench],
+      repeat: frameworkRepeat,
+    }),
+  );
+  console.log(
+    `\nFramework adapters through the typed client and the HTTP API (s3 driver, S3 front over s3rver, counted by a proxy; means over ${frameworkRepeat} calls):\n`,
+  );
+  console.log(frameworks);
   const transfers = transferTable(
     await runTransferBench(
       makeDriver(),
@@ -186,6 +203,12 @@ try {
       '## HTTP through the local server',
       '',
       http,
+      '',
+      '## Framework adapters',
+      '',
+      `Each adapter of issue 17 (\`agent-state-store/langgraph\`, \`/openai-agents\`, \`/strands\`) on the typed client, against the HTTP API served in-process over the s3 driver (S3 front over s3rver, a counting proxy in front; the memory lock): a steady state prepared first (\`bench/frameworks/\`), then each operation called ${frameworkRepeat} times. HTTP calls are counted at the client's fetch, S3 requests at the proxy; means per call. $ per million calls: S3 at list prices plus $1.87 per HTTP call per million (API Gateway and Lambda, as the turn's).`,
+      '',
+      frameworks,
       '',
       '## Faults',
       '',

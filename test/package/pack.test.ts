@@ -164,6 +164,28 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     );
   });
 
+  it('each framework adapter entry, imported without its framework, throws MissingPeerError naming the package to install', async () => {
+    const adapters = [
+      ['langgraph', '@langchain/langgraph-checkpoint'],
+      ['openai-agents', '@openai/agents-core'],
+      ['strands', '@strands-agents/sdk'],
+    ] as const;
+    for (const [entry, missing] of adapters) {
+      const { stdout } = await run(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `await import('agent-state-store/${entry}').then(() => console.log('loaded'), (e) => console.log(e.name, e.missing, e.message))`,
+        ],
+        { cwd: project, env: env() },
+      );
+      expect(stdout.trim()).toBe(
+        `MissingPeerError ${missing} agent-state-store/${entry} needs the package ${missing}: install it next to agent-state-store (npm install ${missing})`,
+      );
+    }
+  });
+
   it('type-checks the README client program with the repository tsc (strict, NodeNext) and runs it against a local server', async () => {
     const { code, prints } = readmeExample('client');
     expect(code).toMatch(/from 'agent-state-store\/client'/);
