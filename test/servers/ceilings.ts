@@ -11,6 +11,8 @@ export interface Ceiling {
   readonly seconds: number;
 }
 
+// Lowered for #17 and #18 (2026-12-01) to about twice each group's time in a full run on this
+// machine (2 cores, with other work running): the store group stays at 240 (188 s measured).
 export const CEILINGS: readonly Ceiling[] = [
   {
     issue: '#2 foundation: drivers and conformance',
@@ -22,9 +24,9 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/drivers/dynamodb-server.test.ts',
       'test/ceilings.test.ts',
     ],
-    seconds: 40,
+    seconds: 30,
   },
-  { issue: '#3 RGW tier', files: ['test/drivers/rgw.test.ts'], seconds: 25 },
+  { issue: '#3 RGW tier', files: ['test/drivers/rgw.test.ts'], seconds: 20 },
   {
     issue: '#4 state store and #14 storage v2 lists',
     // The CAS, slot and append formats on memory and fs, the defaults elsewhere, the budgets of the
@@ -32,7 +34,7 @@ export const CEILINGS: readonly Ceiling[] = [
     files: ['test/store/'],
     seconds: 240,
   },
-  { issue: '#5 lock', files: ['test/lock/'], seconds: 20 },
+  { issue: '#5 lock', files: ['test/lock/'], seconds: 15 },
   {
     issue: '#6 HTTP API',
     files: [
@@ -41,7 +43,7 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/http/local-server.test.ts',
       'test/http/logs.test.ts',
     ],
-    seconds: 15,
+    seconds: 10,
   },
   {
     issue: '#7 deployment and lifecycle',
@@ -51,7 +53,7 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/deploy/expiry-simulation.test.ts',
       'test/deploy/rgw-lifecycle.test.ts',
     ],
-    seconds: 120,
+    seconds: 70,
   },
   {
     issue: '#19 deployment as configured',
@@ -63,21 +65,22 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/deploy/http-conventions.test.ts',
       'test/http/conventions.test.ts',
     ],
-    seconds: 90,
+    seconds: 40,
   },
   {
     issue: '#8 workspaces (without the 100 MB transfers)',
     files: ['test/workspaces/workspaces.test.ts', 'test/drivers/transfer.test.ts'],
-    seconds: 60,
+    seconds: 45,
   },
-  { issue: '#8 workspaces: 100 MB transfers', files: ['test/workspaces/large.test.ts'], seconds: 20 },
+  { issue: '#8 workspaces: 100 MB transfers', files: ['test/workspaces/large.test.ts'], seconds: 15 },
   {
     issue: '#9 faults, CI soak, fuzzing',
     files: ['test/faults/', 'test/soak/', 'test/http/fuzz.test.ts'],
-    // Measured 48 s (sum of the files' durations, 2 cores); lowered from 180 to make room for #19.
-    seconds: 160,
+    // Measured 41 to 48 s (sum of the files' durations, 2 cores); lowered from 180 to make room for
+    // #19, then to 90 for #17 and #18.
+    seconds: 90,
   },
-  { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 30 },
+  { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 20 },
   { issue: '#13 hardening', files: ['test/hardening/'], seconds: 30 },
   {
     issue: '#16 turns API',
@@ -89,6 +92,14 @@ export const CEILINGS: readonly Ceiling[] = [
     files: ['test/http/keys-truncate.test.ts', 'test/http/turns.test.ts'],
     seconds: 5,
   },
+  {
+    issue: '#17 framework adapters',
+    // LangGraph's validation suite (726 tests on the memory and the fs driver), the OpenAI Agents
+    // Session and the Strands Storage through the typed client and the local API.
+    files: ['test/adapters/'],
+    seconds: 150,
+  },
+  { issue: '#18 AgentScope Java client', files: ['test/java/'], seconds: 60 },
   {
     issue: '#15 client package, protocol, OpenAPI tools',
     files: ['test/package/', 'test/openapi/', 'test/client/', 'test/http/protocol.test.ts'],
