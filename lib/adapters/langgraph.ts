@@ -45,9 +45,11 @@ import {
   CommitPreconditionError,
   CorruptValueError,
   SessionNotFoundError,
+  ValidationError,
 } from '../store/errors.js';
 import { EMPTY_HASH } from '../store/hash.js';
 import { checkId } from '../store/ids.js';
+import { MAX_DEPTH, parseIJson } from '../store/ijson.js';
 import { DEFAULT_BODY_LIMIT_BYTES, MAX_TURN_KEYS } from '../store/limits.js';
 
 /** The form a framework key takes when it does not fit the store: `h.` + SHA-256 (hex). */
@@ -135,9 +137,8 @@ function bounded<K, V>(map: Map<K, V>, key: K, value: V) {
   if (map.size > REMEMBERED) map.delete(map.keys().next().value as K);
 }
 
-const LONE_SURROGATE_ESCAPE = /\\ud[89a-f]/i;
-/** Nesting a packed JSON value may have: the store's 128 levels, less the levels around it. */
-const MAX_PACKED_DEPTH = 120;
+/** Nesting a packed JSON value may have: the store's MAX_DEPTH, less the levels around it. */
+const MAX_PACKED_DEPTH = MAX_DEPTH - 8;
 
 /** Whether JSON nests deeper than `limit` levels. */
 function deeper(value: unknown, limit: number): boolean {
@@ -154,11 +155,12 @@ function deeper(value: unknown, limit: number): boolean {
 async function pack(serde: SerializerProtocol, value: unknown): Promise<Packed> {
   const [t, bytes] = await serde.dumpsTyped(value);
   if (t === 'json') {
-    const text = new TextDecoder().decode(bytes);
-    // The store takes I-JSON: a lone surrogate or a deeper nesting travels as bytes.
-    if (!LONE_SURROGATE_ESCAPE.test(text)) {
-      const j: unknown = JSON.parse(text);
+    // The store takes I-JSON: anything else (a lone surrogate, a deeper nesting) travels as bytes.
+    try {
+      const j = parseIJson(bytes);
       if (!deeper(j, MAX_PACKED_DEPTH)) return { t, j };
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
     }
   }
   return { t, b: Buffer.from(bytes).toString('base64') };
@@ -632,13 +634,15 @@ export function agentStateSaverClass(lib: typeof Checkpointing): AgentStateSaver
               values: alone ? [] : [{ key, value }],
               lists: [{ key: index, append: [entry], expectedCount: base.count, expectedHash: base.hash }],
             });
-            const written = result.lists[0] ?? { count: base.count + 1, hash: EMPTY_HASH };
-            this.#learn(session, ns, {
-              count: written.count,
-              hash: written.hash,
-              offset: base.count,
-              items: [entry],
-            });
+            // The answer names the index's new end (without it, the next put learns it from a refusal).
+            const written = result.lists[0];
+            if (written)
+              this.#learn(session, ns, {
+                count: written.count,
+                hash: written.hash,
+                offset: base.count,
+                items: [entry],
+              });
             bounded(this.#checkpoints, `${session}\u0000${key}`, value);
             return;
           } catch (error) {

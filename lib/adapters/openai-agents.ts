@@ -340,14 +340,15 @@ export class OpenAIAgentsSession implements SessionHistoryTransactionAwareSessio
           await this.forget(removed.filter(isRef));
           return;
         } catch (error) {
-          if (attempt >= this.attempts) throw error;
           if (error instanceof CommitPartialError) {
             // The record landed, the list change did not (a write raced it at write time): the
-            // record is taken back, so that the operation is not taken for applied, and it starts
-            // again.
+            // record is taken back first, whatever follows, so that the operation is never taken
+            // for applied; then it starts again.
             if (error.applied.some((a) => a.key === opKey)) await this.store.deleteKey(this.sessionId, opKey);
+            if (attempt >= this.attempts) throw error;
             continue;
           }
+          if (attempt >= this.attempts) throw error;
           // Nothing written: the record appeared (a concurrent replay) or the list moved on.
           if (!(error instanceof CommitPreconditionError)) throw error;
         }

@@ -22,6 +22,8 @@
 import type { Storage } from '@strands-agents/sdk/storage';
 import { SessionNotFoundError, ValidationError } from '../store/errors.js';
 import { LIMITS } from '../store/ids.js';
+import { parseIJson } from '../store/ijson.js';
+import { mapLimited } from '../store/map-limited.js';
 import type { SessionStore } from '../store/types.js';
 
 /** Where the SDK's `SessionManager` keeps a session: `session/<sessionId>/…`. */
@@ -47,22 +49,23 @@ interface Place {
   readonly key: string;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
 function isEnvelope(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const keys = Object.keys(value);
   return keys.length === 1 && keys[0] === STRANDS_BYTES;
 }
 
-/** The store value of `data`: its JSON value when `data` is exactly that value's text, else the envelope. */
+/**
+ * The store value of `data`: its JSON value when `data` is exactly that value's text and I-JSON
+ * (what the store accepts: no lone surrogate, no nesting past its depth), else the envelope.
+ */
 function valueOfBytes(data: Uint8Array): unknown {
   try {
-    const text = utf8.decode(data);
-    const value: unknown = JSON.parse(text);
+    const value = parseIJson(data);
+    const text = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
     if (JSON.stringify(value) === text && !isEnvelope(value)) return value;
   } catch {
-    // Not UTF-8 or not JSON: stored as bytes.
+    // Not UTF-8, not JSON, or not I-JSON: stored as bytes.
   }
   return { [STRANDS_BYTES]: Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64') };
 }
@@ -91,20 +94,6 @@ function normalizePrefix(prefix: string): string {
 function prefixOf(prefix: string): string {
   const normalized = normalizePrefix(prefix);
   return normalized === '' ? '' : `${normalized.replace(/\/$/, '')}/`;
-}
-
-/** Runs `work` on every item, `LIST_CONCURRENCY` at a time, answers in the items' order. */
-async function mapPool<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await work(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, items.length) }, worker));
-  return results;
 }
 
 /**
@@ -159,7 +148,7 @@ export function createStrandsStorage(store: SessionStore): StrandsStorage {
         if (s.sessionId !== shared && s.sessionId.startsWith(idPrefix)) ids.push(s.sessionId);
       cursor = page.nextCursor ?? undefined;
     } while (cursor !== undefined);
-    const keys = await mapPool(ids, async (id) =>
+    const keys = await mapLimited(ids, LIST_CONCURRENCY, async (id) =>
       (await keysOf(id, '')).map((k) => `${STRANDS_SESSIONS}${id}/${k}`),
     );
     return keys.flat();

@@ -1,7 +1,7 @@
 /**
  * `agent-state-store/langgraph`: the LangGraph.js checkpoint saver (`AgentStateSaver`) over the
- * typed client. Needs `@langchain/langgraph-checkpoint` installed (an optional peer): without it,
- * importing this entry throws a `MissingPeerError` naming the package.
+ * typed client. Needs `@langchain/langgraph-checkpoint` and `@langchain/core` installed (optional
+ * peers): without either, importing this entry throws a `MissingPeerError` naming it.
  */
 import type { AgentStateSaver as Saver } from '../adapters/langgraph.js';
 import { agentStateSaverClass } from '../adapters/langgraph.js';
@@ -11,6 +11,7 @@ const checkpointing = await importPeer(
   'agent-state-store/langgraph',
   '@langchain/langgraph-checkpoint',
   () => import('@langchain/langgraph-checkpoint'),
+  ['@langchain/core'],
 );
 
 /** The checkpoint saver: `new AgentStateSaver({ client })`, the client of `agent-state-store/client`. */

@@ -29,6 +29,7 @@ import { CorruptValueError, SessionNotFoundError, ValidationError } from './erro
 import { checkId, decodeId, keyBoundProblem, PLAIN_ID, type UserLayout } from './ids.js';
 import { MAX_KEY_PAGE } from './limits.js';
 import type { ListFormat } from './lists/format.js';
+import { mapLimited } from './map-limited.js';
 import type { Sessions } from './sessions.js';
 import type { KeyListInfo, KeyPage, KeyValueInfo, ListKeysOptions } from './types.js';
 
@@ -125,24 +126,6 @@ function keyOf(name: string): { key: string; kind: 'value' | 'list' } | undefine
   } catch {
     return undefined;
   }
-}
-
-/** Runs `fn` over `items`, at most `limit` at once, keeping their order. */
-async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i] as T);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
 /** What a listing found of one key. */

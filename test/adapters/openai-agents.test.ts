@@ -705,6 +705,27 @@ describe('races and budgets', () => {
     expect(await reload(sessionId).getItems()).toEqual([user('a'), user('t')]);
   });
 
+  it('a commit-partial on the last attempt takes the record back before it fails: a replay then applies the operation', async () => {
+    const { counting, sessionId } = fresh();
+    const client = counting.client;
+    const racy: typeof client = {
+      ...client,
+      async commit(s, request, o) {
+        await client.commit(s, { ...request, lists: [] }, o);
+        throw new CommitPartialError(
+          request.commitId,
+          (request.values ?? []).map((v) => ({ kind: 'value' as const, key: v.key })),
+          [{ kind: 'list', key: request.lists?.[0]?.key ?? '', reason: 'count', count: 1, hash: EMPTY_HASH }],
+        );
+      },
+    };
+    const op = { operationId: 'op-last', transaction: { type: 'append_items' as const, items: [user('t')] } };
+    const session = new OpenAIAgentsSession({ store: racy, sessionId, attempts: 1 });
+    await expect(session.applyHistoryTransaction(op)).rejects.toBeInstanceOf(CommitPartialError);
+    await reload(sessionId).applyHistoryTransaction(op);
+    expect(await reload(sessionId).getItems()).toEqual([user('t')]);
+  });
+
   it('refuses a suffix replacement of a list too long for one commit, writing nothing', async () => {
     const { session, sessionId } = fresh();
     const items = Array.from({ length: 1000 }, (_, i) => user(`m${i}`));

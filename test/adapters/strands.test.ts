@@ -98,6 +98,9 @@ describe('Storage contract', () => {
       ['binary', new Uint8Array([0, 1, 2, 0xff, 0xfe, 0x80, 10])],
       ['empty', new Uint8Array()],
       ['envelope-shaped', bytes(JSON.stringify({ [STRANDS_BYTES]: 'AAAA' }))],
+      // JSON texts the store refuses (not I-JSON): a lone surrogate, nesting past 128 levels.
+      ['lone-surrogate', bytes(JSON.stringify({ s: '\ud800' }))],
+      ['deep', bytes(`${'['.repeat(200)}${']'.repeat(200)}`)],
     ];
     for (const [name, data] of cases) {
       await user.storage.write(`files/${name}`, data);

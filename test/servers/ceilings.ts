@@ -53,7 +53,7 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/deploy/expiry-simulation.test.ts',
       'test/deploy/rgw-lifecycle.test.ts',
     ],
-    seconds: 70,
+    seconds: 100,
   },
   {
     issue: '#19 deployment as configured',
@@ -77,8 +77,8 @@ export const CEILINGS: readonly Ceiling[] = [
     issue: '#9 faults, CI soak, fuzzing',
     files: ['test/faults/', 'test/soak/', 'test/http/fuzz.test.ts'],
     // Measured 41 to 48 s (sum of the files' durations, 2 cores); lowered from 180 to make room for
-    // #19, then to 90 for #17 and #18.
-    seconds: 90,
+    // #19, then to 80 for #17 and #18.
+    seconds: 80,
   },
   { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 20 },
   { issue: '#13 hardening', files: ['test/hardening/'], seconds: 30 },
@@ -103,7 +103,7 @@ export const CEILINGS: readonly Ceiling[] = [
   {
     issue: '#15 client package, protocol, OpenAPI tools',
     files: ['test/package/', 'test/openapi/', 'test/client/', 'test/http/protocol.test.ts'],
-    seconds: 45,
+    seconds: 40,
   },
 ];
 

@@ -26,6 +26,10 @@ import java.util.UUID;
 public final class AgentStateTurn implements AutoCloseable {
     /** List items one commit carries at most; a list change beyond it is written before the commit. */
     private static final int MAX_COMMIT_ITEMS = 1000;
+    /** Bytes of a commit body around its entries: commitId, token, lease, brackets (generous). */
+    private static final int COMMIT_FRAME_BYTES = 4096;
+    /** Bytes of one entry around its value or items: key, member names, counts, hashes (a key up to 128 bytes, generous). */
+    private static final int ENTRY_FRAME_BYTES = 512;
 
     private final HttpAgentStateStore store;
     private final Transport transport;
@@ -207,13 +211,16 @@ public final class AgentStateTurn implements AutoCloseable {
         body.put("token", token);
         ArrayNode valueBody = body.putArray("values");
         Map<String, Long> versions = new LinkedHashMap<>();
+        // Bytes the commit's body may still take (its own members and each entry's frame aside).
+        long[] room = {store.bodyLimitBytes() - COMMIT_FRAME_BYTES};
         valueChanges.forEach((key, value) -> {
             byte[] json = value == null ? null : transport.bytes(value);
-            if (json != null && json.length > store.bodyLimitBytes() / 2) {
+            if (json != null && (json.length > store.bodyLimitBytes() / 2 || json.length > room[0])) {
                 // Too large for the commit's body: saved now (through the object store), fenced by the lease's token.
                 versions.put(key, HttpAgentStateStore.versionOf(store.saveFenced(userId, sessionId, key, json, token)));
                 return;
             }
+            room[0] -= (json == null ? 0 : json.length) + ENTRY_FRAME_BYTES;
             ObjectNode entry = valueBody.addObject().put("key", key);
             if (value == null) entry.put("delete", true);
             else entry.set("value", value);
@@ -233,16 +240,20 @@ public final class AgentStateTurn implements AutoCloseable {
             // Without the list's hash (an absent session), it is sent whole.
             boolean grows = before != null && read.hash != null && HttpAgentStateStore.startsWith(next, before);
             int sent = grows ? next.size() - before.size() : next.size();
-            if (sent > budget) {
-                // Too many items for the commit: written now, fenced by the lease's token.
+            List<JsonNode> sentItems = grows ? next.subList(before.size(), next.size()) : next;
+            long bytes = ENTRY_FRAME_BYTES;
+            for (JsonNode item : sentItems) bytes += transport.bytes(item).length + 1;
+            if (sent > budget || bytes > room[0]) {
+                // Too many items or bytes for the commit: written now, fenced by the lease's token.
                 if (read != null && read.hash != null) store.remember(userId, sessionId, key, before, read.count, read.hash);
                 actions.put(key, store.saveList(userId, sessionId, key, next, token));
                 continue;
             }
             budget -= sent;
+            room[0] -= bytes;
             ObjectNode entry = listBody.addObject().put("key", key);
             ArrayNode items = entry.putArray(grows ? "append" : "replace");
-            (grows ? next.subList(before.size(), next.size()) : next).forEach(items::add);
+            sentItems.forEach(items::add);
             if (grows) entry.put("expectedCount", read.count);
             if (read != null && read.hash != null) entry.put("expectedHash", read.hash);
         }
@@ -270,7 +281,7 @@ public final class AgentStateTurn implements AutoCloseable {
     public void close() {
         if (over) return;
         over = true;
-        Transport.Call call = new Transport.Call().header("Lock-Owner", owner).header("Fencing-Token", String.valueOf(token));
+        Transport.Call call = new Transport.Call().header("Lock-Owner", owner).token(token);
         Transport.Answer answer =
                 transport.send(userId, "DELETE", HttpAgentStateStore.sessionPath(sessionId) + "/lock", call);
         if (answer.status() != 204 && answer.status() != 409) throw transport.error(userId, answer);

@@ -315,7 +315,7 @@ public final class HttpAgentStateStore implements AgentStateStore {
 
     /** Saves a value's JSON with a fencing token (a turn's); answers its etag. */
     String saveFenced(String userId, String sessionId, String key, byte[] json, long token) {
-        return putValue(userId, sessionId, key, json, new Transport.Call().header("Fencing-Token", String.valueOf(token)), null);
+        return putValue(userId, sessionId, key, json, new Transport.Call().token(token), null);
     }
 
     ObjectMapper mapper() {
@@ -410,7 +410,7 @@ public final class HttpAgentStateStore implements AgentStateStore {
         byte[] json = transport.bytes(body);
         if (json.length > bodyLimitBytes) return saveInParts(userId, sessionId, key, items, token);
         Transport.Call call = new Transport.Call().body(json);
-        if (token != null) call.header("Fencing-Token", String.valueOf(token));
+        call.token(token);
         Transport.Answer answer = transport.send(userId, "PUT", listPath(sessionId, key), call);
         if (answer.status() == 413) return saveInParts(userId, sessionId, key, items, token);
         if (answer.status() != 200) {
@@ -440,7 +440,7 @@ public final class HttpAgentStateStore implements AgentStateStore {
                     new Transport.Call()
                             .body(transport.bytes(body))
                             .header("Idempotency-Key", UUID.randomUUID().toString());
-            if (token != null) call.header("Fencing-Token", String.valueOf(token));
+            call.token(token);
             Transport.Answer answer = transport.send(userId, "POST", listPath(sessionId, key) + "/truncate", call);
             if (answer.status() != 200) {
                 known.remove(listName(userId, sessionId, key));
@@ -579,7 +579,7 @@ public final class HttpAgentStateStore implements AgentStateStore {
             int bytes = 0;
             int to = from;
             while (to < items.size() && to - from < MAX_APPEND_ITEMS) {
-                int size = items.get(to).toString().length();
+                int size = items.get(to).toString().getBytes(StandardCharsets.UTF_8).length;
                 if (to > from && bytes + size > Math.min(MAX_APPEND_BYTES, bodyLimitBytes / 2)) break;
                 chunk.add(items.get(to));
                 bytes += size;
@@ -591,9 +591,9 @@ public final class HttpAgentStateStore implements AgentStateStore {
                     new Transport.Call()
                             .body(transport.bytes(body))
                             .header("Idempotency-Key", UUID.randomUUID().toString());
-            if (token != null) call.header("Fencing-Token", String.valueOf(token));
+            call.token(token);
             Transport.Answer answer = transport.send(userId, "POST", listPath(sessionId, key) + "/items", call);
-            if (answer.status() == 409 && "append-conflict".equals(codeOf(answer))) {
+            if (answer.status() == 409 && "append-conflict".equals(transport.problemCode(answer))) {
                 known.remove(listName(userId, sessionId, key));
                 return null;
             }
@@ -608,15 +608,6 @@ public final class HttpAgentStateStore implements AgentStateStore {
             remember(userId, sessionId, key, items.subList(0, to), count, hash);
         }
         return "appended";
-    }
-
-    private String codeOf(Transport.Answer answer) {
-        try {
-            JsonNode code = mapper.readTree(answer.body()).path("code");
-            return code.isTextual() ? code.asText() : null;
-        } catch (IOException e) {
-            return null;
-        }
     }
 
     private JsonNode readTree(byte[] json) {

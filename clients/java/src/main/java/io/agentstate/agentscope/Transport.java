@@ -59,8 +59,6 @@ final class Transport {
         final Map<String, String> query = new LinkedHashMap<>();
         final Map<String, String> headers = new LinkedHashMap<>();
         byte[] body;
-        /** Whether a lost answer may be sent again (a replay changes nothing). */
-        boolean idempotent = true;
         /** Time the server may take on purpose (a turn's wait for the lease). */
         long extraMs;
 
@@ -79,8 +77,9 @@ final class Transport {
             return this;
         }
 
-        Call idempotent(boolean idempotent) {
-            this.idempotent = idempotent;
+        /** The lease's fencing token, when there is one. */
+        Call token(Long token) {
+            if (token != null) headers.put("Fencing-Token", String.valueOf(token));
             return this;
         }
 
@@ -172,7 +171,9 @@ final class Transport {
             boolean contended = "contended".equals(code);
             boolean transientFailure =
                     answer == null || (TRANSIENT.contains(status) && !"backend-unsafe".equals(code));
-            if (attempt < attempts && (contended || (call.idempotent && transientFailure))) {
+            // Every call this client makes is safe to send again: appends and truncates carry an
+            // Idempotency-Key, commits their commitId, saves are whole values or conditional.
+            if (attempt < attempts && (contended || transientFailure)) {
                 Long wait = pauseMs(attempt, answer, contended);
                 if (wait != null) {
                     if (answer == null || status >= 500) lost = true;
@@ -291,7 +292,8 @@ final class Transport {
         }
     }
 
-    private String problemCode(Answer answer) {
+    /** The problem code of an error answer (null for a success or a body without one). */
+    String problemCode(Answer answer) {
         if (answer.status() < 400) return null;
         JsonNode code = problemOf(answer).path("code");
         return code.isTextual() ? code.asText() : null;

@@ -174,4 +174,25 @@ class TurnTest {
             assertEquals(messages(1, 2), turn.getList("memory_messages", Msg.class));
         }
     }
+
+    @Test
+    void valuesTogetherOverTheBodyLimitAreCommittedEachUnderHalfOfIt() {
+        Fixture.Recorded fs = Fixture.store(Fixture.ANON_URL); // the fs server presigns
+        String s = Fixture.session("three-big");
+        // Each under half of the 4 MiB body limit, together over it: one goes ahead, the others in the commit.
+        AgentState a = new AgentState("a".repeat(3 << 19), 1, Map.of());
+        AgentState b = new AgentState("b".repeat(3 << 19), 2, Map.of());
+        AgentState c = new AgentState("c".repeat(3 << 19), 3, Map.of());
+        try (AgentStateTurn turn = fs.store().beginTurn(USER, s, List.of("a", "b", "c"), LISTS)) {
+            turn.save("a", a);
+            turn.save("b", b);
+            turn.save("c", c);
+            turn.save("memory_messages", messages(1, 3));
+            turn.commit();
+        }
+        assertEquals(a, fs.store().get(USER, s, "a", AgentState.class).orElseThrow());
+        assertEquals(b, fs.store().get(USER, s, "b", AgentState.class).orElseThrow());
+        assertEquals(c, fs.store().get(USER, s, "c", AgentState.class).orElseThrow());
+        assertEquals(messages(1, 3), fs.store().getList(USER, s, "memory_messages", Msg.class));
+    }
 }

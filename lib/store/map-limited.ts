@@ -1,0 +1,19 @@
+/** Bounded concurrency for the store and the adapters: one definition of a worker pool over a list. */
+
+/** Runs `fn` over `items`, at most `limit` at once, answering the results in the items' order. */
+export async function mapLimited<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
