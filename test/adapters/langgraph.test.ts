@@ -14,6 +14,7 @@ import { storeKey, threadSession } from '../../lib/adapters/langgraph.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { AgentStateSaver } from '../../lib/entries/langgraph.js';
 import { SessionNotFoundError } from '../../lib/store/errors.js';
+import { readmeExample } from '../package/readme-examples.js';
 import { localApi } from './langgraph-api.js';
 
 // The suite's spec files call vitest's functions as globals (its CLI runs vitest with globals).
@@ -451,34 +452,39 @@ describe('AgentStateSaver, values and sizes', () => {
 
 describe('the README example', () => {
   it('runs as written (through the local API) and prints what it says', async () => {
+    const { code, prints } = readmeExample('langgraph');
+    // The README's lines without their imports, which are handed in; the client is the local API's.
+    const body = code
+      .split('\n')
+      .filter((line) => !line.startsWith('import '))
+      .join('\n');
     const api = await localApi();
     const lines: string[] = [];
     try {
       const client = api.client('readme').client;
-      const log = (x: unknown) => lines.push(String(x));
-      // From here, the README's lines (imports and client aside; console.log is `log`).
-      const checkpointer = new AgentStateSaver({ client });
-      const thread = { configurable: { thread_id: 'sandbox/session/1', checkpoint_ns: '' } };
-      const checkpoint = {
-        ...emptyCheckpoint(),
-        channel_values: { messages: ['hi'] },
-        channel_versions: { messages: 1 },
-      };
-      const saved = await checkpointer.put(
-        thread,
-        checkpoint,
-        { source: 'input', step: -1, parents: {} },
-        { messages: 1 },
+      const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
+        ...args: string[]
+      ) => (...values: unknown[]) => Promise<void>;
+      const example = new AsyncFunction(
+        'emptyCheckpoint',
+        'createHttpClient',
+        'AgentStateSaver',
+        'process',
+        'console',
+        body,
       );
-      await checkpointer.putWrites(saved, [['messages', 'hello']], 'agent');
-      const latest = await checkpointer.getTuple(thread);
-      log(JSON.stringify([latest?.checkpoint.channel_values, latest?.pendingWrites]));
-      for await (const t of checkpointer.list(thread, { limit: 10 })) log(t.checkpoint.id === checkpoint.id);
-      await checkpointer.deleteThread('sandbox/session/1');
+      await example(
+        emptyCheckpoint,
+        () => client,
+        AgentStateSaver,
+        { env: {} },
+        { log: (...values: unknown[]) => lines.push(values.map(String).join(' ')) },
+      );
       expect(await client.exists('sandbox/session/1')).toBe(false);
     } finally {
       await api.close();
     }
-    expect(lines).toEqual(['[{"messages":["hi"]},[["agent","messages","hello"]]]', 'true']);
+    expect(prints).toEqual(['[{"messages":["hi"]},[["agent","messages","hello"]]]', 'true']);
+    expect(lines).toEqual(prints);
   });
 });
