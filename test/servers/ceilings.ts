@@ -24,7 +24,7 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/drivers/dynamodb-server.test.ts',
       'test/ceilings.test.ts',
     ],
-    seconds: 30,
+    seconds: 25,
   },
   { issue: '#3 RGW tier', files: ['test/drivers/rgw.test.ts'], seconds: 20 },
   {
@@ -47,13 +47,15 @@ export const CEILINGS: readonly Ceiling[] = [
   },
   {
     issue: '#7 deployment and lifecycle',
+    // The RGW lifecycle check alone takes about 66 s (4 lc-days between the markers' rule and the
+    // state's); the group measured 91 s in a fresh-clone CI.
     files: [
       'test/deploy/package.test.ts',
       'test/deploy/lifecycle.test.ts',
       'test/deploy/expiry-simulation.test.ts',
       'test/deploy/rgw-lifecycle.test.ts',
     ],
-    seconds: 100,
+    seconds: 120,
   },
   {
     issue: '#19 deployment as configured',
@@ -77,11 +79,11 @@ export const CEILINGS: readonly Ceiling[] = [
     issue: '#9 faults, CI soak, fuzzing',
     files: ['test/faults/', 'test/soak/', 'test/http/fuzz.test.ts'],
     // Measured 41 to 48 s (sum of the files' durations, 2 cores); lowered from 180 to make room for
-    // #19, then to 80 for #17 and #18.
-    seconds: 80,
+    // #19, then to 75 for #17 and #18.
+    seconds: 75,
   },
   { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 20 },
-  { issue: '#13 hardening', files: ['test/hardening/'], seconds: 30 },
+  { issue: '#13 hardening', files: ['test/hardening/'], seconds: 25 },
   {
     issue: '#16 turns API',
     // The keys and truncate routes through the three adapters and the typed client: measured
@@ -103,7 +105,7 @@ export const CEILINGS: readonly Ceiling[] = [
   {
     issue: '#15 client package, protocol, OpenAPI tools',
     files: ['test/package/', 'test/openapi/', 'test/client/', 'test/http/protocol.test.ts'],
-    seconds: 40,
+    seconds: 35,
   },
 ];
 
