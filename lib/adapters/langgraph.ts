@@ -44,13 +44,13 @@ import {
   CommitPartialError,
   CommitPreconditionError,
   CorruptValueError,
-  SessionNotFoundError,
   ValidationError,
 } from '../store/errors.js';
 import { EMPTY_HASH } from '../store/hash.js';
 import { checkId } from '../store/ids.js';
 import { MAX_DEPTH, parseIJson } from '../store/ijson.js';
 import { DEFAULT_BODY_LIMIT_BYTES, MAX_TURN_KEYS } from '../store/limits.js';
+import { keyPages, sessionIds } from './pages.js';
 
 /** The form a framework key takes when it does not fit the store: `h.` + SHA-256 (hex). */
 export const HASHED_PREFIX = 'h.';
@@ -343,7 +343,9 @@ export function agentStateSaverClass(lib: typeof Checkpointing): AgentStateSaver
         filter: options.filter,
       };
       const sessions =
-        thread === undefined || thread === null ? this.#sessions() : one(threadSession(String(thread)));
+        thread === undefined || thread === null
+          ? sessionIds(this.client)
+          : one(threadSession(String(thread)));
       for await (const session of sessions) {
         for await (const tuple of this.#listSession(session, ns, left, only)) {
           yield tuple;
@@ -352,29 +354,11 @@ export function agentStateSaverClass(lib: typeof Checkpointing): AgentStateSaver
       }
     }
 
-    async *#sessions(): AsyncGenerator<string> {
-      let cursor: string | undefined;
-      do {
-        const page = await this.client.listSessionIds({ limit: 1000, cursor });
-        for (const s of page.sessions) yield s.sessionId;
-        cursor = page.nextCursor ?? undefined;
-      } while (cursor);
-    }
-
     /** The index keys of a session (one per namespace). */
     async #indexes(session: string): Promise<string[]> {
       const keys: string[] = [];
-      let cursor: string | undefined;
-      try {
-        do {
-          const page = await this.client.listKeys(session, { prefix: 'i:', cursor });
-          keys.push(...page.lists.map((l) => l.key));
-          cursor = page.nextCursor;
-        } while (cursor);
-      } catch (error) {
-        if (error instanceof SessionNotFoundError) return [];
-        throw error;
-      }
+      for await (const page of keyPages(this.client, session, 'i:'))
+        keys.push(...page.lists.map((l) => l.key));
       return keys;
     }
 

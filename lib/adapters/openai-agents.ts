@@ -36,11 +36,11 @@ import {
   CommitPreconditionError,
   ListPreconditionFailedError,
   ListTooShortError,
-  SessionNotFoundError,
 } from '../store/errors.js';
 import { canonicalJson, EMPTY_HASH } from '../store/hash.js';
 import { MAX_APPEND_ITEMS } from '../store/limits.js';
 import type { ListPage } from '../store/types.js';
+import { keyPages } from './pages.js';
 
 /** What the adapter needs of `@openai/agents-core` at run time (the entry passes the package). */
 export interface AgentsCoreRuntime {
@@ -248,18 +248,8 @@ export class OpenAIAgentsSession implements SessionHistoryTransactionAwareSessio
   async clearSession(): Promise<void> {
     await this.store.deleteList(this.sessionId, this.listKey);
     this.end = { count: 0, hash: EMPTY_HASH };
-    let cursor: string | undefined;
-    do {
-      const page = await this.store
-        .listKeys(this.sessionId, { prefix: this.prefix, ...(cursor ? { cursor } : {}) })
-        .catch((error: unknown) => {
-          if (error instanceof SessionNotFoundError) return undefined;
-          throw error;
-        });
-      if (!page) return;
+    for await (const page of keyPages(this.store, this.sessionId, this.prefix))
       await Promise.all(page.values.map((v) => this.store.deleteKey(this.sessionId, v.key)));
-      cursor = page.nextCursor;
-    } while (cursor);
   }
 
   /**

@@ -20,11 +20,12 @@
  * and so is a JSON document that has that shape itself, so every read answers the bytes written.
  */
 import type { Storage } from '@strands-agents/sdk/storage';
-import { SessionNotFoundError, ValidationError } from '../store/errors.js';
+import { ValidationError } from '../store/errors.js';
 import { LIMITS } from '../store/ids.js';
 import { parseIJson } from '../store/ijson.js';
 import { mapLimited } from '../store/map-limited.js';
 import type { SessionStore } from '../store/types.js';
+import { keyPages, sessionIds } from './pages.js';
 
 /** Where the SDK's `SessionManager` keeps a session: `session/<sessionId>/…`. */
 export const STRANDS_SESSIONS = 'session/';
@@ -123,31 +124,15 @@ export function createStrandsStorage(store: SessionStore): StrandsStorage {
     // No key is longer than the key limit, and the API refuses such a bound.
     if (Buffer.byteLength(prefix) > LIMITS.key) return [];
     const keys: string[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await store
-        .listKeys(sessionId, { ...(prefix !== '' ? { prefix } : {}), ...(cursor ? { cursor } : {}) })
-        .catch((error: unknown) => {
-          if (error instanceof SessionNotFoundError) return undefined;
-          throw error;
-        });
-      if (page === undefined) return keys;
+    for await (const page of keyPages(store, sessionId, prefix))
       for (const v of page.values) keys.push(v.key);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
     return keys;
   }
 
   /** The full keys of every Strands session whose id starts with `idPrefix`. */
   async function sessionKeys(idPrefix: string): Promise<string[]> {
     const ids: string[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await store.listSessionIds(cursor ? { cursor } : {});
-      for (const s of page.sessions)
-        if (s.sessionId !== shared && s.sessionId.startsWith(idPrefix)) ids.push(s.sessionId);
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor !== undefined);
+    for await (const id of sessionIds(store)) if (id !== shared && id.startsWith(idPrefix)) ids.push(id);
     const keys = await mapLimited(ids, LIST_CONCURRENCY, async (id) =>
       (await keysOf(id, '')).map((k) => `${STRANDS_SESSIONS}${id}/${k}`),
     );
