@@ -37,7 +37,7 @@ import {
   ListPreconditionFailedError,
   ListTooShortError,
 } from '../store/errors.js';
-import { canonicalJson, EMPTY_HASH } from '../store/hash.js';
+import { canonicalJson, EMPTY_HASH, leafHash } from '../store/hash.js';
 import { MAX_APPEND_ITEMS } from '../store/limits.js';
 import type { ListPage } from '../store/types.js';
 import { keyPages } from './pages.js';
@@ -93,7 +93,7 @@ const backoff = (attempt: number) =>
   attempt < 3 ? undefined : new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 2 ** attempt)));
 
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '');
-const digestOf = (value: unknown) => createHash('sha256').update(canonicalJson(value)).digest('hex');
+const digestOf = (value: unknown) => leafHash(value).toString('hex');
 
 /** An operation's record: which transaction it applied (its digest). */
 interface OperationRecord {

@@ -9,6 +9,7 @@ import type { vi } from 'vitest';
 import { createHttpClient, type HttpClientOptions, type HttpSessionStore } from '../../lib/client/index.js';
 import { loadConfig } from '../../lib/config.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
@@ -86,9 +87,8 @@ export const problem = (status: number, code: string, extra: Record<string, unkn
   });
 
 /** The local API (memory driver, memory lock), its store written directly, and clients of alice. */
-export async function localApi() {
+export async function localApi(driver: ObjectStoreDriver = createMemoryDriver()) {
   const config = loadConfig({ STORE_BACKEND: 'memory', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'SILENT' });
-  const driver = createMemoryDriver();
   const store: SessionStore = createStateStore({ driver, prefix: config.STATE_PREFIX }).forUser('alice');
   const app = createApp(config, { driver, lock: createMemoryLock() });
   const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES);

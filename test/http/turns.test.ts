@@ -6,31 +6,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpClient, type HttpClientOptions, type HttpSessionStore } from '../../lib/client/index.js';
-import { loadConfig } from '../../lib/config.js';
-import { ObjectStoreError } from '../../lib/drivers/errors.js';
+import type { HttpClientOptions } from '../../lib/client/index.js';
 import { createFsDriver } from '../../lib/drivers/fs.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import { createNodeServer } from '../../lib/http/adapters/node.js';
-import { createApp } from '../../lib/http/app.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { LockConflictError } from '../../lib/lock/types.js';
 import { encodeUrlId } from '../../lib/protocol/url-ids.js';
 import { CommitMismatchError, CommitPartialError, CommitPreconditionError } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { localApi } from '../client/helpers.js';
-import {
-  type ApiHarness,
-  apiGatewayHarness,
-  functionComputeHarness,
-  hsToken,
-  nodeHarness,
-  SECRET,
-} from './harness.js';
+import { counting, withFaults } from '../store/wrappers.js';
+import { type ApiHarness, apiGatewayHarness, functionComputeHarness, nodeHarness } from './harness.js';
 
 const harnesses = [nodeHarness, apiGatewayHarness, functionComputeHarness];
 const sid = () => `t-${randomUUID()}`;
@@ -563,59 +552,36 @@ describe('typed client: snapshot, beginTurn → Turn → commit', () => {
 });
 
 describe('commits over HTTP: a partial commit retried, concurrent commits with and without the lease', () => {
-  const config = loadConfig({ STORE_BACKEND: 'memory', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'SILENT' });
-  /** Puts by object name; `failOnce` fails the next put whose name contains it (not retryable). */
-  const puts = new Map<string, number>();
-  let failOnce: string | undefined;
-  const inner = createMemoryDriver();
-  const driver = new Proxy(inner, {
-    get(target, name, receiver) {
-      const value = Reflect.get(target, name, receiver);
-      if (typeof value !== 'function') return value;
-      if (name !== 'put') return value.bind(target);
-      return async (key: string, ...rest: unknown[]) => {
-        puts.set(key, (puts.get(key) ?? 0) + 1);
-        if (failOnce !== undefined && key.includes(failOnce)) {
-          failOnce = undefined;
-          throw new ObjectStoreError(`injected fault on put ${key}`, inner.name);
-        }
-        return value.call(target, key, ...rest);
-      };
-    },
-  });
-  let close: () => Promise<void>;
-  let client: (o?: Partial<HttpClientOptions>) => HttpSessionStore;
+  /** Counts puts by object name; `faults` fails the next write whose name contains a pattern. */
+  const faults = withFaults(createMemoryDriver());
+  faults.state.once = true;
+  const driver = counting(faults.driver);
+  let api: Awaited<ReturnType<typeof localApi>>;
   beforeAll(async () => {
-    const app = createApp(config, { driver, lock: createMemoryLock() });
-    const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    client = (o = {}) => createHttpClient({ baseUrl, token: () => hsToken({ sub: 'alice' }), ...o });
-    close = () => new Promise<void>((r) => server.close(() => r()));
+    api = await localApi(driver);
   });
-  afterAll(() => close());
-  const putsOf = (s: string, suffix: string) => {
-    const name = [...puts.keys()].find((k) => k.endsWith(`/${s}/${suffix}`));
-    return name === undefined ? 0 : (puts.get(name) ?? 0);
-  };
+  afterAll(() => api.close());
+  const client = (o: Partial<HttpClientOptions> = {}) => api.client(o);
+  const putsOf = (s: string, suffix: string) =>
+    driver.puts.filter((k) => k.endsWith(`/${s}/${suffix}`)).length;
 
   it('a fault on one named value of three: the client retries with the same commitId and completes exactly the missing one', async () => {
     const s = `p-${randomUUID()}`;
     const alice = client();
     await alice.saveList(s, 'l', ['x']);
-    puts.clear();
+    driver.reset();
     const sent: string[] = [];
     const recording: typeof fetch = async (input, init) => {
       if (String(input).endsWith('/commits')) sent.push(String(init?.body));
       return fetch(input, init);
     };
-    failOnce = `/${s}/b.json`;
+    faults.state.pattern = `/${s}/b.json`;
     const result = await client({ fetch: recording }).commit(s, {
       commitId: 'partial-1',
       values: ['a', 'b', 'c'].map((key) => ({ key, value: `${key}!` })),
       lists: [{ key: 'l', append: ['y'], expectedCount: 1, expectedHash: chainHash(EMPTY_HASH, ['x']) }],
     });
-    expect(failOnce).toBeUndefined(); // the fault fired
+    expect(faults.state.fired).toBe(1);
     expect(sent).toHaveLength(2);
     expect(sent[1]).toBe(sent[0]);
     expect(result.values.map((v) => v.key)).toEqual(['a', 'b', 'c']);

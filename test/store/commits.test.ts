@@ -4,7 +4,6 @@
  * OSS front (append format) and s3rver (CAS format).
  */
 import { describe, expect, inject, it } from 'vitest';
-import { ObjectStoreError } from '../../lib/drivers/errors.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createOssDriver } from '../../lib/drivers/oss.js';
 import { createS3Driver } from '../../lib/drivers/s3.js';
@@ -24,27 +23,7 @@ import { createStateStore, type ListFormatName } from '../../lib/store/store.js'
 import type { SessionStore } from '../../lib/store/types.js';
 import { s3rverOptions } from '../backends.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
-import { roundTrips } from './wrappers.js';
-
-/** Fails every put / append whose object name contains `pattern` while armed (not retryable). */
-function withFaults(inner: ObjectStoreDriver) {
-  const state = { pattern: undefined as string | undefined, fired: 0 };
-  const driver = new Proxy(inner, {
-    get(target, name, receiver) {
-      const value = Reflect.get(target, name, receiver);
-      if (typeof value !== 'function') return value;
-      if (name !== 'put' && name !== 'append') return value.bind(target);
-      return async (key: string, ...rest: unknown[]) => {
-        if (state.pattern !== undefined && key.includes(state.pattern)) {
-          state.fired++;
-          throw new ObjectStoreError(`injected fault on ${String(name)} ${key}`, inner.name);
-        }
-        return value.call(target, key, ...rest);
-      };
-    },
-  });
-  return { driver, state };
-}
+import { roundTrips, withFaults } from './wrappers.js';
 
 function setup(listFormat: ListFormatName, inner: ObjectStoreDriver = createMemoryDriver()) {
   const faults = withFaults(inner);

@@ -140,6 +140,30 @@ export function measurer(driver: ReturnType<typeof roundTrips>) {
   };
 }
 
+/**
+ * Fails every put / append whose object name contains `pattern` while armed (not retryable); with
+ * `once`, only the first such write, then disarms.
+ */
+export function withFaults(inner: ObjectStoreDriver) {
+  const state = { pattern: undefined as string | undefined, once: false, fired: 0 };
+  const driver = new Proxy(inner, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function') return value;
+      if (name !== 'put' && name !== 'append') return value.bind(target);
+      return async (key: string, ...rest: unknown[]) => {
+        if (state.pattern !== undefined && key.includes(state.pattern)) {
+          state.fired++;
+          if (state.once) state.pattern = undefined;
+          throw new ObjectStoreError(`injected fault on ${String(name)} ${key}`, inner.name);
+        }
+        return value.call(target, key, ...rest);
+      };
+    },
+  });
+  return { driver, state };
+}
+
 /** A driver whose n-th request (from `arm`) fails, either before reaching the backend or after it acted. */
 export interface FaultyDriver extends ObjectStoreDriver {
   /** Fail request number `n` (1-based) from now on; `after`: the backend acts, then the caller sees an error. */
