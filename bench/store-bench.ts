@@ -446,9 +446,11 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
   try {
     for (const n of options.sizes) {
       const run = `bench-${n}-${Date.now()}`;
+      // The lock is the store's authority over tokens, as in the HTTP server (docs/DESIGN.md, "The write path").
       const ours = createStateStore({
         driver: us.driver,
         prefix: `${run}/ours/`,
+        authority: us.lock,
         ...(options.listFormat ? { listFormat: options.listFormat } : {}),
       }).forUser('bench');
       const reference = new ReferenceStore(them.driver, `${run}/ref/`);
@@ -591,7 +593,8 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
       log(`N = ${n}: ${turnsPerSize} turns each`);
       const [ourTurns, refTurns] = await both(
         async () => {
-          const key = { userId: 'bench', sessionId: `${run}/t` };
+          // The store's session: the lock is its authority (each size has its own prefix, the same session id).
+          const key = { userId: 'bench', sessionId: 't' };
           const out: Measured[] = [];
           for (let i = 0; i < turnsPerSize; i++) {
             let lease: Lease | undefined;

@@ -136,8 +136,9 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
     // The reference: 3 PUT-class (list, hash, value) and 6 GET-class (HEAD + GET twice, the hash and the list), $17.4.
     expect(reference?.mean).toMatchObject({ putClass: 3, getClass: 6, list: 0, deletes: 0 });
     expect(reference?.dollars).toBeCloseTo(17.4, 5);
-    // The lock: one DynamoDB write to acquire, one to release, for both.
-    expect(ours?.mean).toMatchObject({ ddbWrites: 2, ddbReads: 0 });
+    // The lock: one DynamoDB write to acquire, one to release, for both; ours reads the lock item
+    // (consistent GetItem) with each of its two fenced writes (docs/DESIGN.md, "The write path").
+    expect(ours?.mean).toMatchObject({ ddbWrites: 2, ddbReads: 2 });
     expect(reference?.mean).toMatchObject({ ddbWrites: 2, ddbReads: 0 });
   });
 
@@ -150,6 +151,8 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
     expect(api.mean.getClass).toBeLessThanOrEqual(TURN_API_CEILINGS.getClass);
     expect(api.mean.list).toBe(0);
     expect(api.mean.ddbWrites).toBe(2);
+    // The commit's fencing check: one consistent read of the lock item, in parallel with its reads.
+    expect(api.mean.ddbReads).toBe(1);
     expect(api.trips).toBeLessThanOrEqual(TURN_API_CEILINGS.trips);
     expect(api.holds).toBe(true);
     expect(stackDollars(api)).toBeLessThan(stackDollars(six));

@@ -25,7 +25,8 @@ const PROBLEM_NOTES: Record<ProblemCode, string> = {
   'method-not-allowed': 'the path takes other methods, which `Allow` lists',
   'append-conflict':
     'the list does not have `expectedCount` items (or not `expectedHash`): `count` and `hash` are what it has; nothing was written',
-  fenced: 'a newer fencing token has been seen; nothing was written',
+  fenced:
+    'the Fencing-Token is stale (a newer one has been seen) or not granted (the lock holds no live lease with it); nothing was written',
   'lock-held':
     'another owner holds the lock: `holder`, `expiresAt`; Retry-After is the seconds left of its lease',
   'lock-lost': 'the lease named is not held any more',
@@ -35,7 +36,10 @@ const PROBLEM_NOTES: Record<ProblemCode, string> = {
     'a list of the commit does not have its expected count: `commitId` and `failures` (each failing key with its current `currentVersion`, or `count` and `hash`, and the `reason`); nothing was written',
   'commit-partial':
     'a commit without a lease found a condition failing at write time: `applied` keys were written, `failed` were not; retry with the same `commitId` after reading the failed keys',
-  'commit-mismatch': 'the `commitId` was applied to `key` (`kind`) with another body; nothing was written',
+  'commit-mismatch':
+    'the `commitId` was applied to `key` (`kind` `value` or `list`) with another body, or recorded with another body (`kind` `commit`); nothing was written',
+  'idempotency-key-reused':
+    'the Idempotency-Key names another request to this list (other items, count or hash); nothing was written: send a new key with a new request',
   'payload-too-large': 'the request body is over `limit` bytes',
   'precondition-unsupported': 'the backend cannot evaluate this condition; nothing was written',
   'backend-unavailable': 'the storage backend is unavailable; retry after Retry-After',

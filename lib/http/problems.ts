@@ -15,9 +15,11 @@ import {
   ContendedError,
   CorruptValueError,
   FencedError,
+  IdempotencyKeyReusedError,
   ListPreconditionFailedError,
   ListTooShortError,
   MisconfiguredBackendError,
+  PartialDeleteError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
   RestoreInProgressError,
@@ -134,7 +136,14 @@ export function toProblem(
     return r(problem('commit-mismatch', error.message, { commitId, kind, key }));
   }
   if (error instanceof FencedError)
-    return r(problem('fenced', 'a newer fencing token has been seen; nothing was written'));
+    return r(
+      problem(
+        'fenced',
+        error.seen === null
+          ? 'token not granted: the lock holds no live lease with this token; nothing was written'
+          : 'a newer fencing token has been seen; nothing was written',
+      ),
+    );
   if (error instanceof LockConflictError) {
     const seconds = Math.max(1, Math.ceil((error.expiresAt.getTime() - Date.now()) / 1000));
     return r(
@@ -147,7 +156,17 @@ export function toProblem(
     );
   }
   if (error instanceof LockLostError) return r(problem('lock-lost', error.message));
+  if (error instanceof IdempotencyKeyReusedError) return r(problem('idempotency-key-reused', error.message));
   if (error instanceof ContendedError) return r(problem('contended', error.message));
+  // A session or workspace delete that left objects behind (a write raced it): what was deleted is
+  // gone for every reader; a retried DELETE removes the rest.
+  if (error instanceof PartialDeleteError)
+    return r(
+      problem(
+        'contended',
+        `deleted, but ${error.failures.length} objects could not be removed yet (a write raced the delete); retry the delete`,
+      ),
+    );
   if (error instanceof BackendUnsafeError) return r(problem('backend-unsafe', error.message));
   if (error instanceof ListPreconditionFailedError) {
     return r(problem('precondition-failed', 'the list has another hash', { currentHash: error.currentHash }));

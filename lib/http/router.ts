@@ -171,8 +171,13 @@ export function createRouter(deps: RouterDeps, routes: readonly Route[] = ROUTES
         const spec: { id?: string } = PATH_PARAMS[name];
         params[name] = spec.id ? decodeUrlId(raw, name) : raw;
       }
+      // One identity per request: repeated Authorization headers (joined with a comma by every
+      // platform; a bearer token has none) are refused before anything is read.
+      if (request.headers.authorization?.includes(','))
+        throw new ValidationError('Authorization', 'one bearer token (a single Authorization header)');
       const userId = r.auth ? await deps.auth(request) : null;
-      const user = deps.store.forUser(userId);
+      // The lock is the authority over every token a write carries (docs/DESIGN.md, "The write path").
+      const user = deps.store.forUser(userId, { authority: deps.lock });
       const body = r.body ? parseBody(request, r as Route & { body: z.ZodMiniType }) : undefined;
       const query = r.query ? parseQuery(request, r.query) : undefined;
       const headers = r.headers ? parseHeaders(request, r.headers) : undefined;

@@ -25,6 +25,7 @@ import {
 import { type BackendResource, MisconfiguredBackendError } from '../store/errors.js';
 import {
   type AcquireOptions,
+  type CommitIdentity,
   checkLeaseMs,
   checkOwner,
   checkToken,
@@ -33,6 +34,7 @@ import {
   LockConflictError,
   type LockKey,
   LockLostError,
+  leaseHolds,
   lockName,
   type SessionLock,
   waitFor,
@@ -53,7 +55,10 @@ export interface DynamoDbLockOptions {
   /** Clock; default `Date.now`. */
   readonly now?: () => number;
   /** Called with the number of DynamoDB requests each call made (for metrics and benchmarks). */
-  readonly onRequests?: (operation: 'acquire' | 'renew' | 'release', requests: number) => void;
+  readonly onRequests?: (
+    operation: 'acquire' | 'renew' | 'release' | 'grantOf' | 'recordCommit',
+    requests: number,
+  ) => void;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -119,6 +124,16 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
   const report = options.onRequests ?? (() => {});
   const n = (v: number): AttributeValue => ({ N: String(v) });
   const s = (v: string): AttributeValue => ({ S: v });
+  /** The update of a commit's identity (`commitId`, `commitDigest`), or nothing. */
+  const recording = (
+    commit: CommitIdentity | undefined,
+  ): { set: string; values: Record<string, AttributeValue> } =>
+    commit
+      ? {
+          set: ', commitId = :commitId, commitDigest = :commitDigest',
+          values: { ':commitId': s(commit.commitId), ':commitDigest': s(commit.digest) },
+        }
+      : { set: '', values: {} };
 
   function toLease(item: Record<string, AttributeValue> | undefined, leaseMs: number): Lease {
     return {
@@ -176,7 +191,7 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
       new GetItemCommand({ TableName, Key: { lockKey: s(name) }, ConsistentRead: true }),
     );
     const item = current.Item;
-    if (item?.owner?.S !== undefined && Number(item.expiresAt?.N) >= t - skew) {
+    if (item?.owner?.S !== undefined && leaseHolds(Number(item.expiresAt?.N), t, skew)) {
       throw new LockConflictError(item.owner.S, new Date(Number(item.expiresAt?.N)));
     }
     // Released or expired between our attempts: let the caller retry at once.
@@ -202,13 +217,14 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
       checkToken(token);
       const leaseMs = checkLeaseMs(o.leaseMs);
       const t = now();
+      const commit = recording(o.commit);
       report('renew', 1);
       try {
         const out = await client.send(
           new UpdateItemCommand({
             TableName,
             Key: { lockKey: s(lockName(key)) },
-            UpdateExpression: 'SET expiresAt = :exp, version = :version, #ttl = :ttl, leaseMs = :lease',
+            UpdateExpression: `SET expiresAt = :exp, version = :version, #ttl = :ttl, leaseMs = :lease${commit.set}`,
             ConditionExpression: '#owner = :owner AND #token = :token',
             ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#ttl': 'ttl' },
             ExpressionAttributeValues: {
@@ -218,6 +234,7 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
               ':version': s(randomUUID()),
               ':ttl': n(Math.ceil((t + retentionMs + DAY_MS) / 1000)),
               ':lease': n(leaseMs),
+              ...commit.values,
             },
             ReturnValues: 'ALL_NEW',
           }),
@@ -229,10 +246,11 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
       }
     },
 
-    async release(key, owner, token) {
+    async release(key, owner, token, o = {}) {
       checkOwner(owner);
       checkToken(token);
       const name = lockName(key);
+      const commit = recording(o.commit);
       let requests = 1;
       try {
         // The counter stays: only the holder is removed.
@@ -240,7 +258,7 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
           new UpdateItemCommand({
             TableName,
             Key: { lockKey: s(name) },
-            UpdateExpression: 'REMOVE #owner SET expiresAt = :zero, version = :version',
+            UpdateExpression: `REMOVE #owner SET expiresAt = :zero, version = :version${commit.set}`,
             ConditionExpression: '#owner = :owner AND #token = :token',
             ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
             ExpressionAttributeValues: {
@@ -248,6 +266,7 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
               ':token': n(token),
               ':zero': n(0),
               ':version': s(randomUUID()),
+              ...commit.values,
             },
           }),
         );
@@ -258,11 +277,50 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
           new GetItemCommand({ TableName, Key: { lockKey: s(name) }, ConsistentRead: true }),
         );
         const item = current.Item;
-        const held = item?.owner?.S !== undefined && Number(item.expiresAt?.N) >= now() - skew;
+        const held = item?.owner?.S !== undefined && leaseHolds(Number(item.expiresAt?.N), now(), skew);
         if (held) throw new LockLostError('another owner holds the lock');
       } finally {
         report('release', requests);
       }
+    },
+
+    async recordCommit(key, token, commit) {
+      checkToken(token);
+      const update = recording(commit);
+      report('recordCommit', 1);
+      try {
+        await client.send(
+          new UpdateItemCommand({
+            TableName,
+            Key: { lockKey: s(lockName(key)) },
+            UpdateExpression: `SET version = :version${update.set}`,
+            ConditionExpression: 'attribute_exists(#owner) AND #token = :token AND expiresAt >= :expired',
+            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+            ExpressionAttributeValues: {
+              ':token': n(token),
+              ':expired': n(now() - skew),
+              ':version': s(randomUUID()),
+              ...update.values,
+            },
+          }),
+        );
+      } catch (error) {
+        // The lease is gone: nothing to record it in (the commit's own records remain).
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      }
+    },
+
+    async grantOf(key) {
+      report('grantOf', 1);
+      const { Item: item } = await client.send(
+        new GetItemCommand({ TableName, Key: { lockKey: s(lockName(key)) }, ConsistentRead: true }),
+      );
+      const token = Number(item?.token?.N);
+      if (!item || !Number.isSafeInteger(token)) return undefined;
+      const live = item.owner?.S !== undefined && leaseHolds(Number(item.expiresAt?.N), now(), skew);
+      const commitId = item.commitId?.S;
+      const digest = item.commitDigest?.S;
+      return { token, live, ...(commitId && digest ? { commit: { commitId, digest } } : {}) };
     },
   };
   // A missing table or refused credentials is a deployment problem: say so, whatever the call.
@@ -276,6 +334,8 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
   return {
     acquire: (key, o) => lock.acquire(key, o).catch(named),
     renew: (key, owner, token, o) => lock.renew(key, owner, token, o).catch(named),
-    release: (key, owner, token) => lock.release(key, owner, token).catch(named),
+    release: (key, owner, token, o) => lock.release(key, owner, token, o).catch(named),
+    recordCommit: (key, token, commit) => lock.recordCommit(key, token, commit).catch(named),
+    grantOf: (key) => lock.grantOf(key).catch(named),
   };
 }

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   type AcquireOptions,
+  type CommitIdentity,
   checkLeaseMs,
   checkOwner,
   checkToken,
@@ -10,6 +11,7 @@ import {
   LockConflictError,
   type LockKey,
   LockLostError,
+  leaseHolds,
   lockName,
   nextToken,
   type SessionLock,
@@ -27,6 +29,7 @@ interface Entry {
   token: number;
   expiresAt: number;
   leaseMs: number;
+  commit?: CommitIdentity;
 }
 
 /** Creates an in-process lock. */
@@ -43,13 +46,19 @@ export function createMemoryLock(options: MemoryLockOptions = {}): SessionLock {
   function tryAcquire(name: string, owner: string, explicit: boolean, leaseMs: number): Lease {
     const e = entries.get(name);
     const t = now();
-    if (e?.owner !== undefined && e.expiresAt > t) {
+    if (e?.owner !== undefined && leaseHolds(e.expiresAt, t)) {
       if (!(explicit && e.owner === owner)) throw new LockConflictError(e.owner, new Date(e.expiresAt));
       e.expiresAt = t + leaseMs;
       e.leaseMs = leaseMs;
       return lease(e);
     }
-    const granted: Entry = { owner, token: nextToken(e?.token, t), expiresAt: t + leaseMs, leaseMs };
+    const granted: Entry = {
+      owner,
+      token: nextToken(e?.token, t),
+      expiresAt: t + leaseMs,
+      leaseMs,
+      ...(e?.commit ? { commit: e.commit } : {}),
+    };
     entries.set(name, granted);
     return lease(granted);
   }
@@ -70,16 +79,29 @@ export function createMemoryLock(options: MemoryLockOptions = {}): SessionLock {
       if (!e || e.owner !== owner || e.token !== token) throw new LockLostError();
       e.expiresAt = now() + leaseMs;
       e.leaseMs = leaseMs;
+      if (o.commit) e.commit = o.commit;
       return lease(e);
     },
-    async release(key, owner, token) {
+    async release(key, owner, token, o = {}) {
       checkOwner(owner);
       checkToken(token);
       const e = entries.get(lockName(key));
-      if (!e || e.owner === undefined || e.expiresAt <= now()) return;
+      if (!e || e.owner === undefined || !leaseHolds(e.expiresAt, now())) return;
       if (e.owner !== owner || e.token !== token) throw new LockLostError('another owner holds the lock');
       e.owner = undefined;
       e.expiresAt = 0;
+      if (o.commit) e.commit = o.commit;
+    },
+    async recordCommit(key, token, commit) {
+      checkToken(token);
+      const e = entries.get(lockName(key));
+      if (e?.owner !== undefined && e.token === token && leaseHolds(e.expiresAt, now())) e.commit = commit;
+    },
+    async grantOf(key) {
+      const e = entries.get(lockName(key));
+      if (!e) return undefined;
+      const live = e.owner !== undefined && leaseHolds(e.expiresAt, now());
+      return { token: e.token, live, ...(e.commit ? { commit: e.commit } : {}) };
     },
   };
 }

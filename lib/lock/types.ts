@@ -1,6 +1,9 @@
 /** The execution guard: leases with fencing tokens, one lock per (user, session). */
 import { StoreError, ValidationError } from '../store/errors.js';
 import { encodeId } from '../store/ids.js';
+import type { CommitIdentity, LockGrant, TokenAuthority } from '../store/write-path.js';
+
+export type { CommitIdentity, LockGrant };
 
 /** A granted lease. */
 export interface Lease {
@@ -27,13 +30,29 @@ export interface LockKey {
   readonly sessionId: string;
 }
 
-/** A lock backend (DynamoDB, or in-process). */
-export interface SessionLock {
+/**
+ * A lock backend (DynamoDB, or in-process). It is also the store's authority over fencing tokens
+ * (`grantOf`, docs/DESIGN.md "The write path"): give it to `createStateStore({ authority })`.
+ */
+export interface SessionLock extends TokenAuthority {
   acquire(key: LockKey, options?: AcquireOptions): Promise<Lease>;
-  /** Extends the lease of the current holder; `LockLostError` for anyone else. */
-  renew(key: LockKey, owner: string, token: number, options?: { leaseMs?: number }): Promise<Lease>;
-  /** Releases; succeeds when already free or expired; `LockLostError` when another owner holds it now. */
-  release(key: LockKey, owner: string, token: number): Promise<void>;
+  /**
+   * Extends the lease of the current holder; `LockLostError` for anyone else. `commit`: the identity
+   * of the commit this renewal follows, recorded in the lock (a reused commit id is told from a replay).
+   */
+  renew(
+    key: LockKey,
+    owner: string,
+    token: number,
+    options?: { leaseMs?: number; commit?: CommitIdentity },
+  ): Promise<Lease>;
+  /**
+   * Releases; succeeds when already free or expired; `LockLostError` when another owner holds it now.
+   * `commit`: as for `renew`, recorded when the release takes effect.
+   */
+  release(key: LockKey, owner: string, token: number, options?: { commit?: CommitIdentity }): Promise<void>;
+  /** Records a commit made under the lease of `token` without renewing or releasing it (when that lease is still held). */
+  recordCommit(key: LockKey, token: number, commit: CommitIdentity): Promise<void>;
 }
 
 /** The lock is held by someone else (never says their token). */
@@ -100,6 +119,11 @@ export function checkToken(token: unknown): number {
     throw new ValidationError('token', 'must be a non-negative integer below 2^53');
   }
   return token as number;
+}
+
+/** Whether a lease that runs until `expiresAt` (ms) still holds at `now`, `skewMs` of clock skew allowed. */
+export function leaseHolds(expiresAt: number, now: number, skewMs = 0): boolean {
+  return expiresAt >= now - skewMs;
 }
 
 /** The next token: above the previous one, and never below the clock, so a lost counter cannot go back. */

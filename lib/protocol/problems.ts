@@ -16,6 +16,7 @@ import {
   ContendedError,
   CorruptValueError,
   FencedError,
+  IdempotencyKeyReusedError,
   ListPreconditionFailedError,
   ListTooShortError,
   PreconditionFailedError,
@@ -43,7 +44,7 @@ export interface ProblemFields {
   readonly failures?: readonly CommitFailureFields[] | undefined;
   readonly applied?: ReadonlyArray<{ kind: 'value' | 'list'; key: string }> | undefined;
   readonly failed?: readonly CommitFailureFields[] | undefined;
-  readonly kind?: 'value' | 'list' | undefined;
+  readonly kind?: 'value' | 'list' | 'commit' | undefined;
   readonly key?: string | undefined;
 }
 
@@ -178,6 +179,11 @@ export const PROBLEMS = {
     retryAfter: true,
     error: (_, detail) => new ContendedError(detail),
   },
+  'idempotency-key-reused': {
+    status: 422,
+    title: 'Idempotency-Key reused for another request',
+    error: () => new IdempotencyKeyReusedError(),
+  },
   'upload-mismatch': {
     status: 422,
     title: 'Upload does not match',
@@ -244,7 +250,7 @@ export const Problem = z.object({
   failures: z.optional(z.array(CommitFailureSchema)),
   applied: z.optional(z.array(z.object({ kind: z.enum(['value', 'list']), key: z.string() }))),
   failed: z.optional(z.array(CommitFailureSchema)),
-  kind: z.optional(z.enum(['value', 'list'])),
+  kind: z.optional(z.enum(['value', 'list', 'commit'])),
   key: z.optional(z.string()),
 });
 

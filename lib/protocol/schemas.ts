@@ -450,8 +450,16 @@ export const headers = {
       }),
     ),
   }),
-  /** A value read: `If-None-Match` (304 when the value still has that version). */
-  read: z.object({ ifNoneMatch: z.optional(notModifiedTags) }),
+  /**
+   * A value read: `If-Match` (412 unless the value has that version; RFC 9110 13.2.2 evaluates it
+   * first) and `If-None-Match` (304 when the value still has that version).
+   */
+  read: z.object({
+    ifMatch: z.optional(
+      entityTag('any', 'a quoted entity tag: "<etag>" (or *): 412 unless the value has it'),
+    ),
+    ifNoneMatch: z.optional(notModifiedTags),
+  }),
   /**
    * A list read: `If-Match: "<hash>"` reads only that version; `If-None-Match: "<hash>"` answers
    * 304 when the list still has that hash.

@@ -9,7 +9,6 @@
  * key's write is atomic; the keys are not atomic with each other (S3 and OSS have no multi-object
  * transaction): a commit is per-key atomic and made safe to retry by its `commitId`.
  */
-import { createHash } from 'node:crypto';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectInfo, StoredObject } from '../drivers/types.js';
 import {
@@ -17,6 +16,7 @@ import {
   getOrUndefined,
   headOrUndefined,
   jsonBody,
+  parseJsonObject,
   type StoreContext,
   storedToken,
 } from './context.js';
@@ -28,17 +28,28 @@ import {
   CommitPreconditionError,
   CorruptValueError,
   FencedError,
+  IdempotencyKeyReusedError,
   ListPreconditionFailedError,
   ListTooShortError,
   PreconditionUnsupportedError,
   ValidationError,
 } from './errors.js';
-import { canonicalJson, chainHash, EMPTY_HASH, isHash } from './hash.js';
+import { chainHash, EMPTY_HASH, isHash } from './hash.js';
 import { checkId, type UserLayout } from './ids.js';
 import { MAX_APPEND_ITEMS, MAX_TURN_KEYS, WRITE_ID_PATTERN } from './limits.js';
 import { checkPage, type ListFormat, type ListPeek } from './lists/format.js';
 import type { Marker, Sessions } from './sessions.js';
 import type { DirectRequest, ListAction, ListPage, ListWriteResult } from './types.js';
+import {
+  COMMIT_META,
+  type CommitIdentity,
+  DIGEST_META,
+  type Fence,
+  putValue,
+  recordId,
+  requestDigest,
+  valueToken,
+} from './write-path.js';
 
 export type { CommitFailure };
 
@@ -130,19 +141,17 @@ export interface CommitResult {
   }>;
 }
 
-/** Metadata a committed value records: the commit id and the digest of the commit's body. */
-const COMMIT_META = 'commit';
-const DIGEST_META = 'digest';
-
-/** SHA-256 (hex) of the JCS of the commit's `values` and `lists`: what a retry must match. */
+/** The digest of the commit's `values` and `lists` (`requestDigest`): what a retry must match. */
 export function commitDigest(request: CommitRequest): string {
-  const body = canonicalJson({ values: request.values ?? [], lists: request.lists ?? [] });
-  return createHash('sha256').update(body).digest('hex');
+  return requestDigest({ values: request.values ?? [], lists: request.lists ?? [] });
 }
 
-/** The write id a commit's change of list `key` carries (the formats remember the last 64). */
-export function commitWriteId(commitId: string, key: string): string {
-  return `c.${createHash('sha256').update(`${commitId}\n${key}`).digest('base64url').slice(0, 40)}`;
+/** A commit record's identity, when it is of incarnation `inc`. */
+function recordOf(object: StoredObject | undefined, inc: string): CommitIdentity | undefined {
+  const body = object ? parseJsonObject(object.body) : undefined;
+  if (body?.inc !== inc || typeof body.commitId !== 'string' || typeof body.digest !== 'string')
+    return undefined;
+  return { commitId: body.commitId, digest: body.digest };
 }
 
 type ValuePlan = {
@@ -170,6 +179,7 @@ export class Commits {
     private readonly layout: UserLayout,
     private readonly sessions: Sessions,
     private readonly lists: ListFormat,
+    private readonly fenceOf: (sessionId: string, token: number | undefined) => Fence,
   ) {}
 
   async snapshot(s: string, request: SnapshotRequest): Promise<Snapshot> {
@@ -225,19 +235,28 @@ export class Commits {
     const lists = request.lists ?? [];
     if (!cas && values.some((v) => 'value' in v && v.ifVersion !== undefined))
       throw new PreconditionUnsupportedError(driver.name);
-    const digest = commitDigest(request);
+    const identity: CommitIdentity = { commitId, digest: commitDigest(request) };
+    const fence = this.fenceOf(s, token);
     // The one conditional value whose If-Match is its own precheck: it is written first and alone,
-    // so when its condition fails nothing has been written (no HEAD for it).
+    // so when its condition fails nothing has been written (no HEAD for it). A token write needs
+    // the value's recorded token unless the lock checks the token (docs/DESIGN.md, "The write path").
     const versioned = values.filter((v) => 'value' in v && v.ifVersion !== undefined);
     const fast =
-      versioned.length === 1 && !values.some((v) => 'value' in v && v.ifAbsent) ? versioned[0] : undefined;
+      versioned.length === 1 &&
+      !values.some((v) => 'value' in v && v.ifAbsent) &&
+      (token === undefined || fence.authorized)
+        ? versioned[0]
+        : undefined;
 
-    // ---- one round trip: the marker, the values to check, the lists to change -------------------
+    // ---- one round trip: the marker, the values to check, the lists to change, the lock ---------
     const marker = this.sessions.read(s);
     const heads = values.map((v) =>
       v === fast ? undefined : settle(headOrUndefined(driver, this.layout.value(s, v.key))),
     );
     const peeks = lists.map((l) => settle(this.lists.peek(s, l.key, marker)));
+    // A lease records the commit's identity in the lock; a commit without one, in a record of its own.
+    const record = fence.authorized ? undefined : settle(this.readRecord(s, commitId));
+    const grant = settle(fence.lockGrant());
     const read = unwrap(await settle(marker));
     const gotHeads = await Promise.all(heads);
     const gotPeeks = await Promise.all(peeks);
@@ -250,30 +269,19 @@ export class Commits {
     const listPlans: ListPlan[] = lists.map((change, i) => ({
       change,
       peek: unwrap(gotPeeks[i] as Settled<ListPeek>),
-      writeId: commitWriteId(commitId, change.key),
+      writeId: recordId(`${commitId}\n${change.key}`, identity.digest),
     }));
     /** The value's object in this incarnation (another's is a leftover: absent). */
     const current = (plan: ValuePlan) =>
       plan.head && plan.head.metadata.inc === live?.inc ? plan.head : undefined;
 
-    // ---- 1. fencing, first: a stale token writes nothing at all ---------------------------------
-    if (token !== undefined) {
-      const seen = Math.max(
-        live?.token ?? -1,
-        ...valuePlans.map((p) => tokenOf(current(p))),
-        ...listPlans.map((p) => p.peek.token ?? -1),
-      );
-      if (seen > token) {
-        this.ctx.metrics.count('fencedWrites');
-        throw new FencedError(token, seen);
-      }
-    }
-
-    // ---- 2. what this commit id already did (a retry), and a changed body -------------------------
+    // ---- 1. what this commit id already did (a replay), and a changed body -----------------------
     for (const plan of valuePlans) {
       const object = current(plan);
+      // A delete whose value is gone has nothing to do (deletes record nothing: a retry finds it so).
+      if ('delete' in plan.change && !object) plan.done = {};
       if (object?.metadata[COMMIT_META] !== commitId) continue;
-      if (object.metadata[DIGEST_META] !== digest)
+      if (object.metadata[DIGEST_META] !== identity.digest)
         throw new CommitMismatchError(commitId, 'value', plan.change.key);
       plan.done = { etag: object.etag };
     }
@@ -287,16 +295,37 @@ export class Commits {
       if ('failure' in verdict) failures.push(verdict.failure);
       else plan.done = verdict.done;
     }
+    // A body that shares no key with the first: the commit's own record (in the lease, or an object).
+    const recorded = record && live ? recordOf(unwrap(await record), live.inc) : undefined;
+    const leased = unwrap(await grant)?.commit;
+    for (const seen of [recorded, leased])
+      if (seen?.commitId === commitId && seen.digest !== identity.digest)
+        throw new CommitMismatchError(commitId, 'commit', '');
+    const result = (): CommitResult => ({
+      commitId,
+      values: valuePlans.map((p) => ({ key: p.change.key, ...(p.done?.etag ? { etag: p.done.etag } : {}) })),
+      lists: listPlans.map((p) => {
+        const { action, count, hash } = p.done as ListWriteResult;
+        return { key: p.change.key, action, count, hash };
+      }),
+    });
+    // A replay of a commit that landed whole answers it again, whoever holds the lease now.
+    const landed = () => valuePlans.every((p) => p.done) && listPlans.every((p) => p.done);
+    if (landed() && (values.length > 0 || lists.length > 0)) return result();
+
+    // ---- 2. fencing: a stale token writes nothing at all ----------------------------------------
+    await fence.check(
+      live?.token,
+      ...valuePlans.map((p) => valueToken(current(p))),
+      ...listPlans.map((p) => p.peek.token),
+    );
 
     // ---- 3. every other precondition, on what was read -----------------------------------------
     for (const plan of valuePlans) {
       if (plan.done) continue;
       const { change } = plan;
       const object = current(plan);
-      if ('delete' in change) {
-        if (!object) plan.done = {}; // nothing to delete
-        continue;
-      }
+      if ('delete' in change) continue;
       if (change === fast && !live) {
         // No session: no value has that version (and nothing is created for a failing commit).
         failures.push({ kind: 'value', key: change.key, reason: 'version', currentVersion: null });
@@ -322,7 +351,7 @@ export class Commits {
         const head = await headOrUndefined(driver, unread.name);
         const object = head && head.metadata.inc === live?.inc ? head : undefined;
         const done = object?.metadata[COMMIT_META] === commitId;
-        if (done && object.metadata[DIGEST_META] !== digest)
+        if (done && object.metadata[DIGEST_META] !== identity.digest)
           throw new CommitMismatchError(commitId, 'value', unread.change.key);
         if (!done && object?.etag !== unread.change.ifVersion)
           failures.push({
@@ -334,43 +363,39 @@ export class Commits {
       }
       throw new CommitPreconditionError(commitId, failures);
     }
+    if (landed()) return result();
 
-    const result = (): CommitResult => ({
-      commitId,
-      values: valuePlans.map((p) => ({ key: p.change.key, ...(p.done?.etag ? { etag: p.done.etag } : {}) })),
-      lists: listPlans.map((p) => {
-        const { action, count, hash } = p.done as ListWriteResult;
-        return { key: p.change.key, action, count, hash };
-      }),
-    });
-    if (valuePlans.every((p) => p.done) && listPlans.every((p) => p.done)) return result();
-
-    // ---- 4. the writes: the marker (only when it must change), the values, then the lists -------
+    // ---- 4. the writes: the marker (only when it must change), the record, the values, the lists --
     const creates =
       valuePlans.some((p) => !p.done && 'value' in p.change && p.read && !current(p)) ||
       listPlans.some((p) => !p.done && p.peek.creates && !('truncate' in p.change));
-    const written = await this.sessions.forWrite(s, read, token, creates);
+    const written = await this.sessions.forWrite(s, read, fence, creates);
+    if (record && !recorded) await this.writeRecord(s, written.inc, identity);
     const applied: Array<{ kind: 'value' | 'list'; key: string }> = [];
     const failed: CommitFailure[] = [];
     const pending = valuePlans.filter((p) => !p.done);
+    /** The refusal of a commit whose value writes all failed: nothing of it is written. */
+    const refused = (failures: readonly (CommitFailure & { seen?: number })[]) => {
+      const fencedBy = failures.find((f) => f.reason === 'fenced');
+      if (fencedBy && token !== undefined) {
+        this.ctx.metrics.count('fencedWrites');
+        return new FencedError(token, fencedBy.seen ?? token + 1);
+      }
+      return new CommitPreconditionError(
+        commitId,
+        failures.map(({ seen: _, ...f }) => f),
+      );
+    };
     const first = pending.find((p) => p.change === fast);
     if (first) {
-      const outcome = await this.writeValue(first, written, digest, commitId, token, cas);
-      if ('failure' in outcome) {
-        // The first write of the commit: nothing is written yet.
-        if (outcome.failure.reason === 'fenced' && token !== undefined) {
-          this.ctx.metrics.count('fencedWrites');
-          throw new FencedError(token, outcome.seen ?? token + 1);
-        }
-        throw new CommitPreconditionError(commitId, [outcome.failure]);
-      }
+      const outcome = await this.writeValue(first, written, identity, fence);
+      // The first write of the commit: nothing is written yet.
+      if ('failure' in outcome) throw refused([{ ...outcome.failure, seen: outcome.seen }]);
       first.done = outcome.done;
       applied.push({ kind: 'value', key: first.change.key });
     }
     const others = await Promise.all(
-      pending
-        .filter((p) => p !== first)
-        .map((p) => settle(this.writeValue(p, written, digest, commitId, token, cas))),
+      pending.filter((p) => p !== first).map((p) => settle(this.writeValue(p, written, identity, fence))),
     );
     let error: unknown;
     pending
@@ -389,10 +414,11 @@ export class Commits {
       });
     // A list that indexes values never points at one not written: no list change after a failure.
     if (error !== undefined) throw error;
-    if (failed.length > 0) throw new CommitPartialError(commitId, applied, failed);
+    if (failed.length > 0)
+      throw applied.length === 0 ? refused(failed) : new CommitPartialError(commitId, applied, failed);
 
     const listWrites = await Promise.all(
-      listPlans.map((plan) => (plan.done ? undefined : settle(this.writeList(s, plan, written, token)))),
+      listPlans.map((plan) => (plan.done ? undefined : settle(this.writeList(s, plan, written, fence)))),
     );
     for (const [i, plan] of listPlans.entries()) {
       const got = listWrites[i];
@@ -411,10 +437,34 @@ export class Commits {
     return result();
   }
 
+  /** The commit record of a commit without a lease (+1 GET in the commit's first round trip). */
+  private async readRecord(s: string, commitId: string): Promise<StoredObject | undefined> {
+    return getOrUndefined(this.ctx.driver, this.layout.commitRecord(s, commitId));
+  }
+
   /**
-   * Decides a list change on its pre-read: apply it, skip it (this commit id's write is recorded
-   * with the result this body produces), or a failing precondition. A recorded write with another
-   * result is `CommitMismatchError`.
+   * Writes the commit record (create-only) before the commit's first value or list write: a
+   * concurrent commit under the same id with another body then finds it and writes nothing.
+   */
+  private async writeRecord(s: string, inc: string, identity: CommitIdentity): Promise<void> {
+    const name = this.layout.commitRecord(s, identity.commitId);
+    try {
+      await this.ctx.driver.put(name, JSON.stringify({ v: 1, inc, ...identity }), {
+        contentType: 'application/json',
+        tags: { kind: 'state' },
+        ifNoneMatch: '*',
+      });
+    } catch (error) {
+      if (!(error instanceof ObjectConditionFailedError)) throw error;
+      const seen = recordOf(await this.readRecord(s, identity.commitId), inc);
+      if (seen && seen.digest !== identity.digest)
+        throw new CommitMismatchError(identity.commitId, 'commit', '');
+    }
+  }
+
+  /**
+   * Decides a list change on its pre-read: apply it, skip it (this commit's write is recorded), or
+   * a failing precondition. The same commit id recorded with another body is `CommitMismatchError`.
    */
   private async checkList(
     change: CommitList,
@@ -426,22 +476,24 @@ export class Commits {
     const failure = (reason: 'count' | 'hash') => ({
       failure: { kind: 'list' as const, key, reason, count: peek.count, hash: peek.hash },
     });
-    const replayed = async (matches: (r: ListWriteResult) => boolean) => {
-      const record = await peek.recorded(writeId);
-      if (!record) return undefined;
-      if (!matches(record)) throw new CommitMismatchError(commitId, 'list', key);
-      return { done: record };
+    // Looked for in what was read; on a list that no longer meets the change, in its history too.
+    const replayed = async (deep: boolean) => {
+      try {
+        const record = await peek.recorded(writeId, deep);
+        return record ? { done: record } : undefined;
+      } catch (error) {
+        if (error instanceof IdempotencyKeyReusedError) throw new CommitMismatchError(commitId, 'list', key);
+        throw error;
+      }
     };
     if ('append' in change) {
-      if (peek.count === change.expectedCount && peek.hash === change.expectedHash) return 'apply';
-      const count = change.expectedCount + change.append.length;
-      const hash = chainHash(change.expectedHash, change.append);
-      return (
-        (await replayed((r) => r.count === count && r.hash === hash)) ??
-        failure(peek.count !== change.expectedCount ? 'count' : 'hash')
-      );
+      if (peek.count === change.expectedCount && peek.hash === change.expectedHash)
+        return (await replayed(false)) ?? 'apply';
+      return (await replayed(true)) ?? failure(peek.count !== change.expectedCount ? 'count' : 'hash');
     }
     if ('replace' in change) {
+      const shallow = await replayed(false);
+      if (shallow) return shallow;
       // Replacing a list by what it holds changes nothing (a retry of a replace that landed).
       const hash = chainHash(EMPTY_HASH, change.replace);
       if (peek.count === change.replace.length && peek.hash === hash)
@@ -450,20 +502,20 @@ export class Commits {
       return failure('hash');
     }
     if (peek.hash === change.expectedHash) {
+      const shallow = await replayed(false);
+      if (shallow) return shallow;
       if (change.truncate > peek.count) return failure('count');
       return 'apply';
     }
-    return (await replayed((r) => r.count === change.truncate)) ?? failure('hash');
+    return (await replayed(true)) ?? failure('hash');
   }
 
-  /** Writes (or deletes) one value, conditional as its change and the token need. */
+  /** Writes (or deletes) one value through the write path's `putValue`. */
   private async writeValue(
     plan: ValuePlan,
     marker: Marker,
-    digest: string,
-    commitId: string,
-    token: number | undefined,
-    cas: boolean,
+    identity: CommitIdentity,
+    fence: Fence,
   ): Promise<{ done: { etag?: string } } | { failure: CommitFailure; seen?: number }> {
     const { driver } = this.ctx;
     const { change, name } = plan;
@@ -471,26 +523,13 @@ export class Commits {
       await driver.delete(name);
       return { done: {} };
     }
-    const head = plan.head;
-    const onHead = head === undefined ? { ifNoneMatch: '*' as const } : cas ? { ifMatch: head.etag } : {};
-    const condition =
-      change.ifVersion !== undefined
-        ? { ifMatch: change.ifVersion }
-        : change.ifAbsent || token !== undefined
-          ? onHead
-          : {};
-    const metadata: Record<string, string> = {
-      inc: marker.inc,
-      [COMMIT_META]: commitId,
-      [DIGEST_META]: digest,
-    };
-    if (token !== undefined) metadata.token = String(token);
     try {
-      const { etag } = await driver.put(name, jsonBody(change.value), {
-        contentType: 'application/json',
-        metadata,
-        tags: { kind: 'state' },
-        ...condition,
+      const { etag } = await putValue(driver, name, jsonBody(change.value), marker.inc, fence, {
+        head: plan.head,
+        read: plan.read,
+        ...(change.ifVersion !== undefined ? { ifVersion: change.ifVersion } : {}),
+        ...(change.ifAbsent ? { ifAbsent: true } : {}),
+        commit: identity,
       });
       return { done: { etag } };
     } catch (error) {
@@ -498,13 +537,13 @@ export class Commits {
       const now = await headOrUndefined(driver, name);
       const mine = now && now.metadata.inc === marker.inc ? now : undefined;
       // This commit id wrote it meanwhile (a concurrent retry of the same commit).
-      if (mine?.metadata[COMMIT_META] === commitId) {
-        if (mine.metadata[DIGEST_META] !== digest)
-          throw new CommitMismatchError(commitId, 'value', change.key);
+      if (mine?.metadata[COMMIT_META] === identity.commitId) {
+        if (mine.metadata[DIGEST_META] !== identity.digest)
+          throw new CommitMismatchError(identity.commitId, 'value', change.key);
         return { done: { etag: mine.etag } };
       }
       const seen = tokenOf(mine);
-      const fenced = token !== undefined && seen > token;
+      const fenced = fence.token !== undefined && seen > fence.token;
       return {
         failure: {
           kind: 'value',
@@ -517,33 +556,27 @@ export class Commits {
     }
   }
 
-  private async writeList(
-    s: string,
-    plan: ListPlan,
-    marker: Marker,
-    token: number | undefined,
-  ): Promise<ListWriteResult> {
+  private async writeList(s: string, plan: ListPlan, marker: Marker, fence: Fence): Promise<ListWriteResult> {
     const { change, writeId } = plan;
-    const fencing = token === undefined ? {} : { token };
     if ('append' in change)
       return this.lists.appendPeeked(
         s,
         change.key,
         change.append,
-        { expectedCount: change.expectedCount, expectedHash: change.expectedHash, writeId, ...fencing },
+        { expectedCount: change.expectedCount, expectedHash: change.expectedHash, writeId, fence },
         marker,
         plan.peek,
       );
     if ('replace' in change)
       return this.lists.save(s, change.key, change.replace, {
         ...(change.expectedHash === undefined ? {} : { ifHash: change.expectedHash }),
-        ...fencing,
+        fence,
       });
     return this.lists.truncate(s, change.key, {
       count: change.truncate,
       expectedHash: change.expectedHash,
       writeId,
-      ...fencing,
+      fence,
     });
   }
 

@@ -96,9 +96,21 @@ export class FencedError extends StoreError {
   override name = 'FencedError';
   constructor(
     readonly token: number,
-    readonly seen: number,
+    /** The higher token seen; null: the lock has not granted this token to a live lease. */
+    readonly seen: number | null,
   ) {
-    super(`fenced: token ${token} is below ${seen}`);
+    super(seen === null ? `fenced: token ${token} not granted` : `fenced: token ${token} is below ${seen}`);
+  }
+}
+
+/**
+ * An Idempotency-Key the list records for another request (other items, count or hash): nothing
+ * was written. A key names one request; send a new key with a new request.
+ */
+export class IdempotencyKeyReusedError extends StoreError {
+  override name = 'IdempotencyKeyReusedError';
+  constructor() {
+    super('the Idempotency-Key was used for another request; nothing was written');
   }
 }
 
@@ -270,9 +282,14 @@ export class CommitMismatchError extends StoreError {
   override name = 'CommitMismatchError';
   constructor(
     readonly commitId: string,
-    readonly kind: 'value' | 'list',
+    /** Where the other body was found: a value's or a list's record, or the commit's own (`key` empty). */
+    readonly kind: 'value' | 'list' | 'commit',
     readonly key: string,
   ) {
-    super(`commit ${commitId} was applied to ${kind} ${key} with another body`);
+    super(
+      kind === 'commit'
+        ? `commit ${commitId} was recorded with another body`
+        : `commit ${commitId} was applied to ${kind} ${key} with another body`,
+    );
   }
 }

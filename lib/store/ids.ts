@@ -141,6 +141,8 @@ export interface UserLayout {
   workspace(sessionId: string, inc: string, name: string): string;
   workspaceUpload(sessionId: string, inc: string, name: string): string;
   valueUpload(sessionId: string, key: string, uploadId: string): string;
+  /** The record of a commit made without a lease (its id and digest), create-only. */
+  commitRecord(sessionId: string, commitId: string): string;
 }
 
 /** The layout of one user's objects under `prefix`; a null or blank user is the anonymous user. */
@@ -171,5 +173,6 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     workspace: (s, inc, name) => `${session(s)}~ws~${inc}/${encodeId('workspace', name)}`,
     workspaceUpload: (s, inc, name) => `${session(s)}~wsu~${inc}/${encodeId('workspace', name)}`,
     valueUpload: (s, k, id) => `${session(s)}~vu/${encodeId('key', k)}~${id}`,
+    commitRecord: (s, commitId) => `${session(s)}~commits/${encodeId('key', commitId)}`,
   };
 }

@@ -10,8 +10,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ListedObject } from '../drivers/types.js';
 import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
-import { ContendedError, FencedError } from './errors.js';
+import { ContendedError } from './errors.js';
 import type { UserLayout } from './ids.js';
+import type { Fence } from './write-path.js';
 
 /** A live session marker. */
 export interface Marker {
@@ -90,28 +91,25 @@ export class Sessions {
 
   /**
    * The live marker a write needs: creates the session when absent (purging what an earlier
-   * incarnation left), refuses a token below the marker's, and keeps the marker fresh. Fencing is
-   * per object (DESIGN.md, "Fencing"): the marker records a higher token only for a write that
-   * `creates` an object (every other write is fenced by what its target records).
+   * incarnation left), passes the write's fence (docs/DESIGN.md, "The write path": the lock's grant
+   * and the marker's token), and keeps the marker fresh. The marker records a higher token for a
+   * write that `creates` an object; without an authority (a library store given no lock), for every
+   * write that carries one (+1 PUT per grant), so that a session delete by a stale holder is fenced.
    */
-  async forWrite(
-    sessionId: string,
-    read: MarkerRead,
-    token: number | undefined,
-    creates: boolean,
-  ): Promise<Marker> {
+  async forWrite(sessionId: string, read: MarkerRead, fence: Fence, creates: boolean): Promise<Marker> {
+    const { token } = fence;
     let current = read;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const marker = current.live ?? (await this.create(sessionId, current.staleEtag, token));
+      const marker = current.live ?? (await this.create(sessionId, current.staleEtag, fence));
       if (!marker) {
         current = await this.read(sessionId);
         continue;
       }
-      if (token !== undefined && marker.token !== null && marker.token > token) {
-        this.ctx.metrics.count('fencedWrites');
-        throw new FencedError(token, marker.token);
-      }
-      const raise = token !== undefined && creates && (marker.token === null || token > marker.token);
+      await fence.check(marker.token);
+      const raise =
+        token !== undefined &&
+        (creates || !fence.authorized) &&
+        (marker.token === null || token > marker.token);
       const stale = this.ctx.now() - marker.lastModified.getTime() > this.ctx.keepAliveMs;
       if (!raise && !stale) return marker;
       const written = await this.rewrite(sessionId, marker, raise ? (token as number) : marker.token);
@@ -205,17 +203,15 @@ export class Sessions {
    * wins deletes them (archives stay, for audit, on their own schedule). Returns undefined when
    * another writer created the marker first.
    */
-  private async create(sessionId: string, staleEtag: string | undefined, token: number | undefined) {
+  private async create(sessionId: string, staleEtag: string | undefined, fence: Fence) {
     const { driver } = this.ctx;
+    const { token } = fence;
     const [tombstone, leftovers] = await Promise.all([
       getOrUndefined(driver, this.layout.tombstone(sessionId)),
       this.listOwned(sessionId),
     ]);
     const deletedWith = tombstone ? parseJsonObject(tombstone.body)?.token : undefined;
-    if (typeof deletedWith === 'number' && token !== undefined && deletedWith > token) {
-      this.ctx.metrics.count('fencedWrites');
-      throw new FencedError(token, deletedWith);
-    }
+    await fence.check(typeof deletedWith === 'number' ? deletedWith : undefined);
     const inc = newIncarnation(this.ctx.now());
     const recorded = token ?? (typeof deletedWith === 'number' ? deletedWith : null);
     let etag: string;

@@ -14,13 +14,11 @@ import {
   listAll,
   parseJsonObject,
   type StoreContext,
-  storedToken,
 } from './context.js';
 import type { ContentEncoding } from './encoding.js';
 import {
   ContendedError,
   CorruptValueError,
-  FencedError,
   PartialDeleteError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
@@ -50,6 +48,7 @@ import type {
   WriteOptions,
 } from './types.js';
 import { Workspaces } from './workspaces.js';
+import { Fence, putValue, recordId, requestDigest, type TokenAuthority, valueToken } from './write-path.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KIB = 1024;
@@ -96,6 +95,13 @@ export interface StateStoreOptions {
   readonly restoreDays?: number;
   /** Largest single value committed from a direct upload; default 64 MiB. */
   readonly maxValueBytes?: number;
+  /**
+   * The session lock as the authority over fencing tokens (docs/DESIGN.md, "The write path"): a
+   * write carrying a token is refused unless the lock granted that token to a live lease. Both
+   * locks are one (`createMemoryLock`, `createDynamoDbLock`). Without one, tokens are checked
+   * against what the objects and the session marker record.
+   */
+  readonly authority?: TokenAuthority;
 }
 
 /** The list formats (docs/DESIGN.md, "Lists"). */
@@ -103,8 +109,11 @@ export type ListFormatName = 'cas' | 'append';
 
 /** The store: user-scoped stores, and the test-only truncate. */
 export interface StateStore {
-  /** The store of one user; null or blank is the anonymous user. */
-  forUser(userId: string | null | undefined): SessionStore;
+  /**
+   * The store of one user; null or blank is the anonymous user. `authority` replaces the store's
+   * own (the HTTP router passes its lock).
+   */
+  forUser(userId: string | null | undefined, options?: { readonly authority?: TokenAuthority }): SessionStore;
   /** Deletes every session of every user under the prefix; only with `allowTruncate`. */
   truncateAllSessions?(): Promise<void>;
 }
@@ -157,9 +166,13 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     metrics: options.metrics ?? { count: () => {} },
   };
   const store: StateStore = {
-    forUser: (userId) => {
-      if (userId != null && userId.trim() !== '') checkId('userId', userId);
-      return guarded(new UserStore(ctx, layoutFor(prefix, userId), listFormat));
+    forUser: (userId, o = {}) => {
+      const named = userId != null && userId.trim() !== '';
+      if (named) checkId('userId', userId);
+      const authority = o.authority ?? options.authority;
+      return guarded(
+        new UserStore(ctx, layoutFor(prefix, userId), listFormat, named ? userId : null, authority),
+      );
     },
   };
   if (options.allowTruncate) {
@@ -198,6 +211,8 @@ class UserStore implements SessionStore {
     private readonly ctx: StoreContext,
     private readonly layout: UserLayout,
     listFormat: ListFormatName,
+    private readonly userId: string | null,
+    private readonly authority: TokenAuthority | undefined,
   ) {
     this.sessions = new Sessions(ctx, layout);
     this.archives = new Archives(ctx, layout);
@@ -207,12 +222,19 @@ class UserStore implements SessionStore {
         : new AppendFormat(ctx, layout, this.sessions);
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
     this.keys = new Keys(ctx, layout, this.sessions, this.lists);
-    this.commits = new Commits(ctx, layout, this.sessions, this.lists);
+    this.commits = new Commits(ctx, layout, this.sessions, this.lists, (s, token) => this.fence(s, token));
   }
 
   private ids(sessionId: string, key?: string): void {
     checkId('sessionId', sessionId);
     if (key !== undefined) checkId('key', key);
+  }
+
+  /** The fence of a write to the session (its lock read starts now, beside the write's own reads). */
+  private fence(sessionId: string, token: number | undefined): Fence {
+    checkToken(token);
+    const { authority, userId } = this;
+    return new Fence(token, authority && (() => authority.grantOf({ userId, sessionId })), this.ctx.metrics);
   }
 
   // ---- single values -------------------------------------------------------------------------
@@ -251,6 +273,7 @@ class UserStore implements SessionStore {
       throw new ValidationError('ifVersion', 'cannot be combined with ifAbsent');
     }
     const name = this.layout.value(sessionId, key);
+    const fence = this.fence(sessionId, options.token);
     const conditional =
       options.ifVersion !== undefined || options.ifAbsent === true || options.token !== undefined;
     for (let attempt = 0; ; attempt++) {
@@ -260,34 +283,21 @@ class UserStore implements SessionStore {
       ]);
       // A token write that creates the value raises the marker's token (DESIGN.md, "Fencing").
       const creates = !head || head.metadata.inc !== read.live?.inc;
-      const marker = await this.sessions.forWrite(sessionId, read, options.token, creates);
+      const marker = await this.sessions.forWrite(sessionId, read, fence, creates);
       // An object of another incarnation is a leftover: absent for every purpose but its etag.
       const current = head && head.metadata.inc === marker.inc ? head : undefined;
-      const stored = storedToken(current);
-      if (options.token !== undefined && stored !== undefined && stored > options.token) {
-        this.ctx.metrics.count('fencedWrites');
-        throw new FencedError(options.token, stored);
-      }
+      await fence.check(valueToken(current));
       if (options.ifAbsent && current) throw new PreconditionFailedError(current.etag);
       if (options.ifVersion !== undefined && current?.etag !== options.ifVersion) {
         throw new PreconditionFailedError(current?.etag ?? null);
       }
-      const metadata: Record<string, string> = { inc: marker.inc };
-      if (options.token !== undefined) metadata.token = String(options.token);
-      // The write is conditional on what was just read, so the checks above hold atomically with it.
-      const condition = !conditional
-        ? {}
-        : head === undefined
-          ? { ifNoneMatch: '*' as const }
-          : cas
-            ? { ifMatch: head.etag }
-            : {};
       try {
-        const { etag } = await driver.put(name, body, {
-          contentType: 'application/json',
-          metadata,
-          tags: { kind: 'state' },
-          ...condition,
+        // Conditional on what was just read, so the checks above hold atomically with the write.
+        const { etag } = await putValue(driver, name, body, marker.inc, fence, {
+          head,
+          read: conditional,
+          ...(options.ifVersion !== undefined ? { ifVersion: options.ifVersion } : {}),
+          ...(options.ifAbsent ? { ifAbsent: true } : {}),
         });
         return { version: etag };
       } catch (error) {
@@ -304,19 +314,18 @@ class UserStore implements SessionStore {
 
   async deleteKey(sessionId: string, key: string, options: WriteOptions = {}) {
     this.ids(sessionId, key);
-    checkToken(options.token);
+    const fence = this.fence(sessionId, options.token);
     const name = this.layout.value(sessionId, key);
     const [read, head] = await Promise.all([
       this.sessions.read(sessionId),
       options.token === undefined ? undefined : headOrUndefined(this.ctx.driver, name),
     ]);
-    if (!read.live) return;
-    await this.sessions.forWrite(sessionId, read, options.token, false);
-    const stored = storedToken(head);
-    if (options.token !== undefined && stored !== undefined && stored > options.token) {
-      this.ctx.metrics.count('fencedWrites');
-      throw new FencedError(options.token, stored);
+    if (!read.live) {
+      await fence.check();
+      return;
     }
+    await this.sessions.forWrite(sessionId, read, fence, false);
+    await fence.check(valueToken(head));
     await this.ctx.driver.delete(name);
   }
 
@@ -332,7 +341,16 @@ class UserStore implements SessionStore {
     }
     if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
       throw new ValidationError('writeId', 'must be 1 to 64 letters, digits or any of . _ : -');
-    return this.lists.append(sessionId, key, items, options);
+    const { expectedHash } = options;
+    return this.lists.append(sessionId, key, items, {
+      expectedCount,
+      ...(expectedHash !== undefined ? { expectedHash } : {}),
+      // The key is bound to the request: the same key with another request is refused, not replayed.
+      ...(writeId !== undefined
+        ? { writeId: recordId(writeId, requestDigest({ append: items, expectedCount, expectedHash })) }
+        : {}),
+      fence: this.fence(sessionId, options.token),
+    });
   }
 
   async saveList(sessionId: string, key: string, items: readonly unknown[], options: ListSaveOptions = {}) {
@@ -341,7 +359,10 @@ class UserStore implements SessionStore {
     checkItems(items, 0, Number.MAX_SAFE_INTEGER, this.ctx.maxValueBytes);
     if (options.ifHash !== undefined && !isHash(options.ifHash))
       throw new ValidationError('ifHash', 'must be a list hash (sha256:<64 hex>)');
-    return this.lists.save(sessionId, key, items, options);
+    return this.lists.save(sessionId, key, items, {
+      ...(options.ifHash !== undefined ? { ifHash: options.ifHash } : {}),
+      fence: this.fence(sessionId, options.token),
+    });
   }
 
   async truncateList(sessionId: string, key: string, options: TruncateOptions) {
@@ -355,7 +376,14 @@ class UserStore implements SessionStore {
       throw new ValidationError('expectedHash', 'must be a list hash (sha256:<64 hex>)');
     if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
       throw new ValidationError('writeId', 'must be 1 to 64 letters, digits or any of . _ : -');
-    return this.lists.truncate(sessionId, key, options);
+    return this.lists.truncate(sessionId, key, {
+      count,
+      expectedHash,
+      ...(writeId !== undefined
+        ? { writeId: recordId(writeId, requestDigest({ truncate: count, expectedHash })) }
+        : {}),
+      fence: this.fence(sessionId, options.token),
+    });
   }
 
   // ---- snapshots and commits (lib/store/commits.ts) -----------------------------------------
@@ -385,8 +413,7 @@ class UserStore implements SessionStore {
 
   async deleteList(sessionId: string, key: string, options: WriteOptions = {}) {
     this.ids(sessionId, key);
-    checkToken(options.token);
-    return this.lists.remove(sessionId, key, options);
+    return this.lists.remove(sessionId, key, { fence: this.fence(sessionId, options.token) });
   }
 
   async listArchives(sessionId: string, key: string) {
@@ -415,8 +442,7 @@ class UserStore implements SessionStore {
   ) {
     this.ids(sessionId);
     checkId('workspace', name);
-    checkToken(options.token);
-    return this.workspaces.createUpload(sessionId, name, request, options);
+    return this.workspaces.createUpload(sessionId, name, request, this.fence(sessionId, options.token));
   }
 
   async completeWorkspaceUpload(
@@ -427,8 +453,7 @@ class UserStore implements SessionStore {
   ) {
     this.ids(sessionId);
     checkId('workspace', name);
-    checkToken(options.token);
-    return this.workspaces.completeUpload(sessionId, name, uploadId, options);
+    return this.workspaces.completeUpload(sessionId, name, uploadId, this.fence(sessionId, options.token));
   }
 
   async listWorkspaces(sessionId: string) {
@@ -445,8 +470,7 @@ class UserStore implements SessionStore {
   async deleteWorkspace(sessionId: string, name: string, options: WriteOptions = {}) {
     this.ids(sessionId);
     checkId('workspace', name);
-    checkToken(options.token);
-    return this.workspaces.delete(sessionId, name, options);
+    return this.workspaces.delete(sessionId, name, this.fence(sessionId, options.token));
   }
 
   async createValueUpload(sessionId: string, key: string, request: { size: number; md5: string }) {
@@ -484,19 +508,17 @@ class UserStore implements SessionStore {
 
   async delete(sessionId: string, options: WriteOptions = {}) {
     this.ids(sessionId);
-    checkToken(options.token);
+    const fence = this.fence(sessionId, options.token);
     const { driver } = this.ctx;
-    const read = await this.sessions.read(sessionId);
     const { token } = options;
     if (token !== undefined) {
-      const seen = read.live?.token ?? null;
-      if (seen !== null && seen > token) {
-        this.ctx.metrics.count('fencedWrites');
-        throw new FencedError(token, seen);
-      }
-      // The tombstone keeps the token, so a stale holder cannot bring the session back.
-      const tombstone = await getOrUndefined(driver, this.layout.tombstone(sessionId));
+      const [read, tombstone] = await Promise.all([
+        this.sessions.read(sessionId),
+        getOrUndefined(driver, this.layout.tombstone(sessionId)),
+      ]);
       const previous = tombstone ? parseJsonObject(tombstone.body)?.token : undefined;
+      await fence.check(read.live?.token, typeof previous === 'number' ? previous : undefined);
+      // The tombstone keeps the token, so a stale holder cannot bring the session back.
       if (typeof previous !== 'number' || previous < token) {
         await driver.put(this.layout.tombstone(sessionId), JSON.stringify({ v: 1, token }), {
           contentType: 'application/json',
@@ -504,14 +526,20 @@ class UserStore implements SessionStore {
         });
       }
     }
-    // The marker goes first: from here the session is gone for every reader.
+    const failed = await this.purge(sessionId);
+    // The session is gone already (its marker first); what is left is invisible and goes with a
+    // retry (HTTP: 409 contended).
+    if (failed.length > 0) throw new PartialDeleteError(failed);
+  }
+
+  /** Deletes the marker (from then on the session is gone for every reader), then what it owns; answers the failures. */
+  private async purge(sessionId: string) {
+    const { driver } = this.ctx;
     await driver.delete(this.layout.marker(sessionId));
     const names = await this.sessions.listOwned(sessionId);
     const { failed } = await driver.deleteMany(names);
-    if (failed.length > 0) {
-      this.ctx.metrics.count('persistenceFailures', failed.length);
-      throw new PartialDeleteError(failed);
-    }
+    if (failed.length > 0) this.ctx.metrics.count('persistenceFailures', failed.length);
+    return failed;
   }
 
   async deleteAllSessions() {
@@ -522,12 +550,7 @@ class UserStore implements SessionStore {
         limit: MAX_SESSION_PAGE,
         ...(cursor ? { cursor } : {}),
       });
-      for (const { sessionId } of page.sessions) {
-        await this.delete(sessionId).catch((error: unknown) => {
-          if (error instanceof PartialDeleteError) failures.push(...error.failures);
-          else throw error;
-        });
-      }
+      for (const { sessionId } of page.sessions) failures.push(...(await this.purge(sessionId)));
       cursor = page.nextCursor;
     } while (cursor);
     if (failures.length > 0) throw new PartialDeleteError(failures);

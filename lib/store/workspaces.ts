@@ -32,8 +32,8 @@ import type {
   WorkspaceInfo,
   WorkspaceUpload,
   WorkspaceUploadRequest,
-  WriteOptions,
 } from './types.js';
+import type { Fence } from './write-path.js';
 
 /** Backend storage classes of each tier. */
 const CLASSES: Record<string, Record<StorageTier, string>> = {
@@ -136,12 +136,12 @@ export class Workspaces {
     s: string,
     name: string,
     request: WorkspaceUploadRequest,
-    options: WriteOptions,
+    fence: Fence,
   ): Promise<WorkspaceUpload> {
     const r = checkUploadRequest(request);
     this.requireTransfer(r.parts !== undefined);
     const { driver, presignExpiresIn: expiresIn } = this.ctx;
-    const marker = await this.sessions.forWrite(s, await this.sessions.read(s), options.token, true);
+    const marker = await this.sessions.forWrite(s, await this.sessions.read(s), fence, true);
     const key = this.layout.workspace(s, marker.inc, name);
     const recordName = this.layout.workspaceUpload(s, marker.inc, name);
     const previous = await this.record(recordName);
@@ -198,17 +198,12 @@ export class Workspaces {
     return upload;
   }
 
-  async completeUpload(
-    s: string,
-    name: string,
-    uploadId: string,
-    options: WriteOptions,
-  ): Promise<WorkspaceInfo> {
+  async completeUpload(s: string, name: string, uploadId: string, fence: Fence): Promise<WorkspaceInfo> {
     if (!UPLOAD_ID.test(uploadId)) throw new UploadNotFoundError(uploadId);
     const { driver } = this.ctx;
     const read = await this.sessions.read(s);
     if (!read.live) throw new UploadNotFoundError(uploadId);
-    const marker = await this.sessions.forWrite(s, read, options.token, true);
+    const marker = await this.sessions.forWrite(s, read, fence, true);
     const key = this.layout.workspace(s, marker.inc, name);
     const recordName = this.layout.workspaceUpload(s, marker.inc, name);
     const record = await this.record(recordName);
@@ -298,11 +293,11 @@ export class Workspaces {
     };
   }
 
-  async delete(s: string, name: string, options: WriteOptions): Promise<void> {
+  async delete(s: string, name: string, fence: Fence): Promise<void> {
     const { driver } = this.ctx;
     const read = await this.sessions.read(s);
-    if (!read.live) return;
-    const marker = await this.sessions.forWrite(s, read, options.token, true);
+    if (!read.live) return fence.check();
+    const marker = await this.sessions.forWrite(s, read, fence, true);
     const key = this.layout.workspace(s, marker.inc, name);
     const recordName = this.layout.workspaceUpload(s, marker.inc, name);
     const record = await this.record(recordName);

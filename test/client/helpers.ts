@@ -90,13 +90,16 @@ export const problem = (status: number, code: string, extra: Record<string, unkn
 export async function localApi(driver: ObjectStoreDriver = createMemoryDriver()) {
   const config = loadConfig({ STORE_BACKEND: 'memory', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'SILENT' });
   const store: SessionStore = createStateStore({ driver, prefix: config.STATE_PREFIX }).forUser('alice');
-  const app = createApp(config, { driver, lock: createMemoryLock() });
+  const lock = createMemoryLock();
+  const app = createApp(config, { driver, lock });
   const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     baseUrl,
     store,
+    /** The server's lock: leases whose tokens its writes accept. */
+    lock,
     client: (o: Partial<HttpClientOptions> = {}): HttpSessionStore =>
       createHttpClient({ baseUrl, token: () => hsToken({ sub: 'alice' }), ...o }),
     close: () => new Promise<void>((r) => server.close(() => r())),

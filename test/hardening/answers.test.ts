@@ -50,8 +50,9 @@ describe('answers that say what happened', () => {
 
   it('a fenced save of a value that keeps losing its race is 409 contended, and wrote nothing', async () => {
     const path = '/v1/sessions/busy/state/plan';
+    const { token } = (await api.call('alice', 'POST', '/v1/sessions/busy/lock', { body: '{}' })).json();
     const save = (body: string) =>
-      api.call('alice', 'PUT', path, { body, headers: { 'fencing-token': '7' } });
+      api.call('alice', 'PUT', path, { body, headers: { 'fencing-token': String(token) } });
     expect((await save('{"v":1}')).status).toBe(200);
     state.losing = /plan\.json$/;
     const lost = await save('{"v":2}');

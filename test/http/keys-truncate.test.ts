@@ -29,6 +29,7 @@ const msgs = (from: number, to: number) => Array.from({ length: to - from }, (_,
 for (const make of harnesses) {
   describe(`keys and truncate via ${make.name}`, () => {
     let api: ApiHarness;
+    const lock = createMemoryLock();
     const json = (value: unknown, headers: Record<string, string> = {}) => ({
       body: JSON.stringify(value),
       headers: { 'content-type': 'application/json', ...headers },
@@ -39,7 +40,7 @@ for (const make of harnesses) {
       api.call('alice', 'POST', `${listPath(s, key)}/truncate`, json(body, headers));
 
     beforeAll(async () => {
-      api = await make(createMemoryDriver(), createMemoryLock());
+      api = await make(createMemoryDriver(), lock);
     });
     afterAll(() => api.close());
 
@@ -196,8 +197,11 @@ for (const make of harnesses) {
     it('truncate: 412 with currentHash, 400 for too few items or a bad body, 409 fenced; none writes anything', async () => {
       const s = sid();
       const key = 'u';
+      const { token } = await lock.acquire({ userId: 'alice', sessionId: s });
       const { hash } = (
-        await api.call('alice', 'PUT', listPath(s, key), { ...json(msgs(0, 5), { 'fencing-token': '10' }) })
+        await api.call('alice', 'PUT', listPath(s, key), {
+          ...json(msgs(0, 5), { 'fencing-token': String(token) }),
+        })
       ).json();
       const stale = await truncate(s, key, { count: 1, expectedHash: chainHash(EMPTY_HASH, msgs(0, 4)) });
       expect(stale.status).toBe(412);
@@ -225,7 +229,12 @@ for (const make of harnesses) {
         expect(answer.json().code).toBe('invalid-request');
         if (field !== 'body') expect(answer.json().field).toBe(field);
       }
-      const fenced = await truncate(s, key, { count: 1, expectedHash: hash }, { 'fencing-token': '9' });
+      const fenced = await truncate(
+        s,
+        key,
+        { count: 1, expectedHash: hash },
+        { 'fencing-token': String(token - 1) },
+      );
       expect(fenced.status).toBe(409);
       expect(fenced.json()).toMatchObject({ code: 'fenced' });
       expect((await api.call('alice', 'GET', listPath(s, key))).json()).toMatchObject({
@@ -233,7 +242,12 @@ for (const make of harnesses) {
         hash,
       });
       expect((await api.call('alice', 'GET', `${listPath(s, key)}/archives`)).json().archives).toEqual([]);
-      const current = await truncate(s, key, { count: 1, expectedHash: hash }, { 'fencing-token': '11' });
+      const current = await truncate(
+        s,
+        key,
+        { count: 1, expectedHash: hash },
+        { 'fencing-token': String(token) },
+      );
       expect(current.json()).toMatchObject({ action: 'truncated', count: 1 });
     });
 
@@ -298,7 +312,8 @@ describe('typed client: listKeys and truncateList', () => {
 
   it('truncateList: typed errors, listArchives reads offset, and a lost answer is retried with the same Idempotency-Key', async () => {
     const s = `c-${randomUUID()}`;
-    const { hash } = await api.store.saveList(s, 'l', ['a', 'b', 'c', 'd'], { token: 10 });
+    const { token } = await api.lock.acquire({ userId: 'alice', sessionId: s });
+    const { hash } = await api.store.saveList(s, 'l', ['a', 'b', 'c', 'd'], { token });
     const keys: Array<string | null> = [];
     let drop = true;
     const losing: typeof fetch = async (input, init) => {
@@ -314,7 +329,7 @@ describe('typed client: listKeys and truncateList', () => {
       return response;
     };
     const alice = api.client({ fetch: losing });
-    const cut = await alice.truncateList(s, 'l', { count: 1, expectedHash: hash, token: 10 });
+    const cut = await alice.truncateList(s, 'l', { count: 1, expectedHash: hash, token });
     expect(cut).toEqual({ action: 'truncated', count: 1, hash: chainHash(EMPTY_HASH, ['a']) });
     expect(keys).toHaveLength(2);
     expect(keys[0]).toEqual(expect.any(String));
@@ -352,7 +367,7 @@ describe('typed client: listKeys and truncateList', () => {
     expect(short).toBeInstanceOf(ListTooShortError);
     expect(short).toMatchObject({ field: 'count', count: 3, currentCount: 2 });
     await expect(
-      alice.truncateList(s, 'l', { count: 1, expectedHash: named.hash, token: 9 }),
+      alice.truncateList(s, 'l', { count: 1, expectedHash: named.hash, token: token - 1 }),
     ).rejects.toBeInstanceOf(FencedError);
     expect((await api.store.getList(s, 'l')).items).toEqual(['a', 'e']);
   });

@@ -44,6 +44,7 @@ import {
   ContendedError,
   CorruptValueError,
   FencedError,
+  IdempotencyKeyReusedError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
   StoreError,
@@ -382,6 +383,7 @@ describe('the problem table, server to client', () => {
         (e: AppendConflictError) => expect([e.count, e.hash]).toEqual([3, hash]),
       ],
       fenced: [new FencedError(1, 2), FencedError, () => {}],
+      'idempotency-key-reused': [new IdempotencyKeyReusedError(), IdempotencyKeyReusedError, () => {}],
       'lock-held': [
         new LockConflictError('agent-1', expiresAt),
         LockConflictError,

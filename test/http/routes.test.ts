@@ -194,15 +194,19 @@ for (const make of harnesses) {
         headers: { 'lock-owner': 'agent-2', 'fencing-token': String(lease.token) },
       });
       expect(lost.json()).toMatchObject({ status: 409, code: 'lock-lost' });
-      await api.call('alice', 'PUT', `/v1/sessions/${s}/state/k`, {
-        ...json('new'),
-        headers: { 'fencing-token': String(lease.token + 5) },
-      });
-      const fenced = await api.call('alice', 'PUT', `/v1/sessions/${s}/state/k`, {
-        ...json('old'),
+      // The lock is the authority: a token it did not grant, or an older one, writes nothing.
+      for (const token of [lease.token + 5, lease.token - 1]) {
+        const fenced = await api.call('alice', 'PUT', `/v1/sessions/${s}/state/k`, {
+          ...json('not granted'),
+          headers: { 'fencing-token': String(token) },
+        });
+        expect(fenced.json()).toMatchObject({ status: 409, code: 'fenced' });
+      }
+      const granted = await api.call('alice', 'PUT', `/v1/sessions/${s}/state/k`, {
+        ...json('by the holder'),
         headers: { 'fencing-token': String(lease.token) },
       });
-      expect(fenced.json()).toMatchObject({ status: 409, code: 'fenced' });
+      expect(granted.status).toBe(200);
       expect(
         (await api.call('alice', 'DELETE', `/v1/sessions/${s}/lock`, { headers: lockHeaders })).status,
       ).toBe(204);

@@ -42,6 +42,7 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/http/failures.test.ts',
       'test/http/local-server.test.ts',
       'test/http/logs.test.ts',
+      'test/http/write-path.test.ts',
     ],
     seconds: 10,
   },

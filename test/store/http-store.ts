@@ -8,17 +8,19 @@ import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { bearerJwtAuth } from '../../lib/http/auth.js';
 import { createRouter } from '../../lib/http/router.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
+import type { SessionLock } from '../../lib/lock/types.js';
 import { checkId } from '../../lib/store/ids.js';
 import { createStateStore, type StateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { hsToken, SECRET } from '../http/harness.js';
 
 export async function httpStateStore(
   options: StateStoreOptions,
+  lock: SessionLock = createMemoryLock(),
 ): Promise<{ store: StateStore; close(): Promise<void> }> {
   const inner = createStateStore(options);
   const handle = createRouter({
     store: inner,
-    lock: createMemoryLock(),
+    lock,
     auth: bearerJwtAuth({ secret: SECRET }, { allowAnonymous: true }),
     bodyLimitBytes: 32 * 1024 * 1024,
   });

@@ -10,6 +10,7 @@ import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { bearerJwtAuth } from '../../lib/http/auth.js';
 import { createRouter } from '../../lib/http/router.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
+import type { SessionLock } from '../../lib/lock/types.js';
 import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { hsToken, SECRET } from '../http/harness.js';
 
@@ -26,6 +27,8 @@ export interface WorkspaceApi {
   /** The store's object prefix. */
   readonly prefix: string;
   readonly seen: Seen[];
+  /** The server's lock: leases whose tokens its writes accept. */
+  readonly lock: SessionLock;
   /** The typed client of one user. */
   client(user: string): HttpSessionStore;
   /** A raw call as one user. */
@@ -45,9 +48,10 @@ export async function startWorkspaceApi(
 ): Promise<WorkspaceApi> {
   const prefix = `ws-${Date.now()}-${Math.random().toString(36).slice(2)}/`;
   const store = createStateStore({ driver, prefix, ...options });
+  const lock = createMemoryLock();
   const handle = createRouter({
     store,
-    lock: createMemoryLock(),
+    lock,
     auth: bearerJwtAuth({ secret: SECRET }),
     bodyLimitBytes: BODY_LIMIT,
   });
@@ -76,6 +80,7 @@ export async function startWorkspaceApi(
     baseUrl,
     prefix,
     seen,
+    lock,
     client: (user) =>
       createHttpClient({ baseUrl, token: () => hsToken({ sub: user }), bodyLimitBytes: BODY_LIMIT }),
     call: async (user, method, path, body) =>

@@ -257,14 +257,15 @@ describe.each(transferring)('workspaces on $name', (backend) => {
     const s = sid();
     const big = { transcript: Buffer.from(randomBytes(150 * 1024)).toString('base64') };
     api.seen.length = 0;
-    const { version } = await alice.save(s, 'big', big, { token: 10 });
+    const { token } = await api.lock.acquire({ userId: 'alice', sessionId: s });
+    const { version } = await alice.save(s, 'big', big, { token });
     expect(await alice.getVersioned(s, 'big')).toEqual({ value: big, version });
     const raw = await api.call('alice', 'GET', `/v1/sessions/${s}/state/big`);
     expect(raw.status).toBe(303);
     expect(raw.headers.get('location')).toMatch(/^http:\/\/(127\.0\.0\.1|localhost):/);
     expect(Math.max(...api.seen.map((x) => Math.max(x.requestBytes, x.answerBytes)))).toBeLessThan(4096);
     const other = { transcript: Buffer.from(randomBytes(150 * 1024)).toString('base64') };
-    await expect(alice.save(s, 'big', other, { token: 9 })).rejects.toBeInstanceOf(FencedError);
+    await expect(alice.save(s, 'big', other, { token: token - 1 })).rejects.toBeInstanceOf(FencedError);
     await expect(alice.save(s, 'big', other, { ifAbsent: true })).rejects.toBeInstanceOf(
       PreconditionFailedError,
     );
@@ -272,7 +273,7 @@ describe.each(transferring)('workspaces on $name', (backend) => {
       await expect(alice.save(s, 'big', other, { ifVersion: 'not-it' })).rejects.toBeInstanceOf(
         PreconditionFailedError,
       );
-      const next = await alice.save(s, 'big', other, { ifVersion: version, token: 10 });
+      const next = await alice.save(s, 'big', other, { ifVersion: version, token });
       expect(await alice.getVersioned(s, 'big')).toEqual({ value: other, version: next.version });
     }
     expect((await alice.get(s, 'big')) as object).toEqual(

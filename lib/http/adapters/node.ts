@@ -71,6 +71,10 @@ export function createNodeServer(
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
+    // Node keeps only the first of repeated Authorization headers: joined, as API Gateway and FC join
+    // them, the router refuses them all.
+    const authorization = req.headersDistinct.authorization;
+    if (authorization && authorization.length > 1) headers.authorization = authorization.join(', ');
     if (blobs && path.startsWith(BLOBS)) {
       const body = await readBody(req, blobs.limitBytes);
       if (!body) return undefined;

@@ -40,12 +40,12 @@ export const LIST_ROUTES = [
     tag: 'lists',
     summary: 'Append 1 to 1,000 items at the expected count',
     description:
-      "Appends the items when the list has `expectedCount` items (and, with `expectedHash`, that chain hash); an absent list has 0 items. A retry of an append that has landed answers `unchanged` (the list then ends with these items, from `expectedCount` on). Otherwise 409 `append-conflict` with the list's `count` and `hash`, and nothing is written.\n\n`Idempotency-Key` (1 to 64 letters, digits or `._:-`) names one logical append: send the same key with every retry of it. A retry whose key the list records (its last 64 appends) answers the first answer again, even after other appends, and writes nothing; a malformed key is 400 `invalid-request` with `field` `Idempotency-Key`.",
+      "Appends the items when the list has `expectedCount` items (and, with `expectedHash`, that chain hash); an absent list has 0 items. A retry of an append that has landed answers `unchanged` (the list then ends with these items, from `expectedCount` on). Otherwise 409 `append-conflict` with the list's `count` and `hash`, and nothing is written.\n\n`Idempotency-Key` (1 to 64 letters, digits or `._:-`) names one logical append: send the same key with every retry of it. A retry whose key the list records (its last 64 appends) answers the first answer again, even after other appends, and writes nothing; the key is bound to the request (its items, `expectedCount` and `expectedHash`): the same key with another request is 422 `idempotency-key-reused`, nothing written. A malformed key is 400 `invalid-request` with `field` `Idempotency-Key`.",
     auth: true,
     body: schemas.AppendRequest,
     headers: headers.append,
     answers: { 200: { body: schemas.ListWrite, description: 'appended' } },
-    problems: ['append-conflict', 'fenced', ...WRITE_PROBLEMS],
+    problems: ['append-conflict', 'fenced', 'idempotency-key-reused', ...WRITE_PROBLEMS],
     handle: async (c) => {
       const { items, expectedCount, expectedHash } = c.body;
       const result = await c.user.appendList(c.params.sessionId, c.params.key, items, {
@@ -64,12 +64,12 @@ export const LIST_ROUTES = [
     tag: 'lists',
     summary: 'Keep the first count items of the list (the removed ones archived)',
     description:
-      "Keeps the first `count` items of the list when it has the chain hash `expectedHash`, and archives only the items it removes (the archive's `offset` is `count`; see listArchives); answers `truncated` with the new `count` and `hash`, or `unchanged` when `count` is the list's count. Item positions after `count` are reused by later appends; archive ids are not. 412 `precondition-failed` with `currentHash` when the list has another hash; 400 `invalid-request` (`field` `count`, with `count` and `currentCount`) when it has fewer than `count` items; an absent list has 0 items and the empty hash. A refused truncate writes nothing. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.\n\n`Idempotency-Key` (1 to 64 letters, digits or `._:-`) names one logical truncate: send the same key with every retry of it. A retry whose key the list records answers the first answer again and writes nothing.",
+      "Keeps the first `count` items of the list when it has the chain hash `expectedHash`, and archives only the items it removes (the archive's `offset` is `count`; see listArchives); answers `truncated` with the new `count` and `hash`, or `unchanged` when `count` is the list's count. Item positions after `count` are reused by later appends; archive ids are not. 412 `precondition-failed` with `currentHash` when the list has another hash; 400 `invalid-request` (`field` `count`, with `count` and `currentCount`) when it has fewer than `count` items; an absent list has 0 items and the empty hash. A refused truncate writes nothing. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.\n\n`Idempotency-Key` (1 to 64 letters, digits or `._:-`) names one logical truncate: send the same key with every retry of it. A retry whose key the list records answers the first answer again and writes nothing; the same key with another `count` or `expectedHash` is 422 `idempotency-key-reused`, nothing written.",
     auth: true,
     body: schemas.TruncateRequest,
     headers: headers.truncate,
     answers: { 200: { body: schemas.ListWrite, description: 'truncated (or unchanged)' } },
-    problems: ['precondition-failed', 'fenced', ...WRITE_PROBLEMS],
+    problems: ['precondition-failed', 'fenced', 'idempotency-key-reused', ...WRITE_PROBLEMS],
     handle: async (c) => {
       const { count, expectedHash } = c.body;
       const result = await c.user.truncateList(c.params.sessionId, c.params.key, {

@@ -45,7 +45,7 @@ export const STATE_ROUTES = [
     tag: 'state',
     summary: 'Read a single value (303 to a presigned URL when it is larger than an answer may be)',
     description:
-      'The value as it was saved, with its version in the ETag header. With `If-None-Match: "<etag>"` (or `W/"<etag>"`, a list of them, or `*`), 304 without a body when the value still has that version. A value larger than an answer may be is answered 303: `Location`, and the body\'s `download`, is a presigned URL to read it straight from the object store. While an archived value is restored, 202 with Retry-After. HEAD answers the same without the body (headValue).',
+      'The value as it was saved, with its version in the ETag header. With `If-Match: "<etag>"`, 412 `precondition-failed` with `currentEtag` unless the value has that version (evaluated first, RFC 9110). With `If-None-Match: "<etag>"` (or `W/"<etag>"`, a list of them, or `*`), 304 without a body when the value still has that version. A value larger than an answer may be is answered 303: `Location`, and the body\'s `download`, is a presigned URL to read it straight from the object store. While an archived value is restored, 202 with Retry-After. HEAD answers the same without the body (headValue).',
     auth: true,
     head: {
       operationId: 'headValue',
@@ -72,10 +72,16 @@ export const STATE_ROUTES = [
         headers: ['Location', 'ETag'],
       },
     },
-    problems: ['not-found'],
+    problems: ['not-found', 'precondition-failed'],
     handle: async (c) => {
       const { sessionId, key } = c.params;
       const found = await c.user.getVersioned(sessionId, key);
+      const { ifMatch } = c.headers;
+      // If-Match first (RFC 9110 13.2.2): a value without that version is 412, an absent one too.
+      if (ifMatch !== undefined && (found === undefined || (ifMatch !== '*' && ifMatch !== found.version)))
+        throw new HttpProblem('precondition-failed', 'the value has another version', {
+          currentEtag: found?.version ?? null,
+        });
       if (!found) throw new HttpProblem('not-found', 'no such value');
       if (noneMatch(c.headers.ifNoneMatch, found.version)) return notModified(found.version);
       const body = JSON.stringify(found.value);

@@ -8,7 +8,7 @@ import type * as z from 'zod/mini';
 import { LockLostError } from '../../lock/types.js';
 import { PATHS } from '../../protocol/paths.js';
 import { schemas } from '../../protocol/schemas.js';
-import { checkSnapshot, type Snapshot, type SnapshotRequest } from '../../store/commits.js';
+import { checkSnapshot, commitDigest, type Snapshot, type SnapshotRequest } from '../../store/commits.js';
 import { ValidationError } from '../../store/errors.js';
 import type { SessionStore } from '../../store/types.js';
 import { leaseJson } from './lock.js';
@@ -168,19 +168,25 @@ export const TURN_ROUTES = [
       const { lease, ...request } = c.body;
       if (lease && request.token === undefined) throw new ValidationError('lease', 'requires token');
       const result = await c.user.commit(c.params.sessionId, request);
-      if (!lease) return json(200, result);
       const key = lockKey(c);
-      const token = request.token as number;
+      const { token } = request;
+      // The lease records the commit's identity (the store checks it there on a retry).
+      const commit = { commitId: request.commitId, digest: commitDigest(request) };
+      if (token === undefined) return json(200, result);
+      if (!lease) {
+        await c.deps.lock.recordCommit(key, token, commit);
+        return json(200, result);
+      }
       if ('release' in lease) {
         try {
-          await c.deps.lock.release(key, lease.owner, token);
+          await c.deps.lock.release(key, lease.owner, token, { commit });
         } catch (error) {
           // Another owner holds it now: this lease is not held either way, and the writes are done.
           if (!(error instanceof LockLostError)) throw error;
         }
         return json(200, { ...result, lease: { owner: lease.owner, released: true } });
       }
-      const renewed = await c.deps.lock.renew(key, lease.owner, token, { leaseMs: lease.renewMs });
+      const renewed = await c.deps.lock.renew(key, lease.owner, token, { leaseMs: lease.renewMs, commit });
       return json(200, { ...result, lease: leaseJson(renewed) });
     },
   }),

@@ -36,7 +36,6 @@ import {
   BackendError,
   ContendedError,
   CorruptValueError,
-  FencedError,
   ListPreconditionFailedError,
 } from '../errors.js';
 import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
@@ -47,27 +46,31 @@ import type {
   AppendOptions,
   ListAction,
   ListPage,
-  ListSaveOptions,
   ListWriteResult,
   PageOptions,
   TruncateOptions,
-  WriteOptions,
 } from '../types.js';
+import { RECORD_ID } from '../write-path.js';
 import { Archives } from './archives.js';
 import {
   checkPage,
   checkTruncate,
   emptyPage,
+  type Fenced,
   itemBytes,
   KEPT_WRITES,
+  type ListAppend,
   type ListFormat,
   type ListPeek,
+  type ListSave,
   type ListStat,
+  type ListTruncate,
   maxToken,
   newWriteId,
   prefixHashes,
   READ_ATTEMPTS,
   rangeOf,
+  recordedAnswer,
   replayOf,
 } from './format.js';
 import {
@@ -790,14 +793,28 @@ export class AppendFormat implements ListFormat, StateKeeper {
     s: string,
     k: string,
     items: readonly unknown[],
-    options: AppendOptions,
+    options: ListAppend,
   ): Promise<ListWriteResult> {
     return this.guard(k, async () => {
       const writeId = options.writeId ?? newWriteId();
       const [read, raw] = await Promise.all([this.sessions.read(s), this.readPointer(s, k)]);
       const inc = read.live?.inc;
       const tail = inc ? await this.current(s, k, inc, mine(raw, inc), true) : undefined;
-      const marker = await this.sessions.forWrite(s, read, options.token, !tail || tail.last.count === 0);
+      // A replay is answered from its record, before the fence (docs/DESIGN.md, "The write path").
+      if (tail && options.writeId !== undefined) {
+        const wid = widOf(writeId);
+        const { count, hash } = tail.last;
+        const moved =
+          count !== options.expectedCount ||
+          (options.expectedHash !== undefined && options.expectedHash !== hash);
+        // Deep (the current log's history, +1 GET) when the list moved on, or is empty: a deleted
+        // list's generation carries its records in its index.
+        const deep = moved || tail.last.count === 0;
+        const landed =
+          findWrite(tail.chunk, wid, true) ?? (deep ? await this.deepReplay(tail, wid, true) : undefined);
+        if (landed) return landed;
+      }
+      const marker = await this.sessions.forWrite(s, read, options.fence, !tail || tail.last.count === 0);
       const start = marker.inc === inc ? tail : undefined;
       return this.commitAppend(s, k, marker, start, items, options, writeId, options.writeId !== undefined);
     });
@@ -819,10 +836,12 @@ export class AppendFormat implements ListFormat, StateKeeper {
         token: last?.token ?? null,
         // As `append` decides it: an empty chain (a deleted list is one) is created again.
         creates: !tail || last?.count === 0,
-        recorded: async (writeId) => {
+        recorded: async (writeId, deep) => {
           if (!tail) return undefined;
           const wid = widOf(writeId);
-          return findWrite(tail.chunk, wid) ?? (await this.deepReplay(tail, wid));
+          return (
+            findWrite(tail.chunk, wid, true) ?? (deep ? await this.deepReplay(tail, wid, true) : undefined)
+          );
         },
       };
       this.peeked.set(peek, { inc, tail });
@@ -837,7 +856,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
     s: string,
     k: string,
     items: readonly unknown[],
-    options: AppendOptions & { readonly writeId: string },
+    options: ListAppend & { readonly writeId: string },
     marker: Marker,
     peek: ListPeek,
   ): Promise<ListWriteResult> {
@@ -847,14 +866,6 @@ export class AppendFormat implements ListFormat, StateKeeper {
       const start = marker.inc === read.inc ? read.tail : undefined;
       return this.commitAppend(s, k, marker, start, items, options, options.writeId, true);
     });
-  }
-
-  /** Refuses a write whose token is below the one the chain records. */
-  private fence(recorded: number | null, token: number | undefined): void {
-    if (token !== undefined && recorded !== null && recorded > token) {
-      this.ctx.metrics.count('fencedWrites');
-      throw new FencedError(token, recorded);
-    }
   }
 
   /**
@@ -868,7 +879,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
     marker: Marker,
     first: Tail | undefined,
     items: readonly unknown[],
-    options: AppendOptions,
+    options: ListAppend,
     writeId: string,
     named: boolean,
   ): Promise<ListWriteResult> {
@@ -881,22 +892,22 @@ export class AppendFormat implements ListFormat, StateKeeper {
           this.ctx.metrics.count('appendConflicts');
           throw new AppendConflictError(0, EMPTY_HASH);
         }
-        const made = await this.createFirst(s, k, marker, items, options.token, wid);
+        const made = await this.createFirst(s, k, marker, items, options.fence.token, wid);
         if ('result' in made) return made.result;
         tail = made.tail;
         continue;
       }
-      const landed = findWrite(tail.chunk, wid);
+      const landed = findWrite(tail.chunk, wid, named);
       if (landed) return landed;
       const { count, hash, token } = tail.last;
-      this.fence(token, options.token);
+      await options.fence.check(token);
       if (
         count !== options.expectedCount ||
         (options.expectedHash !== undefined && options.expectedHash !== hash)
       ) {
         const replay =
           replayOf(options, items, count, hash) ??
-          (named ? await this.deepReplay(tail, wid) : undefined) ??
+          (named ? await this.deepReplay(tail, wid, true) : undefined) ??
           (await this.replayOfTail(marker.inc, tail, options, items));
         if (replay) return replay;
         this.ctx.metrics.count('appendConflicts');
@@ -922,7 +933,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
           kind: part.kind,
           count: part.count,
           hash: part.hash,
-          token: maxToken(token, options.token),
+          token: maxToken(token, options.fence.token),
           wid: part.wid,
           start,
           indexEnd: tail.last.indexEnd,
@@ -1188,14 +1199,16 @@ export class AppendFormat implements ListFormat, StateKeeper {
   }
 
   /** A replay whose id is older than the tail: the whole current log and its index record's ids. */
-  private async deepReplay(tail: Tail, wid: string): Promise<ListWriteResult | undefined> {
+  private async deepReplay(tail: Tail, wid: string, named: boolean): Promise<ListWriteResult | undefined> {
     const chunk = await this.wholeAt(tail.name);
     if (!chunk) return undefined;
-    const found = findWrite(chunk, wid);
+    const found = findWrite(chunk, wid, named);
     if (found) return found;
     const x = parseInfo((chunk.recs[0]?.body ?? Buffer.alloc(0)).toString('utf8'));
-    const record = x?.writes?.findLast((w) => w[0] === wid);
-    return record ? { action: record[3], count: record[1], hash: record[2] } : undefined;
+    const records = (x?.writes ?? [])
+      .map((w) => [w[0], { action: w[3], count: w[1], hash: w[2] }] as const)
+      .reverse();
+    return recordedAnswer(records, wid, named);
   }
 
   /** Without an expected hash, a retried append is recognised by the list's tail. */
@@ -1219,12 +1232,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
       : undefined;
   }
 
-  async save(
-    s: string,
-    k: string,
-    items: readonly unknown[],
-    options: ListSaveOptions,
-  ): Promise<ListWriteResult> {
+  async save(s: string, k: string, items: readonly unknown[], options: ListSave): Promise<ListWriteResult> {
     return this.guard(k, async () => {
       const [read, raw] = await Promise.all([this.sessions.read(s), this.readPointer(s, k)]);
       const inc = read.live?.inc;
@@ -1243,7 +1251,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
       // Saving [] over an absent list changes nothing: no session is created for it.
       if (items.length === 0 && (tail?.last.count ?? 0) === 0 && !damaged)
         return { action: 'unchanged', count: 0, hash: EMPTY_HASH };
-      const marker = await this.sessions.forWrite(s, read, options.token, (tail?.last.count ?? 0) === 0);
+      const marker = await this.sessions.forWrite(s, read, options.fence, (tail?.last.count ?? 0) === 0);
       if (marker.inc !== inc) {
         tail = undefined;
         damaged = false;
@@ -1258,11 +1266,11 @@ export class AppendFormat implements ListFormat, StateKeeper {
           if (damaged && options.ifHash !== undefined) throw new DamageError('a damaged list');
           if (options.ifHash !== undefined && options.ifHash !== hash)
             throw new ListPreconditionFailedError(hash);
-          if (tail) this.fence(tail.last.token, options.token);
+          await options.fence.check(tail?.last.token);
           if (!damaged && count <= items.length && prefixes[count] === hash) {
             if (count === items.length) return { action: 'unchanged', count, hash };
             try {
-              const options2 = { expectedCount: count, expectedHash: hash, token: options.token };
+              const options2 = { expectedCount: count, expectedHash: hash, fence: options.fence };
               return await this.commitAppend(
                 s,
                 k,
@@ -1286,7 +1294,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
               damaged,
               items,
               prefixes,
-              options.token,
+              options.fence.token,
               writeId,
               cache,
             );
@@ -1307,11 +1315,12 @@ export class AppendFormat implements ListFormat, StateKeeper {
     });
   }
 
-  async remove(s: string, k: string, options: WriteOptions): Promise<void> {
+  async remove(s: string, k: string, options: Fenced): Promise<void> {
+    const { fence } = options;
     await this.guard(k, async () => {
       const [read, raw] = await Promise.all([this.sessions.read(s), this.readPointer(s, k)]);
       const inc = read.live?.inc;
-      if (!inc) return;
+      if (!inc) return fence.check();
       let tail: Tail | undefined;
       let damaged = false;
       const look = async (pointer: PointerRead) => {
@@ -1324,14 +1333,14 @@ export class AppendFormat implements ListFormat, StateKeeper {
         }
       };
       await look(mine(raw, inc));
-      if (!damaged && (!tail || tail.last.count === 0)) return;
-      const marker = await this.sessions.forWrite(s, read, options.token, false);
+      if (!damaged && (!tail || tail.last.count === 0)) return fence.check(tail?.last.token);
+      const marker = await this.sessions.forWrite(s, read, fence, false);
       if (marker.inc !== inc) return;
       const cache: RewriteCache = {};
       try {
         for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
           const at = tail as Tail | undefined;
-          if (at) this.fence(at.last.token, options.token);
+          await fence.check(at?.last.token);
           const done = await this.replace(
             s,
             k,
@@ -1340,7 +1349,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
             damaged,
             undefined,
             [EMPTY_HASH],
-            options.token,
+            fence.token,
             newWriteId(),
             cache,
           );
@@ -1357,7 +1366,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
     });
   }
 
-  async truncate(s: string, k: string, options: TruncateOptions): Promise<ListWriteResult> {
+  async truncate(s: string, k: string, options: ListTruncate): Promise<ListWriteResult> {
     return this.guard(k, async () => {
       const writeId = options.writeId ?? newWriteId();
       const [read, raw] = await Promise.all([this.sessions.read(s), this.readPointer(s, k)]);
@@ -1366,7 +1375,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
       // Decided on what was read, without a write, before the marker is touched.
       const early = await this.decideTruncate(tail, options, writeId, read.live?.token ?? null);
       if (early) return early;
-      const marker = await this.sessions.forWrite(s, read, options.token, false);
+      const marker = await this.sessions.forWrite(s, read, options.fence, false);
       if (marker.inc !== inc) tail = undefined;
       const cache: RewriteCache = {};
       try {
@@ -1392,19 +1401,20 @@ export class AppendFormat implements ListFormat, StateKeeper {
    */
   private async decideTruncate(
     tail: Tail | undefined,
-    options: TruncateOptions,
+    options: ListTruncate,
     writeId: string,
     markerToken: number | null,
   ): Promise<ListWriteResult | undefined> {
     const count = tail?.last.count ?? 0;
     const hash = tail?.last.hash ?? EMPTY_HASH;
-    if (tail) this.fence(tail.last.token, options.token);
-    this.fence(markerToken, options.token);
-    if (options.expectedHash !== hash) {
-      const replay =
-        tail && options.writeId !== undefined ? await this.deepReplay(tail, widOf(writeId)) : undefined;
+    // A replay is answered from its record, before the fence; a named truncate looks for its key
+    // in the current log's history (+1 GET) even when the hash matches, so a reused key is caught.
+    if (tail && options.writeId !== undefined) {
+      const wid = widOf(writeId);
+      const replay = findWrite(tail.chunk, wid, true) ?? (await this.deepReplay(tail, wid, true));
       if (replay) return replay;
     }
+    await options.fence.check(tail?.last.token, markerToken);
     return checkTruncate(options, count, hash);
   }
 
@@ -1894,9 +1904,9 @@ export class AppendFormat implements ListFormat, StateKeeper {
 
 // ---- pure helpers ----------------------------------------------------------------------------
 
-/** The 16 hex digits a trailer keeps of a write id. */
+/** The 16 hex digits a trailer keeps of a write id: a record id (`recordId`) as it is, any other id hashed. */
 function widOf(writeId: string): string {
-  return createHash('sha256').update(writeId).digest('hex').slice(0, 16);
+  return RECORD_ID.test(writeId) ? writeId : createHash('sha256').update(writeId).digest('hex').slice(0, 16);
 }
 
 /**
@@ -2146,9 +2156,12 @@ function writeOf(r: Trailer): WriteRecord {
 }
 
 /** The answer a write recorded in a chunk's trailers, if its id is there. */
-function findWrite(chunk: Chunk, wid: string): ListWriteResult | undefined {
-  const r = chunk.recs.findLast((rec) => rec.wid === wid && ITEM_KINDS.has(rec.kind));
-  return r ? { action: ACTIONS[r.kind] as ListAction, count: r.count, hash: r.hash } : undefined;
+function findWrite(chunk: Chunk, wid: string, named: boolean): ListWriteResult | undefined {
+  const records = chunk.recs
+    .filter((rec) => rec.wid && ITEM_KINDS.has(rec.kind))
+    .map((r) => [r.wid, { action: ACTIONS[r.kind] as ListAction, count: r.count, hash: r.hash }] as const)
+    .reverse();
+  return recordedAnswer(records, wid, named);
 }
 
 function successorOf(seal: Rec): LogRef {

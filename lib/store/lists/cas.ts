@@ -19,36 +19,32 @@ import {
   BackendError,
   ContendedError,
   CorruptValueError,
-  FencedError,
   ListPreconditionFailedError,
 } from '../errors.js';
 import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
 import { decodeId, type UserLayout } from '../ids.js';
 import type { Marker, MarkerRead, Sessions, StateKeeper } from '../sessions.js';
-import type {
-  AppendOptions,
-  ListPage,
-  ListSaveOptions,
-  ListWriteResult,
-  PageOptions,
-  TruncateOptions,
-  WriteOptions,
-} from '../types.js';
+import type { ListPage, ListWriteResult, PageOptions } from '../types.js';
 import { Archives } from './archives.js';
 import {
   checkPage,
   checkTruncate,
   emptyPage,
+  type Fenced,
   itemBytes,
   KEPT_WRITES,
+  type ListAppend,
   type ListFormat,
   type ListPeek,
+  type ListSave,
   type ListStat,
+  type ListTruncate,
   maxToken,
   newWriteId,
   prefixHashes,
   READ_ATTEMPTS,
   rangeOf,
+  recordedAnswer,
   replayOf,
 } from './format.js';
 import { ITEM_REF, isItemRef, resolveItem, storedChain, storedItems, storedPrefixes } from './items.js';
@@ -379,12 +375,15 @@ export class CasFormat implements ListFormat, StateKeeper {
     s: string,
     k: string,
     items: readonly unknown[],
-    options: AppendOptions,
+    options: ListAppend,
   ): Promise<ListWriteResult> {
     const writeId = options.writeId ?? newWriteId();
     const [read, raw] = await Promise.all([this.sessions.read(s), this.readCurrent(s, k)]);
     const seen = mine(raw, read.live?.inc).head;
-    const marker = await this.sessions.forWrite(s, read, options.token, !seen || seen.deleted);
+    // A replay is answered from its record, before the fence (docs/DESIGN.md, "The write path").
+    const landed = options.writeId === undefined ? undefined : recorded(seen, writeId, true);
+    if (landed) return landed;
+    const marker = await this.sessions.forWrite(s, read, options.fence, !seen || seen.deleted);
     return this.appendOn(s, k, items, options, writeId, marker, raw);
   }
 
@@ -400,7 +399,7 @@ export class CasFormat implements ListFormat, StateKeeper {
       hash: live?.hash ?? EMPTY_HASH,
       token: head?.token ?? null,
       creates: !live,
-      recorded: async (writeId) => recorded(head, writeId),
+      recorded: async (writeId) => recorded(head, writeId, true),
     };
     this.peeked.set(peek, raw);
     return peek;
@@ -413,7 +412,7 @@ export class CasFormat implements ListFormat, StateKeeper {
     s: string,
     k: string,
     items: readonly unknown[],
-    options: AppendOptions & { readonly writeId: string },
+    options: ListAppend & { readonly writeId: string },
     marker: Marker,
     peek: ListPeek,
   ): Promise<ListWriteResult> {
@@ -425,7 +424,7 @@ export class CasFormat implements ListFormat, StateKeeper {
     s: string,
     k: string,
     items: readonly unknown[],
-    options: AppendOptions,
+    options: ListAppend,
     writeId: string,
     marker: Marker,
     raw: Current,
@@ -433,17 +432,17 @@ export class CasFormat implements ListFormat, StateKeeper {
     return this.commit(s, k, marker, mine(raw, marker.inc), writeId, async (head, corrupt) => {
       if (corrupt) throw new CorruptValueError(k);
       // A replay of an applied write id: its original answer, nothing written.
-      const landed = recorded(head, writeId);
+      const landed = recorded(head, writeId, options.writeId !== undefined);
       if (landed) return { result: landed };
       const live = head && !head.deleted ? head : undefined;
       const count = live?.count ?? 0;
       const hash = live?.hash ?? EMPTY_HASH;
-      this.fence(head, options.token);
+      await options.fence.check(head?.token);
       if (
         count === options.expectedCount &&
         (options.expectedHash === undefined || options.expectedHash === hash)
       )
-        return this.planAppend(s, k, marker, head, items, options.token, writeId);
+        return this.planAppend(s, k, marker, head, items, options.fence.token, writeId);
       const replay =
         replayOf(options, items, count, hash) ??
         (live && (await this.replayOfTail(s, k, live, options, items)));
@@ -458,7 +457,7 @@ export class CasFormat implements ListFormat, StateKeeper {
     s: string,
     k: string,
     head: Head,
-    options: AppendOptions,
+    options: ListAppend,
     items: readonly unknown[],
   ) {
     if (options.expectedHash !== undefined || head.count !== options.expectedCount + items.length)
@@ -470,12 +469,7 @@ export class CasFormat implements ListFormat, StateKeeper {
       : undefined;
   }
 
-  async save(
-    s: string,
-    k: string,
-    items: readonly unknown[],
-    options: ListSaveOptions,
-  ): Promise<ListWriteResult> {
+  async save(s: string, k: string, items: readonly unknown[], options: ListSave): Promise<ListWriteResult> {
     const [read, raw] = await Promise.all([this.sessions.read(s), this.readCurrent(s, k)]);
     const first = mine(raw, read.live?.inc);
     const shown = first.head && !first.head.deleted ? first.head : undefined;
@@ -484,7 +478,7 @@ export class CasFormat implements ListFormat, StateKeeper {
     // Saving [] over an absent list changes nothing: no session is created for it.
     if (items.length === 0 && !shown && !first.corrupt)
       return { action: 'unchanged', count: 0, hash: EMPTY_HASH };
-    const marker = await this.sessions.forWrite(s, read, options.token, !shown);
+    const marker = await this.sessions.forWrite(s, read, options.fence, !shown);
     const prefixes = prefixHashes(items);
     const writeId = newWriteId();
     return this.commit(s, k, marker, mine(raw, marker.inc), writeId, async (head, corrupt) => {
@@ -494,46 +488,48 @@ export class CasFormat implements ListFormat, StateKeeper {
       if (corrupt && options.ifHash !== undefined) throw new CorruptValueError(k);
       if (options.ifHash !== undefined && options.ifHash !== hash)
         throw new ListPreconditionFailedError(hash);
-      this.fence(head, options.token);
+      await options.fence.check(head?.token);
+      const { token } = options.fence;
       if (!corrupt && count <= items.length && prefixes[count] === hash) {
         if (count === items.length) return { result: { action: 'unchanged', count, hash } };
-        return this.planAppend(s, k, marker, head, items.slice(count), options.token, writeId);
+        return this.planAppend(s, k, marker, head, items.slice(count), token, writeId);
       }
       // Shrunk, or an earlier item changed: a compaction. The previous list is archived first.
-      return this.planReplace(s, k, marker, head, corrupt, items, prefixes, options.token, writeId);
+      return this.planReplace(s, k, marker, head, corrupt, items, prefixes, token, writeId);
     });
   }
 
-  async remove(s: string, k: string, options: WriteOptions): Promise<void> {
+  async remove(s: string, k: string, options: Fenced): Promise<void> {
+    const { fence } = options;
     const [read, raw] = await Promise.all([this.sessions.read(s), this.readCurrent(s, k)]);
-    if (!read.live) return;
+    if (!read.live) return fence.check();
     const first = mine(raw, read.live.inc);
-    if (!first.corrupt && (!first.head || first.head.deleted)) return;
-    const marker = await this.sessions.forWrite(s, read, options.token, false);
+    if (!first.corrupt && (!first.head || first.head.deleted)) return fence.check(first.head?.token);
+    const marker = await this.sessions.forWrite(s, read, fence, false);
     const writeId = newWriteId();
     await this.commit(s, k, marker, mine(raw, marker.inc), writeId, async (head, corrupt) => {
       if (!corrupt && (!head || head.deleted))
         return { result: { action: 'unchanged', count: 0, hash: EMPTY_HASH } };
-      this.fence(head, options.token);
-      return this.planReplace(s, k, marker, head, corrupt, undefined, [EMPTY_HASH], options.token, writeId);
+      await fence.check(head?.token);
+      return this.planReplace(s, k, marker, head, corrupt, undefined, [EMPTY_HASH], fence.token, writeId);
     });
   }
 
-  async truncate(s: string, k: string, options: TruncateOptions): Promise<ListWriteResult> {
+  async truncate(s: string, k: string, options: ListTruncate): Promise<ListWriteResult> {
     const writeId = options.writeId ?? newWriteId();
     const [read, raw] = await Promise.all([this.sessions.read(s), this.readCurrent(s, k)]);
     const first = mine(raw, read.live?.inc);
     if (first.corrupt) throw new CorruptValueError(k);
     // Decided on what was read, without a write (an absent list, a replay, a failed condition,
     // nothing to remove), before the marker is touched.
-    const early = this.decideTruncate(first.head, options, writeId, read.live?.token ?? null);
+    const early = await this.decideTruncate(first.head, options, writeId, read.live?.token ?? null);
     if (early) return early;
-    const marker = await this.sessions.forWrite(s, read, options.token, false);
+    const marker = await this.sessions.forWrite(s, read, options.fence, false);
     return this.commit(s, k, marker, mine(raw, marker.inc), writeId, async (head, corrupt) => {
       if (corrupt) throw new CorruptValueError(k);
-      const result = this.decideTruncate(head, options, writeId, null);
+      const result = await this.decideTruncate(head, options, writeId, null);
       if (result) return { result };
-      return this.planTruncate(s, k, marker, head as Head, options.count, options.token, writeId);
+      return this.planTruncate(s, k, marker, head as Head, options.count, options.fence.token, writeId);
     });
   }
 
@@ -541,19 +537,15 @@ export class CasFormat implements ListFormat, StateKeeper {
    * What a truncate answers without writing (a replay of its write id, the unchanged list), or
    * refuses (fenced, another hash, too few items); undefined when it has items to remove.
    */
-  private decideTruncate(
+  private async decideTruncate(
     head: Head | undefined,
-    options: TruncateOptions,
+    options: ListTruncate,
     writeId: string,
     markerToken: number | null,
-  ): ListWriteResult | undefined {
-    const landed = recorded(head, writeId);
+  ): Promise<ListWriteResult | undefined> {
+    const landed = recorded(head, writeId, options.writeId !== undefined);
     if (landed) return landed;
-    this.fence(head, options.token);
-    if (options.token !== undefined && markerToken !== null && markerToken > options.token) {
-      this.ctx.metrics.count('fencedWrites');
-      throw new FencedError(options.token, markerToken);
-    }
+    await options.fence.check(head?.token, markerToken);
     const live = head && !head.deleted ? head : undefined;
     const count = live?.count ?? 0;
     const hash = live?.hash ?? EMPTY_HASH;
@@ -655,14 +647,6 @@ export class CasFormat implements ListFormat, StateKeeper {
       drop: due,
       before: archive,
     };
-  }
-
-  /** Refuses a write whose token is below the one the head records. */
-  private fence(head: Head | undefined, token: number | undefined): void {
-    if (token !== undefined && head?.token != null && head.token > token) {
-      this.ctx.metrics.count('fencedWrites');
-      throw new FencedError(token, head.token);
-    }
   }
 
   /**
@@ -1098,9 +1082,9 @@ function remember(writes: readonly WriteRecord[], record: WriteRecord): WriteRec
 }
 
 /** The original answer of a write the head records. */
-function recorded(head: Head | undefined, writeId: string): ListWriteResult | undefined {
-  const record = head?.writes.find((w) => w[0] === writeId);
-  return record ? { action: record[3], count: record[1], hash: record[2] } : undefined;
+function recorded(head: Head | undefined, writeId: string, named = false): ListWriteResult | undefined {
+  const records = (head?.writes ?? []).map((w) => [w[0], { action: w[3], count: w[1], hash: w[2] }] as const);
+  return recordedAnswer(records, writeId, named);
 }
 
 /** The head of an empty list: a first one, or after a deletion (keeping its generation and token). */

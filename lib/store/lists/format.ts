@@ -4,7 +4,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { jsonBody } from '../context.js';
-import { ListPreconditionFailedError, ListTooShortError, ValidationError } from '../errors.js';
+import {
+  IdempotencyKeyReusedError,
+  ListPreconditionFailedError,
+  ListTooShortError,
+  ValidationError,
+} from '../errors.js';
 import { chainHash, EMPTY_HASH } from '../hash.js';
 import type { Marker, MarkerRead } from '../sessions.js';
 import type {
@@ -14,8 +19,8 @@ import type {
   ListWriteResult,
   PageOptions,
   TruncateOptions,
-  WriteOptions,
 } from '../types.js';
+import { compareRecord, type Fence } from '../write-path.js';
 
 /** What `listKeys` shows of a list. */
 export interface ListStat {
@@ -37,8 +42,21 @@ export interface ListPeek {
   readonly token: number | null;
   /** The list is absent or deleted in the incarnation read (a token write to it raises the marker's token). */
   readonly creates: boolean;
-  /** The answer recorded for this write id, when the list remembers it (its last 64 writes). */
-  recorded(writeId: string): Promise<ListWriteResult | undefined>;
+  /**
+   * The answer recorded for this write id (a `recordId`), when the list remembers it (its last 64
+   * writes): looked for in what was read, and with `deep` in the current log's history too (one
+   * GET in the append format). `IdempotencyKeyReusedError` when its name is recorded with another body.
+   */
+  recorded(writeId: string, deep: boolean): Promise<ListWriteResult | undefined>;
+}
+
+/**
+ * The fence of a list write (lib/store/write-path.ts): the formats compare tokens only through it.
+ * A named write's `writeId` is a record id (`recordId`: its Idempotency-Key or commit bound to the
+ * request's digest); a write without one gets a random id of the same form.
+ */
+export interface Fenced {
+  readonly fence: Fence;
 }
 
 /** The list operations of one user's sessions, in one storage format (archives are the store's: lists/archives.ts). */
@@ -62,7 +80,7 @@ export interface ListFormat {
     sessionId: string,
     key: string,
     items: readonly unknown[],
-    options: AppendOptions & { readonly writeId: string },
+    options: ListAppend & { readonly writeId: string },
     marker: Marker,
     peek: ListPeek,
   ): Promise<ListWriteResult>;
@@ -70,21 +88,21 @@ export interface ListFormat {
     sessionId: string,
     key: string,
     items: readonly unknown[],
-    options: AppendOptions,
+    options: ListAppend,
   ): Promise<ListWriteResult>;
   save(
     sessionId: string,
     key: string,
     items: readonly unknown[],
-    options: ListSaveOptions,
+    options: ListSave,
   ): Promise<ListWriteResult>;
-  remove(sessionId: string, key: string, options: WriteOptions): Promise<void>;
+  remove(sessionId: string, key: string, options: Fenced): Promise<void>;
   /**
    * Keeps the first `options.count` items if the list has `options.expectedHash` (the store has
    * checked the options): archives the removed ones (from `count` on), then commits a new
    * generation that keeps the old one's immutable objects wholly inside the kept prefix as they are.
    */
-  truncate(sessionId: string, key: string, options: TruncateOptions): Promise<ListWriteResult>;
+  truncate(sessionId: string, key: string, options: ListTruncate): Promise<ListWriteResult>;
   /**
    * The list's count, hash and last write as incarnation `inc` sees it (the caller read the
    * marker), or undefined when it is absent or deleted; `CorruptValueError` when it is damaged.
@@ -94,6 +112,11 @@ export interface ListFormat {
   itemObject?(sessionId: string, key: string, n: number): Promise<string | undefined>;
 }
 
+/** The options of a format's writes: the caller's, with the fence in place of the token. */
+export type ListAppend = Omit<AppendOptions, 'token'> & Fenced;
+export type ListSave = Omit<ListSaveOptions, 'token'> & Fenced;
+export type ListTruncate = Omit<TruncateOptions, 'token'> & Fenced;
+
 /** Write ids a list remembers with their answers (a replay older than that is recognised by its items). */
 export const KEPT_WRITES = 64;
 /** Attempts of a read whose objects vanished under it (retired meanwhile, or a concurrent session delete). */
@@ -102,6 +125,24 @@ export const READ_ATTEMPTS = 3;
 /** A write id for a write whose caller gave none. */
 export function newWriteId(): string {
   return `w.${randomBytes(12).toString('base64url')}`;
+}
+
+/**
+ * The recorded answer of write `writeId` among a list's records (`[write id, answer]`): the answer
+ * when this very request landed; for a named write (an Idempotency-Key or a commit, `recordId`)
+ * whose name the list records with another body, `IdempotencyKeyReusedError`.
+ */
+export function recordedAnswer(
+  records: Iterable<readonly [string, ListWriteResult]>,
+  writeId: string,
+  named: boolean,
+): ListWriteResult | undefined {
+  for (const [id, answer] of records) {
+    const seen = compareRecord(id, writeId);
+    if (seen === 'same') return answer;
+    if (seen === 'reused' && named) throw new IdempotencyKeyReusedError();
+  }
+  return undefined;
 }
 
 /** The serialized size of an item as a stored line. */

@@ -254,6 +254,7 @@ final class Transport {
             return new LockHeldException(message, problem.path("holder").asText(""), expiresAt, requestId);
         }
         if (status == 409) return new ConflictException(message, code, requestId, "contended".equals(code));
+        if ("idempotency-key-reused".equals(code)) return new IdempotencyKeyReusedException(message, requestId);
         if (status == 412) return new PreconditionFailedException(message, requestId);
         if (status == 413) return new PayloadTooLargeException(message, problem.path("limit").asLong(-1), requestId);
         if (status == 501) return new UnsupportedByServerException(message, code, requestId);

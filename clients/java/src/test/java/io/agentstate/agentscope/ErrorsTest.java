@@ -121,6 +121,18 @@ class ErrorsTest {
     }
 
     @Test
+    void aReusedIdempotencyKeyIsItsOwnTypedErrorAndNeverRetried() throws IOException {
+        HttpAgentStateStore store =
+                scripted((x, n) -> send(x, 422, PROBLEM, problem(422, "idempotency-key-reused")), Duration.ofSeconds(5));
+        IdempotencyKeyReusedException e =
+                assertThrows(IdempotencyKeyReusedException.class, () -> store.exists("u", "s"));
+        assertEquals(1, seen.size());
+        assertEquals(422, e.status());
+        assertEquals("idempotency-key-reused", e.code());
+        assertFalse(e.retryable());
+    }
+
+    @Test
     void backendUnsafeIsNeverRetried() throws IOException {
         HttpAgentStateStore store = scripted((x, n) -> send(x, 503, PROBLEM, problem(503, "backend-unsafe")), Duration.ofSeconds(5));
         BackendUnavailableException e =

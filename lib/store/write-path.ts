@@ -1,0 +1,192 @@
+/**
+ * The write path (docs/DESIGN.md, "The write path"): what every mutation of a session passes
+ * through, so that no route owns a guarantee of its own.
+ *
+ * - **Fencing** (`Fence`): where the store has a `TokenAuthority` (the lock; the HTTP server always
+ *   gives it), a write carrying a token reads the session's lock item in parallel with the reads
+ *   the write makes anyway, and is refused (`FencedError`, nothing written) when the token is not
+ *   the one the lock granted to a live lease. The tokens the objects record are the second line:
+ *   a token below one a target records is refused, with or without an authority.
+ * - **The token a write records**: a value's `token` metadata, a list's head or trailer, the marker.
+ * - **A value's write** (`putValue`): the one conditional PUT of a value, for saves and commits.
+ * - **A request's identity** (`recordId`): a write id bound to a digest of the request's canonical
+ *   body, so that a reused Idempotency-Key or commitId with another body is told from a replay.
+ */
+import { createHash } from 'node:crypto';
+import type { ObjectInfo, ObjectStoreDriver } from '../drivers/types.js';
+import { storedToken } from './context.js';
+import { FencedError } from './errors.js';
+import { canonicalJson } from './hash.js';
+import type { MetricsSink } from './types.js';
+
+/** A commit's identity as a lease records it (released or renewed with it). */
+export interface CommitIdentity {
+  readonly commitId: string;
+  /** `commitDigest` of its body. */
+  readonly digest: string;
+}
+
+/** What the lock says of a session now. */
+export interface LockGrant {
+  /** The last token granted for the session. */
+  readonly token: number;
+  /** A lease holds it and has not expired. */
+  readonly live: boolean;
+  /** The commit the lease last recorded (on release or renewal), if any. */
+  readonly commit?: CommitIdentity;
+}
+
+/** The session's authority over tokens: the lock, read with a consistent read (DynamoDB GetItem, a map lookup). */
+export interface TokenAuthority {
+  /** The session's lock item now, or undefined when it has none. */
+  grantOf(key: {
+    readonly userId: string | null;
+    readonly sessionId: string;
+  }): Promise<LockGrant | undefined>;
+}
+
+/**
+ * The fencing check of one write: the lock read (started when the fence is made, so it runs in
+ * parallel with the write's own reads) and the comparison with the tokens its targets record.
+ */
+export class Fence {
+  private readonly grant: Promise<LockGrant | undefined> | undefined;
+
+  constructor(
+    /** The write's token; undefined: the write is not fenced. */
+    readonly token: number | undefined,
+    authority: (() => Promise<LockGrant | undefined>) | undefined,
+    private readonly metrics: MetricsSink,
+  ) {
+    if (token !== undefined && authority) {
+      this.grant = authority();
+      // Awaited by `check`; a write refused before it asks must not leave a rejection unhandled.
+      this.grant.catch(() => {});
+    }
+  }
+
+  /** An authority checks this write's token (so the lock records a commit's identity, not an object). */
+  get authorized(): boolean {
+    return this.grant !== undefined;
+  }
+
+  /** The lock's grant (undefined: no authority, no token, or no lock item). */
+  lockGrant(): Promise<LockGrant | undefined> {
+    return this.grant ?? Promise.resolve(undefined);
+  }
+
+  /**
+   * Refuses the write (`FencedError`) when the authority has not granted its token to a live lease,
+   * or when a target records a higher token. A write without a token passes.
+   */
+  async check(...recorded: ReadonlyArray<number | null | undefined>): Promise<void> {
+    const { token } = this;
+    if (token === undefined) return;
+    const seen = Math.max(-1, ...recorded.map((t) => t ?? -1));
+    if (seen > token) this.refuse(new FencedError(token, seen));
+    if (!this.grant) return;
+    const grant = await this.grant;
+    if (grant && grant.token > token) this.refuse(new FencedError(token, grant.token));
+    if (!grant || grant.token !== token || !grant.live) this.refuse(new FencedError(token, null));
+  }
+
+  private refuse(error: FencedError): never {
+    this.metrics.count('fencedWrites');
+    throw error;
+  }
+}
+
+/** The fence of a write without a token. */
+export const UNFENCED = new Fence(undefined, undefined, { count: () => {} });
+
+// ---- a value's write -----------------------------------------------------------------------------
+
+/** Metadata a committed value records: the commit id and the digest of the commit's body. */
+export const COMMIT_META = 'commit';
+export const DIGEST_META = 'digest';
+
+/** How a value's write is conditioned. */
+export interface ValueWrite {
+  /** The value's object in this incarnation as read before the write, or undefined when absent. */
+  readonly head: ObjectInfo | undefined;
+  /** Whether the head was read (false: nothing is known of the object; only `ifVersion` conditions it). */
+  readonly read: boolean;
+  readonly ifVersion?: string;
+  readonly ifAbsent?: boolean;
+  /** The commit writing it, recorded in its metadata. */
+  readonly commit?: CommitIdentity;
+}
+
+/**
+ * Writes a value: metadata `inc`, the fence's token and the commit's identity; conditional on
+ * `ifVersion`, or, for a token write, a conditional write or `ifAbsent`, on the head it read (so the
+ * checks made on that head hold atomically with the write where the backend has conditional
+ * overwrite; on OSS an overwrite is unconditional, checked just before). Unconditional otherwise.
+ * A failed condition throws the driver's `ObjectConditionFailedError`: the caller decides what it means.
+ */
+export async function putValue(
+  driver: ObjectStoreDriver,
+  name: string,
+  body: string,
+  inc: string,
+  fence: Fence,
+  write: ValueWrite,
+): Promise<{ etag: string }> {
+  const { head } = write;
+  const onHead =
+    head === undefined
+      ? write.read
+        ? { ifNoneMatch: '*' as const }
+        : {}
+      : driver.capabilities.conditionalOverwrite
+        ? { ifMatch: head.etag }
+        : {};
+  const condition =
+    write.ifVersion !== undefined
+      ? { ifMatch: write.ifVersion }
+      : write.ifAbsent || fence.token !== undefined
+        ? onHead
+        : {};
+  const metadata: Record<string, string> = { inc };
+  if (fence.token !== undefined) metadata.token = String(fence.token);
+  if (write.commit) {
+    metadata[COMMIT_META] = write.commit.commitId;
+    metadata[DIGEST_META] = write.commit.digest;
+  }
+  return driver.put(name, body, {
+    contentType: 'application/json',
+    metadata,
+    tags: { kind: 'state' },
+    ...condition,
+  });
+}
+
+/** The token a value's object records, for `Fence.check`. */
+export const valueToken = storedToken;
+
+// ---- a request's identity ------------------------------------------------------------------------
+
+const hex8 = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 8);
+
+/** SHA-256 (hex) of the JCS of a request body: what a replay under the same key must match. */
+export function requestDigest(body: unknown): string {
+  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+}
+
+/**
+ * The record a list write leaves among the list's last writes: 8 hex digits naming the request
+ * (its Idempotency-Key, or a commit's id and the list key) and 8 of its body's digest. Both list
+ * formats keep it as it is (16 hex digits: the append format's trailer field).
+ */
+export function recordId(name: string, digest: string): string {
+  return `${hex8(name)}${hex8(digest)}`;
+}
+
+/** A write record id: 16 lowercase hex digits. */
+export const RECORD_ID = /^[0-9a-f]{16}$/;
+
+/** How a recorded write id compares with a write's: the same request, the same name with another body, or neither. */
+export function compareRecord(recorded: string, mine: string): 'same' | 'reused' | 'other' {
+  if (recorded === mine) return 'same';
+  return RECORD_ID.test(mine) && recorded.slice(0, 8) === mine.slice(0, 8) ? 'reused' : 'other';
+}
