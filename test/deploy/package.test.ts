@@ -146,7 +146,15 @@ describe('AWS: serverless package', () => {
     // Workspaces: restores and multipart uploads signed for the caller, on the same prefix.
     for (const action of ['s3:RestoreObject', 's3:AbortMultipartUpload', 's3:ListMultipartUploadParts'])
       expect(state).toContain(action);
-    expect(state).not.toContain('dynamodb');
+    // The fencing check reads the lock item: GetItem on the lock table, no lock write.
+    expect(
+      statements('StateRole').filter((st: { Action: unknown }) =>
+        JSON.stringify(st.Action).includes('dynamodb'),
+      ),
+    ).toEqual([
+      { Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: { 'Fn::GetAtt': ['LockTable', 'Arn'] } },
+    ]);
+    expect(state).not.toContain('UpdateItem');
     expect(state).not.toMatch(/"Resource":"\*"/);
     const lock = statements('LockRole');
     expect(JSON.stringify(lock)).not.toContain('s3:');
