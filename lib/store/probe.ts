@@ -1,23 +1,29 @@
 /**
- * The once-per-process check that the backend honours the write conditions its driver declares.
- * Every guarantee of the store rests on create-only and conditional writes; a proxy that drops
- * `If-None-Match` / `If-Match`, or an OSS bucket with versioning (which ignores
- * `x-oss-forbid-overwrite`), would acknowledge racing writes and lose all but one, silently.
+ * The once-per-process check that the backend honours the write conditions its driver declares,
+ * atomically. Every guarantee of the store rests on create-only and conditional writes; a proxy
+ * that drops `If-None-Match` / `If-Match`, one that checks them with a HEAD and then writes
+ * unconditionally, or an OSS bucket with versioning (which ignores `x-oss-forbid-overwrite`), would
+ * acknowledge racing writes and lose all but one, silently.
  *
- * Before the first write of a process, one probe object `<prefix>~probe/<random id>` (under no user;
- * tagged `kind=state`, so lifecycle removes a leftover) is created, then each declared guarantee is
- * asked to refuse a write it must refuse: a second create-only write, (with conditional overwrite)
- * an `If-Match` with a wrong etag, and (with position append) a second append at position 0 to a
- * second probe object `<…>.append`, created by an append at position 0. Then the probe objects are
- * removed. Concurrent first writes share the probe. A failure that proves nothing (5xx, network,
- * refused credentials) fails that write and the next write probes again; only an acknowledged write
- * that had to be refused marks the backend unsafe, for the life of the process: every later write is
- * refused with `BackendUnsafeError`, nothing is acknowledged. Cost: at most 2 requests per declared
- * guarantee plus one delete per probe object. Driver calls (and requests) per backend:
- * - S3, Ceph RGW: 4 (create, second create-only write, wrong If-Match, delete);
- * - OSS: 6 (create, second forbid-overwrite write, append at 0, second append at 0, 2 deletes);
- * - fs, memory: 7 (all three guarantees: create, 3 writes that must fail, the creating append,
- *   2 deletes).
+ * Before the first write of a process, the probe writes objects of a random user's random session
+ * under the store's prefix (`<prefix><24 hex>/<24 hex>/<8 hex>.json`, named as any session's value,
+ * tagged `kind=state`, so lifecycle removes a leftover), so that a proxy cannot tell them from
+ * real writes. On a backend across a network (S3, Ceph RGW, OSS) each declared guarantee is raced:
+ * 4 concurrent create-only writes of one fresh object, of which exactly one may be acknowledged;
+ * (with conditional overwrite) 4 concurrent `If-Match` writes with the winner's etag, exactly one;
+ * (with position append) 4 concurrent appends at position 0 of a second fresh object, exactly one.
+ * More than one acknowledged write proves the backend unsafe; none proves nothing (the losers'
+ * refusals, or 5xx, are not judged: Ceph RGW answers some losers of an `If-Match` race with 500).
+ * The in-process drivers (fs, memory: nothing between) are asked instead, one write at a time, to
+ * refuse what they must refuse. Then the probe objects are removed. Concurrent first writes share
+ * the probe. A failure that proves nothing (5xx, network, refused credentials) fails that write
+ * and the next write probes again; only acknowledged writes that had to be refused mark the backend
+ * unsafe, for the life of the process: every later write is refused with `BackendUnsafeError`.
+ * What it proves: the conditions are evaluated atomically when 4 writers interleave; a non-atomic
+ * backend is caught only when its racers interleave, which a gap between its check and its write
+ * makes likely. Requests: S3 and Ceph RGW 9 (4 creates, 4 If-Match writes, a delete); OSS 10
+ * (4 creates, 4 appends, 2 deletes); fs and memory 7 calls (create, 3 writes that must fail, the
+ * creating append, 2 deletes). It adds about 2 round trips to the first write after a cold start.
  */
 import { randomBytes } from 'node:crypto';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
@@ -25,48 +31,143 @@ import type { DriverCapabilities, ObjectStoreDriver } from '../drivers/types.js'
 import { backendError } from './context.js';
 import { BackendError, BackendUnsafeError } from './errors.js';
 
-/** A guarantee a driver may declare, and the write the backend must refuse if it holds. */
+/** A guarantee a driver may declare, and how it is raced (and, in process, asked to refuse). */
 interface Guarantee {
   readonly name: string;
   readonly declared: (capabilities: DriverCapabilities) => boolean;
+  /** Races on an object of its own (`<probe key>` of its own) instead of the shared one. */
+  readonly own?: boolean;
+  /** Its racers overwrite the existing object (a winner changes its etag). */
+  readonly overwrites?: boolean;
   /**
-   * The step's own probe object (`<probe key><suffix>`), which `prepare` creates, instead of the
-   * shared one (created create-only before every step).
+   * One racer's write (racer `i` of `RACERS`); `etag`: the shared object's, after the create race.
+   * In process, racer 0 runs alone against the existing object and must be refused.
    */
-  readonly own?: {
-    readonly suffix: string;
-    readonly prepare: (driver: ObjectStoreDriver, key: string, body: string) => Promise<unknown>;
-  };
-  /** A write against the existing probe object `key` that the backend must refuse. */
-  readonly mustFail: (driver: ObjectStoreDriver, key: string, body: string) => Promise<unknown>;
+  readonly write: (
+    driver: ObjectStoreDriver,
+    key: string,
+    i: number,
+    etag: string,
+  ) => Promise<{ etag: string }>;
 }
 
 const PUT_OPTIONS = { contentType: 'application/json', tags: { kind: 'state' } } as const;
-/** The position-append step: the creating append and the one that must be refused are the same call. */
-const appendAtZero = (driver: ObjectStoreDriver, key: string, body: string) =>
-  driver.append(key, body, { ...PUT_OPTIONS, position: 0 });
-/** A well-formed etag no object has: 32 hex digits, as an MD5 etag. */
-const WRONG_ETAG = '0'.repeat(32);
+/** Writers in each race. */
+const RACERS = 4;
+const body = (i: number) => `{"probe":${i}}`;
 
-/** What the store relies on, in the order probed (the probe object is created create-only first). */
+/** What the store relies on, in the order probed. */
 export const GUARANTEES: readonly Guarantee[] = [
   {
     name: 'create-only writes (If-None-Match: * / x-oss-forbid-overwrite)',
     declared: (c) => c.createOnly,
-    mustFail: (driver, key, body) => driver.put(key, body, { ...PUT_OPTIONS, ifNoneMatch: '*' }),
+    write: (driver, key, i) => driver.put(key, body(i), { ...PUT_OPTIONS, ifNoneMatch: '*' }),
   },
   {
     name: 'conditional overwrite (If-Match)',
     declared: (c) => c.conditionalOverwrite,
-    mustFail: (driver, key, body) => driver.put(key, body, { ...PUT_OPTIONS, ifMatch: WRONG_ETAG }),
+    overwrites: true,
+    write: (driver, key, i, etag) => driver.put(key, body(RACERS + i), { ...PUT_OPTIONS, ifMatch: etag }),
   },
   {
     name: 'position append (AppendObject at a position that is not the length)',
     declared: (c) => c.positionAppend,
-    own: { suffix: '.append', prepare: appendAtZero },
-    mustFail: appendAtZero,
+    own: true,
+    write: async (driver, key, i) => {
+      await driver.append(key, body(i), { ...PUT_OPTIONS, position: 0 });
+      return { etag: '' };
+    },
   },
 ];
+
+/** A well-formed etag no object has: 32 hex digits, as an MD5 etag. */
+const WRONG_ETAG = '0'.repeat(32);
+
+/** The probe's object names under `prefix`: a random user's random session's values. */
+export function probeKeyPattern(prefix: string): RegExp {
+  const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`^${escaped}[0-9a-f]{24}/[0-9a-f]{24}/[0-9a-f]{8}\\.json$`);
+}
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** Runs the probe once against `driver`: resolves when every declared guarantee held. */
+export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string): Promise<void> {
+  const session = `${prefix}${hex(12)}/${hex(12)}/`;
+  const key = `${session}${hex(4)}.json`;
+  const inProcess = driver.name === 'fs' || driver.name === 'memory';
+  let broken: string | undefined;
+  /** Every probe object written (or perhaps written), deleted at the end, the shared one last. */
+  const written = [key];
+  try {
+    if (inProcess) broken = await askInProcess(driver, key, session, written);
+    else {
+      let etag = '';
+      if (!driver.capabilities.createOnly) ({ etag } = await driver.put(key, body(-1), PUT_OPTIONS));
+      for (const guarantee of GUARANTEES) {
+        if (!guarantee.declared(driver.capabilities)) continue;
+        let target = key;
+        if (guarantee.own) {
+          target = `${session}${hex(4)}.json`;
+          written.unshift(target);
+        }
+        const settled = await Promise.allSettled(
+          Array.from({ length: RACERS }, (_, i) => guarantee.write(driver, target, i, etag)),
+        );
+        const won = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+        if (won.length > 1) {
+          broken = guarantee.name;
+          break;
+        }
+        // No write acknowledged (a winner's answer lost, or a 5xx the SDK retried into a refusal):
+        // what the object holds now says whether one landed; if none did, nothing is proved.
+        const now = won[0] ?? (await driver.head(target).catch(() => undefined));
+        if (!now || (guarantee.overwrites && now.etag === etag)) {
+          const failure = settled.find((r) => r.status === 'rejected');
+          throw failure && !(failure.reason instanceof ObjectConditionFailedError)
+            ? failure.reason
+            : new BackendError(`the backend probe's race of ${guarantee.name} had no winner`, true);
+        }
+        if (!guarantee.own) etag = now.etag;
+      }
+    }
+  } finally {
+    for (const object of written) await driver.delete(object).catch(() => undefined);
+  }
+  if (broken) throw new BackendUnsafeError(driver.name, broken);
+}
+
+/**
+ * In process, nothing lies between: each declared guarantee is asked once to refuse a write it
+ * must refuse (a create-only write of an existing object, an `If-Match` with a wrong etag, an
+ * append at position 0 of an appended object). Returns the guarantee broken, if any.
+ */
+async function askInProcess(
+  driver: ObjectStoreDriver,
+  key: string,
+  session: string,
+  written: string[],
+): Promise<string | undefined> {
+  const createOnly = driver.capabilities.createOnly ? { ifNoneMatch: '*' as const } : {};
+  await driver.put(key, body(-1), { ...PUT_OPTIONS, ...createOnly });
+  for (const guarantee of GUARANTEES) {
+    if (!guarantee.declared(driver.capabilities)) continue;
+    let target = key;
+    if (guarantee.own) {
+      target = `${session}${hex(4)}.json`;
+      written.unshift(target);
+      // Its failure proves nothing either way (even a refusal: the object is new): it fails the probe.
+      await guarantee.write(driver, target, 0, WRONG_ETAG);
+    }
+    try {
+      await guarantee.write(driver, target, 0, WRONG_ETAG);
+      return guarantee.name;
+    } catch (error) {
+      if (!(error instanceof ObjectConditionFailedError)) throw error;
+    }
+  }
+  return undefined;
+}
 
 /**
  * The driver methods that neither change what is stored nor sign a change for someone else to make;
@@ -90,43 +191,10 @@ export interface VerifiedDriver extends ObjectStoreDriver {
 }
 
 export interface VerifyOptions {
-  /** The store's prefix; the probe object lives at `<prefix>~probe/<random id>`. */
+  /** The store's prefix; the probe's objects live under it (`probeKeyPattern`). */
   readonly prefix: string;
   /** Called once, when the backend is found unsafe (log it at ERROR). */
   readonly onUnsafe?: (error: BackendUnsafeError) => void;
-}
-
-/** Runs the probe once against `driver`: resolves when every declared guarantee held. */
-export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string): Promise<void> {
-  const key = `${prefix}~probe/${randomBytes(12).toString('hex')}`;
-  const body = '{"probe":true}';
-  let broken: string | undefined;
-  /** Every probe object written (or perhaps written), deleted at the end, the shared one last. */
-  const written = [key];
-  try {
-    const createOnly = driver.capabilities.createOnly ? { ifNoneMatch: '*' as const } : {};
-    await driver.put(key, body, { ...PUT_OPTIONS, ...createOnly });
-    for (const guarantee of GUARANTEES) {
-      if (!guarantee.declared(driver.capabilities)) continue;
-      let target = key;
-      if (guarantee.own) {
-        target = `${key}${guarantee.own.suffix}`;
-        written.unshift(target);
-        // Its failure proves nothing either way (even a refusal: the object is new): it fails the probe.
-        await guarantee.own.prepare(driver, target, body);
-      }
-      try {
-        await guarantee.mustFail(driver, target, body);
-        broken = guarantee.name;
-        break;
-      } catch (error) {
-        if (!(error instanceof ObjectConditionFailedError)) throw error;
-      }
-    }
-  } finally {
-    for (const object of written) await driver.delete(object).catch(() => undefined);
-  }
-  if (broken) throw new BackendUnsafeError(driver.name, broken);
 }
 
 /**

@@ -12,7 +12,7 @@ import { createS3Driver } from '../../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { BackendUnsafeError } from '../../lib/store/errors.js';
-import { GUARANTEES, verifiedDriver } from '../../lib/store/probe.js';
+import { GUARANTEES, probeKeyPattern, verifiedDriver } from '../../lib/store/probe.js';
 import { type ApiHarness, nodeHarness } from '../http/harness.js';
 import { frontControl } from '../servers/control.js';
 import { startOssFront } from '../servers/oss-front.js';
@@ -25,7 +25,13 @@ const S3_KEYS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 let s3: Awaited<ReturnType<typeof startS3Front>>;
 let oss: Awaited<ReturnType<typeof startOssFront>>;
 const s3Control = () => frontControl(s3.endpoint);
-const probeRequests = async () => (await s3Control().requests()).filter((r) => r.path.includes('~probe'));
+/** The probe's requests: those on objects of the probe's random users under the server's prefix. */
+const probeRequests = async () =>
+  (await s3Control().requests()).filter((r) =>
+    probeKeyPattern('agent-state/').test(
+      decodeURIComponent((r.path.split('?')[0] ?? '').slice(`/${servers().bucket}/`.length)),
+    ),
+  );
 
 beforeAll(async () => {
   s3 = await startS3Front(Number(new URL(servers().s3rver).port));
@@ -96,7 +102,7 @@ const racingAppends = (api: ApiHarness, user: string, session: string) =>
   );
 
 describe('the backend probe', () => {
-  it('on a healthy backend: one probe for concurrent first writes, at most 2 requests per guarantee plus the delete, nothing left', async () => {
+  it('on a healthy backend: one probe for concurrent first writes, 9 requests (4 racing creates, 4 racing If-Match writes, the delete), nothing left', async () => {
     const driver = s3Driver();
     const { api } = await serverOver(driver);
     const answers = await racingAppends(api, `u-${randomUUID()}`, 's');
@@ -104,9 +110,9 @@ describe('the backend probe', () => {
     const probes = await probeRequests();
     const declared = GUARANTEES.filter((g) => g.declared(driver.capabilities)).length;
     expect(declared).toBe(2);
-    // The create, a second create-only write, a wrong If-Match, the delete: within 2 per guarantee + 1.
-    expect(probes.map((p) => p.method)).toEqual(['PUT', 'PUT', 'PUT', 'DELETE']);
-    expect(probes.length).toBeLessThanOrEqual(2 * declared + 1);
+    // 4 create-only writes racing (one wins), 4 If-Match writes with the winner's etag (one wins), the delete.
+    expect(probes.map((p) => p.method)).toEqual([...Array(8).fill('PUT'), 'DELETE']);
+    expect(probes.length).toBeLessThanOrEqual(12);
     expect(new Set(probes.map((p) => p.path.split('?')[0])).size).toBe(1);
     expect(probes.at(-1)?.method).toBe('DELETE');
     const key = decodeURIComponent(
@@ -141,6 +147,34 @@ describe('the backend probe', () => {
     await api.close();
   });
 
+  it('behind a proxy that honours conditions only on ~probe/ keys, every write is 503 backend-unsafe (the probe writes as a session does)', async () => {
+    await s3Control().ignoreConditions(['if-match', 'if-none-match'], '~probe/');
+    const { api, errors } = await serverOver(s3Driver());
+    const user = `u-${randomUUID()}`;
+    const answers = await racingAppends(api, user, 's');
+    expect(answers.map((a) => a.json().code)).toEqual(Array(8).fill('backend-unsafe'));
+    const save = await api.call(user, 'PUT', '/v1/sessions/s/state/plan', { body: '{"step":1}' });
+    expect(save.status).toBe(503);
+    expect((await api.call(user, 'HEAD', '/v1/sessions/s')).status).toBe(404);
+    expect(errors).toHaveBeenCalledTimes(1);
+    await api.close();
+  });
+
+  it('behind a proxy that checks a condition with a HEAD and writes unconditionally 20 ms later, every write is 503 backend-unsafe', async () => {
+    await s3Control().nonAtomic(20);
+    const { api, errors } = await serverOver(s3Driver());
+    const user = `u-${randomUUID()}`;
+    const answers = await racingAppends(api, user, 's');
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(503));
+    expect(answers[0]?.json()).toMatchObject({ code: 'backend-unsafe' });
+    expect(answers[0]?.json().detail).toMatch(/s3.*create-only/);
+    const save = await api.call(user, 'PUT', '/v1/sessions/s/state/plan', { body: '{"step":1}' });
+    expect(save.json()).toMatchObject({ code: 'backend-unsafe' });
+    expect((await api.call(user, 'GET', '/v1/sessions/s/lists/memory')).json()).toMatchObject({ count: 0 });
+    expect(errors).toHaveBeenCalledTimes(1);
+    await api.close();
+  });
+
   it('behind a proxy that drops only If-Match, writes are refused too, naming conditional overwrite', async () => {
     await s3Control().ignoreConditions(['if-match']);
     const { api, errors } = await serverOver(s3Driver());
@@ -168,14 +202,21 @@ describe('the backend probe', () => {
     }
   });
 
-  it('OSS: the append step, 6 requests (2 creates, 2 appends, 2 deletes), nothing left', async () => {
+  it('OSS: 10 requests (4 racing creates, 4 racing appends at 0, 2 deletes) on a random session of the prefix, nothing left', async () => {
     const { driver, calls } = recording(ossDriver());
-    const verified = verifiedDriver(driver, { prefix: `probe-${randomUUID()}/` });
+    const prefix = `probe-${randomUUID()}/`;
+    const verified = verifiedDriver(driver, { prefix });
     await Promise.all([verified.verify(), verified.verify()]);
-    expect(calls.map((c) => c.method)).toEqual(['put', 'put', 'append', 'append', 'delete', 'delete']);
-    const [shared, appended] = [calls[0]?.key ?? '', calls[2]?.key ?? ''];
-    expect(appended).toBe(`${shared}.append`);
-    expect(calls.slice(4).map((c) => c.key)).toEqual([appended, shared]);
+    expect(calls.map((c) => c.method)).toEqual([
+      ...Array(4).fill('put'),
+      ...Array(4).fill('append'),
+      'delete',
+      'delete',
+    ]);
+    const [shared, appended] = [calls[0]?.key ?? '', calls[4]?.key ?? ''];
+    for (const key of [shared, appended]) expect(key).toMatch(probeKeyPattern(prefix));
+    expect(appended).not.toBe(shared);
+    expect(calls.slice(8).map((c) => c.key)).toEqual([appended, shared]);
     for (const key of [shared, appended])
       await expect(driver.head(key)).rejects.toBeInstanceOf(ObjectNotFoundError);
     expect(GUARANTEES.filter((g) => g.declared(driver.capabilities)).map((g) => g.name)).toEqual([
@@ -242,8 +283,8 @@ describe('the backend probe', () => {
 
   it('a transient failure of the probe fails that write only; the next write probes again and succeeds', async () => {
     const { api, errors } = await serverOver(s3Driver());
-    // Every SDK attempt of the probe's first PUT fails.
-    await s3Control().fault({ kind: '500', method: 'PUT', match: '~probe', times: 3 });
+    // Every SDK attempt (3) of each of the probe's 4 racing creates fails.
+    await s3Control().fault({ kind: '500', method: 'PUT', match: '/agent-state/', times: 12 });
     const first = await api.call('carol', 'PUT', '/v1/sessions/s/state/plan', { body: '{"a":1}' });
     expect(first.status).toBe(503);
     expect(first.json()).toMatchObject({ code: 'backend-unavailable' });

@@ -14,9 +14,16 @@ export function frontControl(endpoint: string) {
     fault: (rule: FaultRule) => post('faults', rule),
     /** How long a restore of an archived object takes. */
     restoreDelay: (ms: number) => post('restore-delay', { ms }),
-    /** S3 front: ignores these conditions on writes (default both), as a proxy dropping them would. */
-    ignoreConditions: (ignore: Array<'if-match' | 'if-none-match'> = ['if-match', 'if-none-match']) =>
-      post('conditions', { ignore }),
+    /**
+     * S3 front: ignores these conditions on writes (default both), as a proxy dropping them would;
+     * with `except`, not on keys containing it (a proxy that spares what looks like a probe).
+     */
+    ignoreConditions: (
+      ignore: Array<'if-match' | 'if-none-match'> = ['if-match', 'if-none-match'],
+      except?: string,
+    ) => post('conditions', { ignore, ...(except !== undefined ? { except } : {}) }),
+    /** S3 front: checks a PUT's condition with a HEAD, holds `holdMs`, then writes unconditionally. */
+    nonAtomic: (holdMs: number) => post('non-atomic', { holdMs }),
     /** OSS front: a bucket with versioning `Enabled` or `Suspended` ignores x-oss-forbid-overwrite. */
     versioning: (status: 'Enabled' | 'Suspended' | 'Off') => post('versioning', { status }),
     /** OSS front: AppendObject appends at the end whatever position is asked (a backend ignoring it). */

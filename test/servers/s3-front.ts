@@ -25,8 +25,10 @@
  * Control API (JSON, under `/__front/`): `POST faults` adds a rule, `POST delete-failures` makes
  * DeleteObjects fail keys containing a text, `POST reset` clears both, `GET requests` lists what
  * was received (method, path, bytes), `POST restore-delay` (`{ ms }`) sets how long a restore takes,
- * `POST conditions` (`{ ignore: ['if-match', 'if-none-match'] }`) ignores those write conditions
- * until `reset`.
+ * `POST conditions` (`{ ignore: ['if-match', 'if-none-match'], except? }`) ignores those write
+ * conditions (but on keys containing `except`) until `reset`, `POST non-atomic` (`{ holdMs }`)
+ * checks a PUT's condition with a HEAD, waits `holdMs`, then writes unconditionally, outside the
+ * key's lock (a backend that evaluates conditions without atomicity).
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -114,6 +116,13 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
   let restoreDelayMs = 300;
   /** Write conditions ignored, as a proxy that drops them would (`if-match`, `if-none-match`). */
   let ignoredConditions = new Set<string>();
+  /** Keys whose conditions are honoured all the same (a proxy that spares what looks like a probe). */
+  let sparedKeys: string | undefined;
+  /**
+   * A front that checks a write's condition itself with a HEAD, holds this long, then writes
+   * unconditionally, outside the key's lock: evaluation without atomicity (undefined: atomic).
+   */
+  let nonAtomicHoldMs: number | undefined;
   const uploads = new Map<string, Upload>();
 
   function takeFault(req: http.IncomingMessage, after: boolean): FaultRule | undefined {
@@ -157,6 +166,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     if (q.has('uploads') || q.has('uploadId')) return multipart(id, method, q, req, res);
     if (method === 'PUT' && req.headers['x-amz-copy-source'])
       return mutex.run(id, () => copyObject(id, req, res));
+    if (method === 'PUT' && nonAtomicHoldMs !== undefined) return putObject(id, req, res, nonAtomicHoldMs);
     if (method === 'PUT') return mutex.run(id, () => putObject(id, req, res));
     if (method === 'DELETE') return mutex.run(id, () => deleteObject(id, req, res));
     // s3rver replaces files in place: a read racing a write of the same key can break off. S3's
@@ -169,9 +179,14 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     if (path === 'faults') faults.add(body as FaultRule);
     else if (path === 'delete-failures') deleteFailures.push(...(body as { match: string[] }).match);
     else if (path === 'restore-delay') restoreDelayMs = (body as { ms: number }).ms;
-    else if (path === 'conditions') ignoredConditions = new Set((body as { ignore: string[] }).ignore);
+    else if (path === 'conditions') {
+      ignoredConditions = new Set((body as { ignore: string[] }).ignore);
+      sparedKeys = (body as { except?: string }).except;
+    } else if (path === 'non-atomic') nonAtomicHoldMs = (body as { holdMs: number }).holdMs;
     else if (path === 'reset') {
       ignoredConditions = new Set();
+      sparedKeys = undefined;
+      nonAtomicHoldMs = undefined;
       faults.reset();
       deleteFailures = [];
       received = [];
@@ -210,8 +225,10 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
 
   /** Evaluates If-Match / If-None-Match against the current object; answers and returns false on failure. */
   async function conditionHolds(id: string, headers: http.IncomingHttpHeaders, res: http.ServerResponse) {
-    const ifMatch = ignoredConditions.has('if-match') ? undefined : headers['if-match'];
-    const ifNoneMatch = ignoredConditions.has('if-none-match') ? undefined : headers['if-none-match'];
+    const spared = sparedKeys !== undefined && id.includes(sparedKeys);
+    const ifMatch = ignoredConditions.has('if-match') && !spared ? undefined : headers['if-match'];
+    const ifNoneMatch =
+      ignoredConditions.has('if-none-match') && !spared ? undefined : headers['if-none-match'];
     if (!ifMatch && !ifNoneMatch) return true;
     const current = await headUpstream(id);
     const exists = current.status === 200;
@@ -243,11 +260,17 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     return true;
   }
 
-  async function putObject(id: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  async function putObject(
+    id: string,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    holdMs?: number,
+  ): Promise<void> {
     if (!(await conditionHolds(id, req.headers, res))) {
       req.resume();
       return;
     }
+    if (holdMs !== undefined) await new Promise((resolve) => setTimeout(resolve, holdMs));
     const body = await checkedBody(req, res);
     if (!body) return;
     const up = await request(upstream, 'PUT', req.url ?? '', forwardHeaders(req.headers, dropped), body);
