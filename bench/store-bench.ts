@@ -58,6 +58,12 @@ export const TURN_API_CEILINGS = { putClass: 2.05, getClass: 5.1, list: 0, ddbWr
 /** The turn's ceilings for this store (append format, on OSS): writes and LIST. */
 export const APPEND_TURN_CEILINGS = { putClass: 2.05, list: 0 };
 
+/** The six-call turn with the keep-alive due: its extra over a turn, and the whole turn. */
+export const KEEP_ALIVE_CEILINGS = { extraPutClass: 2, extraBytes: 256 * 1024, putClass: 4.05 };
+/** Turns measured with the keep-alive due, per history length. */
+const KEEP_ALIVE_TURNS = 4;
+const HOUR = 60 * 60 * 1000;
+
 /** The turn's ceilings for this store (CAS format). */
 export const TURN_CEILINGS = { putClass: 2.05, getClass: 8.1, list: 0, dollars: 13.5 };
 
@@ -124,8 +130,11 @@ export interface BudgetRow {
 /** The locked agent turn at one history length, one pattern, mean over the turns. */
 export interface TurnRow {
   n: number;
-  /** `ours`: six calls; `turn-api`: begin (lease + snapshot) and commit (changes + release). */
-  pattern: 'ours' | 'turn-api' | 'reference';
+  /**
+   * `ours`: six calls; `keep-alive`: the same with the session's keep-alive due; `turn-api`: begin
+   * (lease + snapshot) and commit (changes + release).
+   */
+  pattern: 'ours' | 'keep-alive' | 'turn-api' | 'reference';
   /** HTTP calls (API Gateway + Lambda invocations) the turn takes; 0 for the reference (in-process). */
   httpCalls: number;
   turns: number;
@@ -591,34 +600,37 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
       // The locked agent turn, on a session of its own with a history of n.
       if (!withTurns) continue;
       log(`N = ${n}: ${turnsPerSize} turns each`);
+      // The store's session: the lock is its authority (each size has its own prefix, the same session id).
+      const turnKey = { userId: 'bench', sessionId: 't' };
+      /**
+       * Turn `i` in six calls on `store`: lease, value, last 50, append 2, save with the token,
+       * release; the append (the turn's first write) on `first`.
+       */
+      const sixCalls = async (store: typeof ours, i: number, first = store) => {
+        let lease: Lease | undefined;
+        let page = { count: 0, hash: '' };
+        return us.measureSteps([
+          async () => {
+            lease = await us.lock.acquire(turnKey, { leaseMs: 60_000 });
+          },
+          () => store.get('t', 'agent_state'),
+          async () => {
+            page = await store.getList('t', 'memory', { last: 50 });
+          },
+          () =>
+            first.appendList('t', 'memory', [message(n + 2 * i), message(n + 2 * i + 1)], {
+              expectedCount: page.count,
+              expectedHash: page.hash,
+              token: lease?.token,
+            }),
+          () => store.save('t', 'agent_state', agentState(i + 1), { token: lease?.token }),
+          () => us.lock.release(turnKey, lease?.owner ?? '', lease?.token ?? 0),
+        ]);
+      };
       const [ourTurns, refTurns] = await both(
         async () => {
-          // The store's session: the lock is its authority (each size has its own prefix, the same session id).
-          const key = { userId: 'bench', sessionId: 't' };
           const out: Measured[] = [];
-          for (let i = 0; i < turnsPerSize; i++) {
-            let lease: Lease | undefined;
-            let page = { count: 0, hash: '' };
-            out.push(
-              await us.measureSteps([
-                async () => {
-                  lease = await us.lock.acquire(key, { leaseMs: 60_000 });
-                },
-                () => ours.get('t', 'agent_state'),
-                async () => {
-                  page = await ours.getList('t', 'memory', { last: 50 });
-                },
-                () =>
-                  ours.appendList('t', 'memory', [message(n + 2 * i), message(n + 2 * i + 1)], {
-                    expectedCount: page.count,
-                    expectedHash: page.hash,
-                    token: lease?.token,
-                  }),
-                () => ours.save('t', 'agent_state', agentState(i + 1), { token: lease?.token }),
-                () => us.lock.release(key, lease?.owner ?? '', lease?.token ?? 0),
-              ]),
-            );
-          }
+          for (let i = 0; i < turnsPerSize; i++) out.push(await sixCalls(ours, i));
           return out;
         },
         async () => {
@@ -694,8 +706,28 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
           await api.close();
         }
       }
+      // The same six-call turn when the session's keep-alive is due: its first write on a store
+      // whose clock is 2 hours further ahead each turn (the objects' times are the backend's, so
+      // only that write sees the marker stale): the marker's rewrite and one LIST of the session,
+      // nothing else (no `.list.json`).
+      const keepAliveTurns: Measured[] = [];
+      {
+        let ahead = 0;
+        const later = createStateStore({
+          driver: us.driver,
+          prefix: `${run}/ours/`,
+          authority: us.lock,
+          now: () => Date.now() + ahead,
+          ...(options.listFormat ? { listFormat: options.listFormat } : {}),
+        }).forUser('bench');
+        for (let i = 0; i < KEEP_ALIVE_TURNS; i++) {
+          ahead += 2 * HOUR;
+          keepAliveTurns.push(await sixCalls(ours, turnsPerSize + i, later));
+        }
+      }
       for (const [pattern, measured, httpCalls] of [
         ['ours', ourTurns, 6],
+        ['keep-alive', keepAliveTurns, 6],
         ['turn-api', apiTurns, apiCalls / turnsPerSize],
         ['reference', refTurns, 0],
       ] as const) {
@@ -704,7 +736,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
         const row: TurnRow = {
           n,
           pattern,
-          turns: turnsPerSize,
+          turns: pattern === 'keep-alive' ? KEEP_ALIVE_TURNS : turnsPerSize,
           mean: m.traffic,
           trips: m.trips,
           ms: m.ms,
@@ -730,6 +762,17 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
             m.traffic.getClass <= TURN_CEILINGS.getClass &&
             m.traffic.list === 0 &&
             price.s3 <= TURN_CEILINGS.dollars;
+        }
+        if (pattern === 'keep-alive') {
+          // Its extra over the turn's mean (the `ours` row, pushed just before this one).
+          const base = turns.at(-1) as TurnRow;
+          const extra = minus(m.traffic, base.mean);
+          const c = KEEP_ALIVE_CEILINGS;
+          row.ceiling = `extra ≤ ${c.extraPutClass} PUT-class, ≤ ${bytes(c.extraBytes)} moved; the turn ≤ ${c.putClass} PUT-class`;
+          row.holds =
+            extra.putClass <= c.extraPutClass &&
+            extra.bytesUp + extra.bytesDown <= c.extraBytes &&
+            m.traffic.putClass <= c.putClass;
         }
         if (pattern === 'ours' && format === 'append') {
           row.ceiling = `≤ ${APPEND_TURN_CEILINGS.putClass} writes, 0 LIST`;

@@ -91,6 +91,8 @@ const schema = z
     BODY_LIMIT_BYTES: int(1024, 32 * 1024 * 1024).default(DEFAULT_BODY_LIMIT_BYTES),
     PRESIGN_EXPIRES_SECONDS: int(60, 7 * 24 * 3600).default(900),
     ARCHIVE_ENCODING: z.enum(['identity', 'gzip', 'br']).default('gzip'),
+    // `reference`: also keep each list's whole array as `<key>.list.json` (the reference's layout).
+    LIST_JSON: z.enum(['off', 'reference']).default('off'),
     RESTORE_DAYS: int(1, 30).default(1),
     MAX_VALUE_BYTES: int(1024, 1024 * 1024 * 1024).default(64 * 1024 * 1024),
     MAX_BLOB_BYTES: int(1024, 4 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),

@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { classify } from '../bench/counting-proxy.js';
 import {
   type BudgetRow,
+  KEEP_ALIVE_CEILINGS,
   type RowId,
   readmeTables,
   runStoreBench,
@@ -71,7 +72,7 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
   it('measures every row and prints the tables', () => {
     expect(result.format).toBe('cas');
     expect(storeTable(result).split('\n')).toHaveLength(2 + result.rows.length);
-    expect(turnTable(result).split('\n')).toHaveLength(2 + 3);
+    expect(turnTable(result).split('\n')).toHaveLength(2 + 4);
     expect(readmeTables(result)).toContain('| 200 |');
     for (const n of [20, 200])
       for (const id of [
@@ -156,6 +157,18 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
     expect(api.trips).toBeLessThanOrEqual(TURN_API_CEILINGS.trips);
     expect(api.holds).toBe(true);
     expect(stackDollars(api)).toBeLessThan(stackDollars(six));
+  });
+
+  it('the keep-alive turn: the marker and one LIST more, no list rewritten (≤ 2 PUT-class, ≤ 256 KiB extra; ≤ 4.05 PUT-class)', () => {
+    const kept = result.turns.find((t) => t.pattern === 'keep-alive');
+    const six = result.turns.find((t) => t.pattern === 'ours');
+    if (!kept || !six) throw new Error('no turns');
+    expect(kept.mean.putClass - six.mean.putClass).toBeLessThanOrEqual(KEEP_ALIVE_CEILINGS.extraPutClass);
+    expect(kept.mean.list).toBe(1);
+    expect(
+      kept.mean.bytesUp + kept.mean.bytesDown - six.mean.bytesUp - six.mean.bytesDown,
+    ).toBeLessThanOrEqual(KEEP_ALIVE_CEILINGS.extraBytes);
+    expect(kept.holds).toBe(true);
   });
 
   it('beats the reference pattern where the design says it must', () => {

@@ -84,6 +84,7 @@ export function createApp(config: Config, parts: AppParts): App {
     keepAliveMs: config.KEEPALIVE_MS,
     stateGraceDays: config.STATE_GRACE_DAYS,
     archiveEncoding: config.ARCHIVE_ENCODING,
+    listJson: config.LIST_JSON,
     presignExpiresIn: config.PRESIGN_EXPIRES_SECONDS,
     restoreDays: config.RESTORE_DAYS,
     maxValueBytes: config.MAX_VALUE_BYTES,

@@ -197,6 +197,10 @@ export const schemas = {
               value: json,
               ifVersion: meta(z.optional(z.string()), { description: 'write only over this version (etag)' }),
               ifAbsent: meta(z.optional(z.boolean()), { description: 'write only when there is no value' }),
+              seenVersion: meta(z.optional(z.string()), {
+                description:
+                  'not a condition: the version (etag) the caller read, which the server tries as `If-Match` before it reads the value (an unconditional save stays unconditional)',
+              }),
             }),
           ]),
         )

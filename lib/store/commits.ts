@@ -105,6 +105,12 @@ export type CommitValue =
       readonly ifVersion?: string;
       /** Write only if the value is absent. */
       readonly ifAbsent?: boolean;
+      /**
+       * Not a condition: the version the caller read (a snapshot's etag). The commit tries it as
+       * `If-Match` instead of reading the value first; when it fails, it reads the value and
+       * writes as without it. Not with `ifVersion` or `ifAbsent`.
+       */
+      readonly seenVersion?: string;
     }
   | { readonly key: string; readonly delete: true };
 
@@ -198,7 +204,8 @@ export class Commits {
       Promise.all(listReads),
     ]);
     const live = unwrap(read).live;
-    if (!live) return { exists: false, values: [], lists: [] };
+    // An emptied session (its last key deleted) holds nothing: it does not exist.
+    if (!live || live.empty) return { exists: false, values: [], lists: [] };
     return {
       exists: true,
       values: values.map((key, i): SnapshotValue => {
@@ -241,17 +248,18 @@ export class Commits {
     // so when its condition fails nothing has been written (no HEAD for it). A token write needs
     // the value's recorded token unless the lock checks the token (docs/DESIGN.md, "The write path").
     const versioned = values.filter((v) => 'value' in v && v.ifVersion !== undefined);
+    const unread = token === undefined || fence.authorized;
     const fast =
-      versioned.length === 1 &&
-      !values.some((v) => 'value' in v && v.ifAbsent) &&
-      (token === undefined || fence.authorized)
+      versioned.length === 1 && !values.some((v) => 'value' in v && v.ifAbsent) && unread
         ? versioned[0]
         : undefined;
+    // A save with the version the caller read tries it as If-Match instead of a HEAD (same rule).
+    const hinted = (v: CommitValue) => cas && unread && 'value' in v && v.seenVersion !== undefined;
 
     // ---- one round trip: the marker, the values to check, the lists to change, the lock ---------
     const marker = this.sessions.read(s);
     const heads = values.map((v) =>
-      v === fast ? undefined : settle(headOrUndefined(driver, this.layout.value(s, v.key))),
+      v === fast || hinted(v) ? undefined : settle(headOrUndefined(driver, this.layout.value(s, v.key))),
     );
     const peeks = lists.map((l) => settle(this.lists.peek(s, l.key, marker)));
     // A lease records the commit's identity in the lock; a commit without one, in a record of its own.
@@ -314,11 +322,28 @@ export class Commits {
     if (landed() && (values.length > 0 || lists.length > 0)) return result();
 
     // ---- 2. fencing: a stale token writes nothing at all ----------------------------------------
-    await fence.check(
-      live?.token,
-      ...valuePlans.map((p) => valueToken(current(p))),
-      ...listPlans.map((p) => p.peek.token),
-    );
+    try {
+      await fence.check(
+        live?.token,
+        ...valuePlans.map((p) => valueToken(current(p))),
+        ...listPlans.map((p) => p.peek.token),
+      );
+    } catch (error) {
+      // A replay whose values were not read (the fast path, a seenVersion): read them now, on
+      // this refusal's path, and answer it if every key records this commit.
+      const unread = valuePlans.filter((p) => !p.read && !p.done);
+      if (!(error instanceof FencedError) || unread.length === 0 || !live) throw error;
+      const seen = await Promise.all(unread.map((p) => headOrUndefined(driver, p.name)));
+      unread.forEach((plan, i) => {
+        const object = seen[i];
+        if (object?.metadata.inc !== live.inc || object.metadata[COMMIT_META] !== commitId) return;
+        if (object.metadata[DIGEST_META] !== identity.digest)
+          throw new CommitMismatchError(commitId, 'value', plan.change.key);
+        plan.done = { etag: object.etag };
+      });
+      if (landed()) return result();
+      throw error;
+    }
 
     // ---- 3. every other precondition, on what was read -----------------------------------------
     for (const plan of valuePlans) {
@@ -387,15 +412,19 @@ export class Commits {
       );
     };
     const first = pending.find((p) => p.change === fast);
+    // A hinted value whose hint failed was not there as seen: it may create it (the marker then).
+    const creating = () => this.sessions.forWrite(s, read, fence, true);
     if (first) {
-      const outcome = await this.writeValue(first, written, identity, fence);
+      const outcome = await this.writeValue(first, written, identity, fence, creating);
       // The first write of the commit: nothing is written yet.
       if ('failure' in outcome) throw refused([{ ...outcome.failure, seen: outcome.seen }]);
       first.done = outcome.done;
       applied.push({ kind: 'value', key: first.change.key });
     }
     const others = await Promise.all(
-      pending.filter((p) => p !== first).map((p) => settle(this.writeValue(p, written, identity, fence))),
+      pending
+        .filter((p) => p !== first)
+        .map((p) => settle(this.writeValue(p, written, identity, fence, creating))),
     );
     let error: unknown;
     pending
@@ -510,12 +539,18 @@ export class Commits {
     return (await replayed(true)) ?? failure('hash');
   }
 
-  /** Writes (or deletes) one value through the write path's `putValue`. */
+  /**
+   * Writes (or deletes) one value through the write path's `putValue`. A value saved with the
+   * version the caller saw (`seenVersion`, not read first) is written with that `If-Match`; when
+   * it fails, the value is read and written as a save without it (`again`: the marker for a
+   * create, as the value may be gone).
+   */
   private async writeValue(
     plan: ValuePlan,
     marker: Marker,
     identity: CommitIdentity,
     fence: Fence,
+    again: () => Promise<Marker>,
   ): Promise<{ done: { etag?: string } } | { failure: CommitFailure; seen?: number }> {
     const { driver } = this.ctx;
     const { change, name } = plan;
@@ -528,6 +563,7 @@ export class Commits {
         head: plan.head,
         read: plan.read,
         ...(change.ifVersion !== undefined ? { ifVersion: change.ifVersion } : {}),
+        ...(!plan.read && change.seenVersion !== undefined ? { ifVersion: change.seenVersion } : {}),
         ...(change.ifAbsent ? { ifAbsent: true } : {}),
         commit: identity,
       });
@@ -541,6 +577,12 @@ export class Commits {
         if (mine.metadata[DIGEST_META] !== identity.digest)
           throw new CommitMismatchError(identity.commitId, 'value', change.key);
         return { done: { etag: mine.etag } };
+      }
+      if (!plan.read && change.ifVersion === undefined) {
+        // The hint failed: as a save read first (its own checks; a recorded token still fences).
+        const current = mine ? marker : await again();
+        await fence.check(valueToken(mine));
+        return this.writeValue({ ...plan, head: now, read: true }, current, identity, fence, again);
       }
       const seen = tokenOf(mine);
       const fenced = fence.token !== undefined && seen > fence.token;
@@ -657,6 +699,10 @@ function checkCommit(request: CommitRequest): void {
       throw new ValidationError(`${at}.ifAbsent`, 'must be a boolean');
     if (v.ifVersion !== undefined && v.ifAbsent)
       throw new ValidationError(`${at}.ifVersion`, 'cannot be combined with ifAbsent');
+    if (v.seenVersion !== undefined && (typeof v.seenVersion !== 'string' || v.seenVersion === ''))
+      throw new ValidationError(`${at}.seenVersion`, 'must be a version (an etag)');
+    if (v.seenVersion !== undefined && (v.ifVersion !== undefined || v.ifAbsent))
+      throw new ValidationError(`${at}.seenVersion`, 'is a hint for a save without ifVersion or ifAbsent');
   });
   let items = 0;
   lists.forEach((l, i) => {

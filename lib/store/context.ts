@@ -27,6 +27,8 @@ export interface StoreContext {
   readonly maxCommitMs: number;
   /** How archived lists are stored. */
   readonly archiveEncoding: ContentEncoding;
+  /** Whether each list's whole array is kept as `<key>.list.json` too (the reference's layout). */
+  readonly listJson: 'off' | 'reference';
   /** Seconds a presigned URL stays valid. */
   readonly presignExpiresIn: number;
   /** Days a restored copy of an archived object stays readable. */

@@ -1,5 +1,5 @@
 /**
- * Session markers (DESIGN.md, "Sessions" and "Fencing").
+ * Session markers (docs/DESIGN.md, "Sessions" and "The write path").
  *
  * A session exists iff its marker exists and is younger than the retention. The marker's body holds
  * the session's incarnation (every object the session writes carries it, so leftovers of a deleted
@@ -11,7 +11,7 @@ import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ListedObject } from '../drivers/types.js';
 import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
 import { ContendedError } from './errors.js';
-import type { UserLayout } from './ids.js';
+import { decodeId, type UserLayout } from './ids.js';
 import type { Fence } from './write-path.js';
 
 /** A live session marker. */
@@ -20,7 +20,15 @@ export interface Marker {
   readonly token: number | null;
   readonly etag: string;
   readonly lastModified: Date;
+  /** The session holds nothing (its last key was deleted): it does not exist for `exists` and listings. */
+  readonly empty?: boolean;
 }
+
+/**
+ * A live marker's body is padded to at least this many bytes, and an empty one (a session whose
+ * last key was deleted) is always shorter: listings and HEADs tell them apart by size alone.
+ */
+export const LIVE_MARKER_BYTES = 128;
 
 /** What a marker read found: a live marker, an over-age one (absent for reads), or nothing. */
 export interface MarkerRead {
@@ -80,7 +88,13 @@ export class Sessions {
     }
     if (this.isOverAge(object.lastModified)) return { staleEtag: object.etag };
     return {
-      live: { inc, token: token as number | null, etag: object.etag, lastModified: object.lastModified },
+      live: {
+        inc,
+        token: token as number | null,
+        etag: object.etag,
+        lastModified: object.lastModified,
+        ...(body?.empty === true ? { empty: true } : {}),
+      },
     };
   }
 
@@ -111,11 +125,14 @@ export class Sessions {
         (creates || !fence.authorized) &&
         (marker.token === null || token > marker.token);
       const stale = this.ctx.now() - marker.lastModified.getTime() > this.ctx.keepAliveMs;
-      if (!raise && !stale) return marker;
+      // A write that creates a key in an emptied session makes it exist again.
+      const revive = creates && marker.empty === true;
+      if (!raise && !stale && !revive) return marker;
       const written = await this.rewrite(sessionId, marker, raise ? (token as number) : marker.token);
       if (written && stale) await this.refreshState(sessionId, written.inc);
       if (written) return written;
-      if (!raise) return marker; // a keep-alive that lost a race: someone else refreshed it
+      // A keep-alive that lost a race: someone else refreshed it.
+      if (!raise && !revive) return marker;
       current = await this.read(sessionId);
     }
     throw new ContendedError('the session marker is too contended; nothing was written; retry');
@@ -177,20 +194,53 @@ export class Sessions {
     });
   }
 
+  /**
+   * Marks a session empty when nothing of it is left after a delete (one LIST of its folder, and a
+   * read of each list head it holds, until one is live): the marker is written again as an empty
+   * one, conditional on the etag read where the backend can. A key created meanwhile by a writer
+   * that found the marker live is not seen: the session then reads as not existing until its next
+   * create (its keys still read back); on OSS the empty marker is also written unconditionally.
+   */
+  async markIfEmpty(sessionId: string, marker: Marker, listLive: (key: string) => Promise<boolean>) {
+    if (marker.empty) return;
+    const folder = this.layout.session(sessionId);
+    const page = await this.ctx.driver.list({ prefix: folder, delimiter: '~' });
+    if (page.nextCursor || page.prefixes.some((p) => p.slice(folder.length).startsWith('~ws~'))) return;
+    const names = page.objects.map((o) => o.key.slice(folder.length));
+    if (names.some((name) => name.endsWith('.json') && !name.endsWith('.list.json'))) return;
+    for (const name of names.filter((n) => n.endsWith('.list.hash'))) {
+      let key: string;
+      try {
+        key = decodeId('key', name.slice(0, -'.list.hash'.length));
+      } catch {
+        return; // not a name this store wrote: something is there
+      }
+      if (await listLive(key)) return;
+    }
+    await this.rewrite(sessionId, marker, marker.token, true);
+  }
+
   /** Writes the marker body again (new nonce), conditional on its etag where the backend can. */
   private async rewrite(
     sessionId: string,
     marker: Marker,
     token: number | null,
+    empty = false,
   ): Promise<Marker | undefined> {
     const { driver } = this.ctx;
     try {
-      const { etag } = await driver.put(this.layout.marker(sessionId), this.body(marker.inc, token), {
+      const { etag } = await driver.put(this.layout.marker(sessionId), this.body(marker.inc, token, empty), {
         contentType: 'application/json',
         tags: { kind: 'marker' },
         ...(driver.capabilities.conditionalOverwrite ? { ifMatch: marker.etag } : {}),
       });
-      return { inc: marker.inc, token, etag, lastModified: new Date(this.ctx.now()) };
+      return {
+        inc: marker.inc,
+        token,
+        etag,
+        lastModified: new Date(this.ctx.now()),
+        ...(empty ? { empty: true } : {}),
+      };
     } catch (error) {
       if (error instanceof ObjectConditionFailedError) return undefined;
       throw error;
@@ -237,11 +287,16 @@ export class Sessions {
       // Leftovers are invisible (other incarnation); one that could not be deleted is only garbage.
       if (failed.length > 0) this.ctx.metrics.count('persistenceFailures', failed.length);
     }
-    return { inc, token: recorded, etag, lastModified: new Date(this.ctx.now()) } satisfies Marker;
+    const created: Marker = { inc, token: recorded, etag, lastModified: new Date(this.ctx.now()) };
+    return created;
   }
 
-  private body(inc: string, token: number | null): string {
-    return JSON.stringify({ v: 1, inc, token, nonce: randomUUID() });
+  /** A marker's body: a live one padded to `LIVE_MARKER_BYTES`, an empty one always shorter. */
+  private body(inc: string, token: number | null, empty = false): string {
+    if (empty) return JSON.stringify({ v: 1, inc, token, empty: true });
+    const text = JSON.stringify({ v: 1, inc, token, nonce: randomUUID() });
+    const short = LIVE_MARKER_BYTES - Buffer.byteLength(text) - ',"pad":""'.length;
+    return short > 0 ? `${text.slice(0, -1)},"pad":"${'.'.repeat(short)}"}` : text;
   }
 
   /** Every object the session owns (all pages). */

@@ -32,7 +32,7 @@ import { AppendFormat } from './lists/append.js';
 import { Archives } from './lists/archives.js';
 import { CasFormat } from './lists/cas.js';
 import { checkPage, type ListFormat } from './lists/format.js';
-import { Sessions } from './sessions.js';
+import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
 import type {
   AppendOptions,
   ListKeysOptions,
@@ -89,6 +89,13 @@ export interface StateStoreOptions {
   readonly maxCommitMs?: number;
   /** How archived lists are stored; default `gzip`. */
   readonly archiveEncoding?: ContentEncoding;
+  /**
+   * `reference`: also keep each list's whole array as `<key>.list.json`, written after rewrites and
+   * brought up to date by the session's keep-alive (the reference's layout: a whole read and a PUT
+   * of the list per lagging list and keep-alive); default `off` (nothing reads it; existing ones are
+   * left to the lifecycle rules).
+   */
+  readonly listJson?: 'off' | 'reference';
   /** Seconds presigned URLs stay valid; default 900 (15 minutes). */
   readonly presignExpiresIn?: number;
   /** Days a restored copy of an archived object stays readable; default 1. */
@@ -159,6 +166,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     retireAfterMs: options.retireAfterMs ?? 10 * 60 * 1000,
     maxCommitMs: options.maxCommitMs ?? 60_000,
     archiveEncoding: options.archiveEncoding ?? 'gzip',
+    listJson: options.listJson ?? 'off',
     presignExpiresIn: options.presignExpiresIn ?? 900,
     restoreDays: options.restoreDays ?? 1,
     maxValueBytes: options.maxValueBytes ?? 64 * 1024 * 1024,
@@ -281,7 +289,7 @@ class UserStore implements SessionStore {
         this.sessions.read(sessionId),
         conditional ? headOrUndefined(driver, name) : undefined,
       ]);
-      // A token write that creates the value raises the marker's token (DESIGN.md, "Fencing").
+      // A token write that creates the value raises the marker's token (docs/DESIGN.md, "The write path").
       const creates = !head || head.metadata.inc !== read.live?.inc;
       const marker = await this.sessions.forWrite(sessionId, read, fence, creates);
       // An object of another incarnation is a leftover: absent for every purpose but its etag.
@@ -324,9 +332,20 @@ class UserStore implements SessionStore {
       await fence.check();
       return;
     }
-    await this.sessions.forWrite(sessionId, read, fence, false);
+    const marker = await this.sessions.forWrite(sessionId, read, fence, false);
     await fence.check(valueToken(head));
     await this.ctx.driver.delete(name);
+    await this.markIfEmpty(sessionId, marker);
+  }
+
+  /** After a delete: marks the session empty when nothing of it is left (docs/DESIGN.md, "Sessions"). */
+  private async markIfEmpty(sessionId: string, marker: Marker): Promise<void> {
+    await this.sessions.markIfEmpty(sessionId, marker, (key) =>
+      this.lists.stat(sessionId, key, marker.inc).then(
+        (stat) => stat !== undefined,
+        () => true, // a damaged list is still something the session holds
+      ),
+    );
   }
 
   // ---- lists (the format owns the protocol: lib/store/lists/) -------------------------------
@@ -413,7 +432,9 @@ class UserStore implements SessionStore {
 
   async deleteList(sessionId: string, key: string, options: WriteOptions = {}) {
     this.ids(sessionId, key);
-    return this.lists.remove(sessionId, key, { fence: this.fence(sessionId, options.token) });
+    await this.lists.remove(sessionId, key, { fence: this.fence(sessionId, options.token) });
+    const { live } = await this.sessions.read(sessionId);
+    if (live) await this.markIfEmpty(sessionId, live);
   }
 
   async listArchives(sessionId: string, key: string) {
@@ -503,7 +524,10 @@ class UserStore implements SessionStore {
   async exists(sessionId: string): Promise<boolean> {
     this.ids(sessionId);
     const head = await headOrUndefined(this.ctx.driver, this.layout.marker(sessionId));
-    return head !== undefined && !this.sessions.isOverAge(head.lastModified);
+    // An emptied session's marker is shorter than any live one's (sessions.ts, LIVE_MARKER_BYTES).
+    return (
+      head !== undefined && head.size >= LIVE_MARKER_BYTES && !this.sessions.isOverAge(head.lastModified)
+    );
   }
 
   async delete(sessionId: string, options: WriteOptions = {}) {
@@ -579,7 +603,7 @@ class UserStore implements SessionStore {
     for (const object of page.objects) {
       const segment = object.key.slice(this.layout.markers.length);
       last = segment;
-      if (this.sessions.isOverAge(object.lastModified)) continue;
+      if (this.sessions.isOverAge(object.lastModified) || object.size < LIVE_MARKER_BYTES) continue;
       let sessionId: string;
       try {
         sessionId = decodeId('sessionId', segment);

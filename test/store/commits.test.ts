@@ -469,6 +469,49 @@ for (const listFormat of ['cas', 'append'] as const) {
       expect((await user.getList('s', 'l')).items).toEqual(['start', won[0]]);
     });
 
+    it('seenVersion: an unconditional save tried with the version the caller read (no HEAD); stale or gone, it is saved all the same', async () => {
+      const { leased, lease, measure } = setup(listFormat);
+      const v = await leased.save('s', 'state', { n: 0 });
+      await leased.save('s', 'other', 1);
+      const { token } = await lease('s');
+      const hinted = await measure(() =>
+        leased.commit('s', {
+          commitId: 'h1',
+          token,
+          values: [{ key: 'state', value: { n: 1 }, seenVersion: v.version }],
+        }),
+      );
+      expect(hinted.error).toBeUndefined();
+      // The marker only (the append format reads no value either): the hint is the If-Match.
+      if (listFormat === 'cas') expect(hinted.gets).toBe(1);
+      expect(await leased.get('s', 'state')).toEqual({ n: 1 });
+      // Stale (another write since): read, then written as a save without it.
+      const stale = await leased.commit('s', {
+        commitId: 'h2',
+        token,
+        values: [{ key: 'state', value: { n: 2 }, seenVersion: v.version }],
+      });
+      expect(stale.values[0]?.etag).toEqual(expect.any(String));
+      expect(await leased.get('s', 'state')).toEqual({ n: 2 });
+      // Gone (deleted since): created again, and the session exists.
+      await leased.deleteKey('s', 'state', { token });
+      await leased.deleteKey('s', 'other', { token });
+      expect(await leased.exists('s')).toBe(false);
+      await leased.commit('s', {
+        commitId: 'h3',
+        token,
+        values: [{ key: 'state', value: { n: 3 }, seenVersion: v.version }],
+      });
+      expect(await leased.get('s', 'state')).toEqual({ n: 3 });
+      expect(await leased.exists('s')).toBe(true);
+      await expect(
+        leased.commit('s', {
+          commitId: 'h4',
+          values: [{ key: 'x', value: 1, seenVersion: v.version, ifAbsent: true }],
+        }),
+      ).rejects.toBeInstanceOf(ValidationError);
+    });
+
     it('budgets: the turn’s commit (one value with ifVersion, one append of 2) and the snapshot (one value, last: 50)', async () => {
       const { user, leased, lease, measure } = setup(listFormat);
       const items = Array.from({ length: 120 }, (_, i) => ({ role: 'user', n: i, text: 'x'.repeat(200) }));

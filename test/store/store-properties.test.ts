@@ -144,6 +144,7 @@ describe('ids: encoding properties (fast-check)', () => {
       layout.value(session, key),
       layout.listJson(session, key),
       layout.listHash(session, key),
+      layout.commitRecord(session, 'c'.repeat(64)),
       layout.segment(session, key, 'z'.repeat(24), 2 ** 53 - 1, 2 ** 53 - 1, 2 ** 53 - 1, 'f'.repeat(12)),
       layout.listItem(session, key, 'z'.repeat(24), 2 ** 53 - 1, 2 ** 53 - 1, 'f'.repeat(12)),
       layout.log(session, key, 'z'.repeat(24), 2 ** 53 - 1, 2 ** 53 - 1, 'f'.repeat(12)),
@@ -246,12 +247,44 @@ describe('crash safety: a failure before, between and after every request', () =
 describe('expiry on a fake clock', () => {
   const DAY = 24 * 60 * 60 * 1000;
 
-  it('.list.json (the reference materialization) is brought up to date at most once per keep-alive interval when it lags (CAS)', async () => {
+  it('by default no .list.json is written: not by rewrites, not by the keep-alive (which then costs the marker and a LIST)', async () => {
+    for (const listFormat of ['cas', 'append'] as const) {
+      let now = Date.parse('2026-01-01T00:00:00Z');
+      const clock = () => now;
+      const HOUR = 60 * 60 * 1000;
+      const driver = counting(createMemoryDriver({ now: clock }));
+      const user = createStateStore({
+        driver,
+        now: clock,
+        keepAliveMs: HOUR,
+        prefix: 'p/',
+        listFormat,
+      }).forUser('u');
+      await user.appendList('s', 'l', [1, 2], { expectedCount: 0 });
+      await user.saveList('s', 'l', [9]); // a rewrite
+      now += HOUR + 1;
+      driver.reset();
+      await user.save('s', 'tick', 1); // the marker's keep-alive
+      expect(driver.puts.filter((name) => name.endsWith('.list.json'))).toEqual([]);
+      await expect(driver.head('p/u/s/l.list.json')).rejects.toThrow();
+      // The keep-alive's extra: the marker's rewrite and one LIST (fresh objects are not refreshed).
+      expect(driver.puts.filter((name) => name.includes('~sessions/'))).toHaveLength(1);
+      expect(driver.calls.list).toBe(1);
+    }
+  });
+
+  it('.list.json (the reference materialization, LIST_JSON=reference) is brought up to date at most once per keep-alive interval when it lags (CAS)', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
     const clock = () => now;
     const HOUR = 60 * 60 * 1000;
     const driver = counting(createMemoryDriver({ now: clock }));
-    const user = createStateStore({ driver, now: clock, keepAliveMs: HOUR, prefix: 'p/' }).forUser('u');
+    const user = createStateStore({
+      driver,
+      now: clock,
+      keepAliveMs: HOUR,
+      prefix: 'p/',
+      listJson: 'reference',
+    }).forUser('u');
     const json = 'p/u/s/l.list.json';
     const materialized = async () =>
       JSON.parse(Buffer.from((await driver.get(json)).body).toString()) as unknown[];

@@ -1213,6 +1213,33 @@ export function describeStoreSuite(
         expect(driver.calls.list).toBe(1);
       });
 
+      it('a session whose last key is deleted no longer exists nor is listed; a new key brings it back', async () => {
+        const user = store.forUser(`emptied-${randomUUID()}`);
+        const listed = async () => (await user.listSessionIds()).sessions.map((x) => x.sessionId).sort();
+        await user.save('a', 'only', 1);
+        await user.saveList('b', 'memory', msgs(0, 2));
+        await user.save('b', 'plan', 'p');
+        // A list under a key that is encoded in object names (not plain).
+        await user.saveList('b', 'odd/list ✓', msgs(0, 1));
+        await user.save('c', 'kept', 1);
+        await user.deleteKey('a', 'only');
+        expect(await user.exists('a')).toBe(false);
+        expect(await listed()).toEqual(['b', 'c']);
+        // A value gone, a list left: the session holds something.
+        await user.deleteKey('b', 'plan');
+        expect(await user.exists('b')).toBe(true);
+        await user.deleteList('b', 'memory');
+        expect(await user.exists('b')).toBe(true);
+        await user.deleteList('b', 'odd/list ✓');
+        expect(await user.exists('b')).toBe(false);
+        expect(await listed()).toEqual(['c']);
+        expect((await user.snapshot('b', { values: ['plan'] })).exists).toBe(false);
+        await user.appendList('a', 'memory', [msg(0)], { expectedCount: 0 });
+        expect(await user.exists('a')).toBe(true);
+        expect(await listed()).toEqual(['a', 'c']);
+        expect((await user.getList('a', 'memory')).items).toEqual([msg(0)]);
+      });
+
       it('refuses a forged cursor', async () => {
         await expect(alice.listSessionIds({ cursor: 'Li4vYm9iL35zZXNzaW9ucy94' })).rejects.toBeInstanceOf(
           ValidationError,
@@ -1471,14 +1498,21 @@ export function describeStoreSuite(
         }
       });
 
-      it('a commit retried after its lease was released answers complete from its records', async () => {
+      it('a commit retried after its lease was released answers complete from its records (values not read first included)', async () => {
         const s = sid();
         const key = { userId: 'alice', sessionId: s };
+        const plan = await authorized.save(s, 'plan', 'first');
+        const state = await authorized.save(s, 'state', 1);
         const lease = await lock.acquire(key);
         const request: CommitRequest = {
           commitId: `c-${randomUUID()}`,
           token: lease.token,
-          values: [{ key: 'plan', value: 'done' }],
+          values: [
+            // The fast path (one ifVersion) and a seenVersion hint: neither is read before its write.
+            cas() ? { key: 'plan', value: 'done', ifVersion: plan.version } : { key: 'plan', value: 'done' },
+            { key: 'state', value: 2, seenVersion: state.version },
+            { key: 'fresh', value: 'new' },
+          ],
           lists: [{ key: 'l', append: [msg(0)], expectedCount: 0, expectedHash: EMPTY_HASH }],
         };
         const first = await authorized.commit(s, request);

@@ -6,7 +6,17 @@ import { PATHS } from '../../protocol/paths.js';
 import { headers, queries, schemas } from '../../protocol/schemas.js';
 import { chainHash } from '../../store/hash.js';
 import { HttpProblem } from '../problems.js';
-import { fitPage, json, noContent, noneMatch, notModified, pageOf, route, WRITE_PROBLEMS } from './route.js';
+import {
+  FENCING_NOTE,
+  fitPage,
+  json,
+  noContent,
+  noneMatch,
+  notModified,
+  pageOf,
+  route,
+  WRITE_PROBLEMS,
+} from './route.js';
 
 export const LIST_ROUTES = [
   route({
@@ -15,8 +25,7 @@ export const LIST_ROUTES = [
     operationId: 'saveList',
     tag: 'lists',
     summary: 'Save the whole list: unchanged, append, or (archived) rewrite',
-    description:
-      'Saves the whole list, and answers what that did with the new `count` and `hash`: `created` when there was none, `unchanged` for the same items, `appended` when the items extend the stored ones (only the new ones are written), else `rewritten`, after the old list is archived. With `If-Match: "<hash>"` (the hash the caller last saw; the typed client sends it), 412 `precondition-failed` with `currentHash` when the list has another one, and nothing is written. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
+    description: `Saves the whole list, and answers what that did with the new \`count\` and \`hash\`: \`created\` when there was none, \`unchanged\` for the same items, \`appended\` when the items extend the stored ones (only the new ones are written), else \`rewritten\`, after the old list is archived. With \`If-Match: "<hash>"\` (the hash the caller last saw; the typed client sends it), 412 \`precondition-failed\` with \`currentHash\` when the list has another one, and nothing is written. ${FENCING_NOTE}`,
     auth: true,
     body: schemas.WholeList,
     headers: headers.listSave,
@@ -63,8 +72,7 @@ export const LIST_ROUTES = [
     operationId: 'truncateList',
     tag: 'lists',
     summary: 'Keep the first count items of the list (the removed ones archived)',
-    description:
-      "Keeps the first `count` items of the list when it has the chain hash `expectedHash`, and archives only the items it removes (the archive's `offset` is `count`; see listArchives); answers `truncated` with the new `count` and `hash`, or `unchanged` when `count` is the list's count. Item positions after `count` are reused by later appends; archive ids are not. 412 `precondition-failed` with `currentHash` when the list has another hash; 400 `invalid-request` (`field` `count`, with `count` and `currentCount`) when it has fewer than `count` items; an absent list has 0 items and the empty hash. A refused truncate writes nothing. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.\n\n`Idempotency-Key` (1 to 64 letters, digits or `._:-`) names one logical truncate: send the same key with every retry of it. A retry whose key the list records answers the first answer again and writes nothing; the same key with another `count` or `expectedHash` is 422 `idempotency-key-reused`, nothing written.",
+    description: `Keeps the first \`count\` items of the list when it has the chain hash \`expectedHash\`, and archives only the items it removes (the archive's \`offset\` is \`count\`; see listArchives); answers \`truncated\` with the new \`count\` and \`hash\`, or \`unchanged\` when \`count\` is the list's count. Item positions after \`count\` are reused by later appends; archive ids are not. 412 \`precondition-failed\` with \`currentHash\` when the list has another hash; 400 \`invalid-request\` (\`field\` \`count\`, with \`count\` and \`currentCount\`) when it has fewer than \`count\` items; an absent list has 0 items and the empty hash. A refused truncate writes nothing. ${FENCING_NOTE}\n\n\`Idempotency-Key\` (1 to 64 letters, digits or \`._:-\`) names one logical truncate: send the same key with every retry of it. A retry whose key the list records answers the first answer again and writes nothing; the same key with another \`count\` or \`expectedHash\` is 422 \`idempotency-key-reused\`, nothing written.`,
     auth: true,
     body: schemas.TruncateRequest,
     headers: headers.truncate,
@@ -149,8 +157,7 @@ export const LIST_ROUTES = [
     operationId: 'deleteList',
     tag: 'lists',
     summary: 'Archive the list, then remove it',
-    description:
-      'Archives the list (see listArchives), then removes it; a list that does not exist answers 204 too. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
+    description: `Archives the list (see listArchives), then removes it; a list that does not exist answers 204 too. ${FENCING_NOTE}`,
     auth: true,
     headers: headers.write,
     answers: { 204: null },

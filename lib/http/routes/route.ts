@@ -72,6 +72,10 @@ export function problemsOf(route: Pick<Route, 'auth' | 'problems'>): ProblemCode
   return [...new Set([...(route.auth ? COMMON_PROBLEMS : OPEN_PROBLEMS), ...(route.problems ?? [])])];
 }
 
+/** What a write route says of `Fencing-Token` (docs/DESIGN.md, "The write path"). */
+export const FENCING_NOTE =
+  "With `Fencing-Token`, refused (409 `fenced`, nothing written) unless the lock granted that token to a live lease: a token below the lock's, above it, or of an expired or released lease.";
+
 /** The resources of the API (the OpenAPI document's tags), and what each is. */
 export const TAGS = {
   meta: 'The API itself: health and this document (no identity needed).',

@@ -1,7 +1,7 @@
 /** Sessions: list them, ask whether one exists, list its keys, delete one or all. */
 import { PATHS } from '../../protocol/paths.js';
 import { headers, queries, schemas } from '../../protocol/schemas.js';
-import { json, noContent, route, WRITE_PROBLEMS } from './route.js';
+import { FENCING_NOTE, json, noContent, route, WRITE_PROBLEMS } from './route.js';
 
 export const SESSION_ROUTES = [
   route({
@@ -106,8 +106,7 @@ export const SESSION_ROUTES = [
     operationId: 'deleteSession',
     tag: 'sessions',
     summary: 'Delete the session and everything it owns (also when absent)',
-    description:
-      'Deletes the session and everything it owns: values, lists and their archives, workspaces. A session that does not exist answers 204 too. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
+    description: `Deletes the session and everything it owns: values, lists and their archives, workspaces. A session that does not exist answers 204 too. ${FENCING_NOTE}`,
     auth: true,
     headers: headers.write,
     answers: { 204: null },

@@ -3,7 +3,7 @@ import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
 import type { SaveOptions } from '../../store/types.js';
 import { HttpProblem } from '../problems.js';
-import { json, noContent, noneMatch, notModified, route, WRITE_PROBLEMS } from './route.js';
+import { FENCING_NOTE, json, noContent, noneMatch, notModified, route, WRITE_PROBLEMS } from './route.js';
 
 /** The conditions of a save from its parsed headers: If-Match, If-None-Match: * and Fencing-Token. */
 export function saveConditions(h: {
@@ -25,8 +25,7 @@ export const STATE_ROUTES = [
     operationId: 'putValue',
     tag: 'state',
     summary: 'Save a single value (optionally If-Match or If-None-Match: *)',
-    description:
-      'Saves any I-JSON value under the key, and answers its new version (`etag`, also the ETag header). `If-Match: "<etag>"` saves only over that version and `If-None-Match: *` only when there is none: otherwise 412 `precondition-failed` with `currentEtag`. When the backend cannot evaluate the condition, 501 `precondition-unsupported`. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen. A refused save writes nothing.',
+    description: `Saves any I-JSON value under the key, and answers its new version (\`etag\`, also the ETag header). \`If-Match: "<etag>"\` saves only over that version and \`If-None-Match: *\` only when there is none: otherwise 412 \`precondition-failed\` with \`currentEtag\`. When the backend cannot evaluate the condition, 501 \`precondition-unsupported\`. ${FENCING_NOTE} A refused save writes nothing.`,
     auth: true,
     body: schemas.Value,
     headers: headers.save,
@@ -117,8 +116,7 @@ export const STATE_ROUTES = [
     operationId: 'deleteValue',
     tag: 'state',
     summary: 'Delete a single value',
-    description:
-      'Deletes the value; a value that does not exist answers 204 too. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
+    description: `Deletes the value; a value that does not exist answers 204 too. ${FENCING_NOTE}`,
     auth: true,
     headers: headers.write,
     answers: { 204: null },

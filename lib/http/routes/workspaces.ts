@@ -7,7 +7,7 @@ import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
 import type { WorkspaceInfo } from '../../store/types.js';
 import { HttpProblem, restoring } from '../problems.js';
-import { json, noContent, route, WRITE_PROBLEMS } from './route.js';
+import { FENCING_NOTE, json, noContent, route, WRITE_PROBLEMS } from './route.js';
 import { saveConditions } from './state.js';
 
 /** A workspace as JSON. */
@@ -77,8 +77,7 @@ export const WORKSPACE_ROUTES = [
     operationId: 'startWorkspaceUpload',
     tag: 'uploads',
     summary: 'Start a direct upload of a workspace: one presigned PUT, or presigned parts',
-    description:
-      'Starts a direct upload of the workspace: one presigned PUT of `size` bytes, or, with `parts`, one presigned PUT per part (each but the last at least 5 MiB). Send the bytes straight to the object store with exactly the headers given, then complete it (completeWorkspaceUpload) before `expiresAt`. 501 `unsupported` when the backend cannot presign. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
+    description: `Starts a direct upload of the workspace: one presigned PUT of \`size\` bytes, or, with \`parts\`, one presigned PUT per part (each but the last at least 5 MiB). Send the bytes straight to the object store with exactly the headers given, then complete it (completeWorkspaceUpload) before \`expiresAt\`. 501 \`unsupported\` when the backend cannot presign. ${FENCING_NOTE}`,
     auth: true,
     body: schemas.WorkspaceUploadRequest,
     headers: headers.write,
@@ -97,8 +96,7 @@ export const WORKSPACE_ROUTES = [
     operationId: 'completeWorkspaceUpload',
     tag: 'uploads',
     summary: 'Complete an upload: sizes and digests are checked against what was declared',
-    description:
-      'Completes the upload and answers the workspace. What the object store received must have the sizes and digests declared when it started, else 422 `upload-mismatch`. 404 when the upload is unknown or expired. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
+    description: `Completes the upload and answers the workspace. What the object store received must have the sizes and digests declared when it started, else 422 \`upload-mismatch\`. 404 when the upload is unknown or expired. ${FENCING_NOTE}`,
     auth: true,
     headers: headers.write,
     answers: { 200: { body: schemas.Workspace, description: 'completed' } },
@@ -148,8 +146,7 @@ export const WORKSPACE_ROUTES = [
     operationId: 'deleteWorkspace',
     tag: 'workspaces',
     summary: 'Delete a workspace (and its unfinished upload)',
-    description:
-      'Deletes the workspace and its unfinished upload, if any; a workspace that does not exist answers 204 too. With `Fencing-Token`, refused (409 `fenced`) when a newer token has been seen.',
+    description: `Deletes the workspace and its unfinished upload, if any; a workspace that does not exist answers 204 too. ${FENCING_NOTE}`,
     auth: true,
     headers: headers.write,
     answers: { 204: null },

@@ -1789,7 +1789,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
     };
   }
 
-  /** `.list.json`, the reference's whole array, after a rewrite (removed with the list). */
+  /** `.list.json`, the reference's whole array, after a rewrite (removed with the list); only with `listJson: 'reference'`. */
   private async materialize(
     s: string,
     k: string,
@@ -1798,6 +1798,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
     result: ListWriteResult,
     items: readonly unknown[],
   ) {
+    if (this.ctx.listJson !== 'reference') return;
     if (items.length === 0) {
       await this.ctx.driver.delete(this.layout.listJson(s, k));
       return;

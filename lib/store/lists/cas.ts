@@ -49,6 +49,9 @@ import {
 } from './format.js';
 import { ITEM_REF, isItemRef, resolveItem, storedChain, storedItems, storedPrefixes } from './items.js';
 
+/** The most bytes one write record takes in a head (`[id, count, hash, action]`, an id of 64 at most). */
+const WRITE_RECORD_BYTES = 176;
+
 /** Merge levels above the sealed chunk: ×4 each, so 4 MiB segments from 64 KiB seals. */
 const LEVELS = 3;
 const LEVEL_FACTOR = 4;
@@ -74,6 +77,11 @@ interface SegmentRef {
   /** The object's size, and where its items start (after the header line). */
   readonly bytes: number;
   readonly data: number;
+  /**
+   * Packed (by a large append, a rewrite or a truncate): top level whatever its size, so it is
+   * never merged again (docs/DESIGN.md, "Levels").
+   */
+  readonly packed?: true;
 }
 
 /** The head of a list (the JSON body of `<key>.list.hash`). */
@@ -180,6 +188,7 @@ export class CasFormat implements ListFormat, StateKeeper {
    * heads and segments).
    */
   async keep(s: string, inc: string, objects: readonly ListedObject[]): Promise<ReadonlySet<string>> {
+    if (this.ctx.listJson !== 'reference') return new Set();
     const folder = this.layout.session(s);
     for (const object of objects) {
       const segment = object.key.slice(folder.length);
@@ -619,7 +628,7 @@ export class CasFormat implements ListFormat, StateKeeper {
       if (split === keptItems.length && split > 0) split--;
     }
     const outs = this.pack(from, prefixes, keptItems.slice(0, split));
-    const packed = outs.map((out) => this.refOf(s, k, marker.inc, gen, out));
+    const packed = outs.map((out) => this.refOf(s, k, marker.inc, gen, out, true));
     const objects = removed.filter(isItemRef).map((ref) => ref[ITEM_REF]);
     const result: ListWriteResult = { action: 'truncated', count: keep, hash };
     const next: Head = {
@@ -795,9 +804,15 @@ export class CasFormat implements ListFormat, StateKeeper {
     const total = sizes.reduce((a, b) => a + b, 0);
     const refs = head.segments;
     const now = this.ctx.now();
-    const level = (ref: SegmentRef) => this.levelOf(ref.bytes - ref.data);
-    if (total > this.headBytes) {
-      // The oldest items go, down to the head's low mark (`headBytes − sealBytes`); the newest stays.
+    const level = (ref: SegmentRef) => (ref.packed ? LEVELS : this.levelOf(ref.bytes - ref.data));
+    // The head's object, not only its items, stays within `headBytes`: its segment list and its
+    // write records (at their most) take their share (a share that changes only with a seal), when
+    // the rest stays above the head's low mark (tiny test heads keep their items' cap).
+    const other = Buffer.byteLength(JSON.stringify(refs)) + KEPT_WRITES * WRITE_RECORD_BYTES;
+    const room = other < this.sealBytes ? this.headBytes - other : this.headBytes;
+    if (total > room) {
+      // The oldest items go, down to the head's low mark (`headBytes − sealBytes`: a read of the
+      // last 50 items of 1 KB stays in the head); the newest stays.
       let taken = 0;
       let n = 0;
       const keep = this.headBytes - this.sealBytes;
@@ -810,7 +825,7 @@ export class CasFormat implements ListFormat, StateKeeper {
           storedPrefixes(head.items.slice(0, n), head.baseHash),
           head.items.slice(0, n),
         );
-        const packed = outs.map((out) => this.refOf(s, k, inc, head.gen, out));
+        const packed = outs.map((out) => this.refOf(s, k, inc, head.gen, out, true));
         const sealed: Head = {
           ...head,
           base: head.base + n,
@@ -849,10 +864,14 @@ export class CasFormat implements ListFormat, StateKeeper {
       };
     }
     // A merge left two neighbours in one level: merge them now (never in the same call as a seal).
+    // Never into a top-level segment, and never past one (`top` item bytes): merging a growing
+    // segment with each smaller one before it would rewrite the whole list again and again.
+    const top = this.sealBytes * LEVEL_FACTOR ** LEVELS;
     for (let i = refs.length - 1; i > 0; i--) {
       const a = refs[i - 1] as SegmentRef;
       const b = refs[i] as SegmentRef;
-      if (level(a) < LEVELS && level(a) <= level(b)) {
+      const bytes = a.bytes - a.data + (b.bytes - b.data);
+      if (level(b) < LEVELS && level(a) <= level(b) && bytes <= top) {
         const out = mergeSegments(
           await Promise.all([this.readSegment(k, a), this.readSegment(k, b)]),
           this.indexBytes,
@@ -906,6 +925,7 @@ export class CasFormat implements ListFormat, StateKeeper {
     inc: string,
     gen: number,
     out: { header: SegmentHeader; body: Buffer; data: number },
+    packed = false,
   ): SegmentRef {
     const { first, count, hash } = out.header;
     return {
@@ -915,6 +935,7 @@ export class CasFormat implements ListFormat, StateKeeper {
       hash,
       bytes: out.body.length,
       data: out.data,
+      ...(packed ? { packed: true as const } : {}),
     };
   }
 
@@ -1002,7 +1023,7 @@ export class CasFormat implements ListFormat, StateKeeper {
       bytes += sizes[split - 1] as number;
     if (split === list.length && list.length > 0) split--;
     const outs = this.pack(0, prefixes, list.slice(0, split));
-    const refs = outs.map((out) => this.refOf(s, k, marker.inc, gen, out));
+    const refs = outs.map((out) => this.refOf(s, k, marker.inc, gen, out, true));
     const count = list.length;
     const hash = prefixes[count] as string;
     const result: ListWriteResult = items
@@ -1047,7 +1068,7 @@ export class CasFormat implements ListFormat, StateKeeper {
     };
   }
 
-  /** `.list.json`, the reference's whole array, after a rewrite (removed with the list). */
+  /** `.list.json`, the reference's whole array, after a rewrite (removed with the list); only with `listJson: 'reference'`. */
   private async materialize(
     s: string,
     k: string,
@@ -1055,6 +1076,7 @@ export class CasFormat implements ListFormat, StateKeeper {
     head: Head,
     items: readonly unknown[],
   ): Promise<void> {
+    if (this.ctx.listJson !== 'reference') return;
     if (items.length === 0 || head.deleted) {
       await this.ctx.driver.delete(this.layout.listJson(s, k));
       return;
