@@ -27,6 +27,8 @@ for (const make of harnesses) {
     let api: ApiHarness;
     let clock = 0;
     let lock: SessionLock;
+    /** Object names containing this text fail to delete (AccessDenied), as a raced RGW DeleteObjects can. */
+    let failing: string | undefined;
     const json = (value: unknown, headers: Record<string, string> = {}) => ({
       body: JSON.stringify(value),
       headers: { 'content-type': 'application/json', ...headers },
@@ -37,7 +39,12 @@ for (const make of harnesses) {
 
     beforeAll(async () => {
       lock = createMemoryLock({ now: () => Date.now() + clock });
-      api = await make(createMemoryDriver(), lock);
+      api = await make(
+        createMemoryDriver({
+          deleteFault: (name) => (failing && name.includes(failing) ? 'AccessDenied' : undefined),
+        }),
+        lock,
+      );
     });
     afterAll(() => api.close());
 
@@ -148,6 +155,21 @@ for (const make of harnesses) {
       expect(again.status).toBe(422);
       expect(again.json()).toMatchObject({ code: 'idempotency-key-reused' });
       expect((await api.call('alice', 'GET', `/v1/sessions/${s}/lists/l`)).json().items).toEqual(['first']);
+    });
+
+    it('a session DELETE that leaves objects behind is 409 contended (the session is gone already); a retried DELETE finishes', async () => {
+      const s = sid();
+      await api.call('alice', 'PUT', value(s, 'a'), json(1));
+      await api.call('alice', 'PUT', value(s, 'stuck'), json(2));
+      failing = `${s}/stuck`;
+      const partial = await api.call('alice', 'DELETE', `/v1/sessions/${s}`);
+      failing = undefined;
+      expect(partial.status).toBe(409);
+      expect(partial.json()).toMatchObject({ code: 'contended' });
+      expect(partial.headers['retry-after']).toBeDefined();
+      expect((await api.call('alice', 'HEAD', `/v1/sessions/${s}`)).status).toBe(404);
+      expect((await api.call('alice', 'GET', value(s, 'stuck'))).status).toBe(404);
+      expect((await api.call('alice', 'DELETE', `/v1/sessions/${s}`)).status).toBe(204);
     });
 
     it('a value GET evaluates If-Match first: 412 with currentEtag on a mismatch, 200 on a match, 412 for an absent value', async () => {

@@ -49,6 +49,31 @@ export function describeLockSuite(label: string, make: () => Promise<LockHarness
       expect(anonymous.owner).not.toBe('runner-7');
     });
 
+    it('grantOf: the token granted and whether a live lease holds it; a commit recorded by release, renew or recordCommit', async () => {
+      const { lock, clock } = await make();
+      const k = key();
+      expect(await lock.grantOf(k)).toBeUndefined();
+      const lease = await lock.acquire(k, { leaseMs: 2000 });
+      expect(await lock.grantOf(k)).toEqual({ token: lease.token, live: true });
+      const commit = { commitId: 'c1', digest: 'd'.repeat(64) };
+      await lock.recordCommit(k, lease.token, commit);
+      expect(await lock.grantOf(k)).toEqual({ token: lease.token, live: true, commit });
+      // Not the holder's token: nothing recorded.
+      await lock.recordCommit(k, lease.token + 1, { commitId: 'c0', digest: 'e'.repeat(64) });
+      expect((await lock.grantOf(k))?.commit).toEqual(commit);
+      const renewed = { commitId: 'c2', digest: 'f'.repeat(64) };
+      await lock.renew(k, lease.owner, lease.token, { leaseMs: 2000, commit: renewed });
+      expect((await lock.grantOf(k))?.commit).toEqual(renewed);
+      const released = { commitId: 'c3', digest: '0'.repeat(64) };
+      await lock.release(k, lease.owner, lease.token, { commit: released });
+      expect(await lock.grantOf(k)).toEqual({ token: lease.token, live: false, commit: released });
+      // Expired: the token is no longer live, and the next grant is above it.
+      const next = await lock.acquire(k, { leaseMs: 1000 });
+      clock.t += 5000;
+      expect(await lock.grantOf(k)).toMatchObject({ token: next.token, live: false });
+      expect(next.token).toBeGreaterThan(lease.token);
+    });
+
     it('user A session s and user B session s are different locks', async () => {
       const { lock } = await make();
       const sessionId = `shared-${randomUUID()}`;

@@ -1,8 +1,11 @@
 import { DeleteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { inject } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createDynamoDbLock, createLockTable } from '../../lib/lock/dynamodb.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { lockName } from '../../lib/lock/types.js';
+import { FencedError } from '../../lib/store/errors.js';
+import { createStateStore } from '../../lib/store/store.js';
 import { describeLockSuite } from './lock-suite.js';
 
 describeLockSuite('memory', async () => {
@@ -32,4 +35,44 @@ describeLockSuite('dynamodb (dynalite)', async () => {
       return make();
     },
   };
+});
+
+describe('the store with the DynamoDB lock as its authority (dynalite)', () => {
+  it('a token the lock never granted, a released lease and a stale one write nothing; the granted one writes, reading the lock once per write', async () => {
+    const client = new DynamoDBClient({
+      endpoint: inject('servers').dynamodb,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const tableName = `locks-${Math.random().toString(36).slice(2)}`;
+    await createLockTable(client, tableName);
+    const reads: number[] = [];
+    const lock = createDynamoDbLock({
+      tableName,
+      client,
+      onRequests: (operation, n) => {
+        if (operation === 'grantOf') reads.push(n);
+      },
+    });
+    const user = createStateStore({ driver: createMemoryDriver(), authority: lock }).forUser('alice');
+    const key = { userId: 'alice', sessionId: 's' };
+    const first = await lock.acquire(key);
+    await user.save('s', 'plan', 'by the first holder', { token: first.token });
+    expect(reads).toEqual([1]);
+    for (const token of [first.token + 1_000_000_000, first.token - 1])
+      await expect(user.save('s', 'plan', 'forged', { token })).rejects.toBeInstanceOf(FencedError);
+    await lock.release(key, first.owner, first.token);
+    await expect(user.save('s', 'plan', 'after release', { token: first.token })).rejects.toBeInstanceOf(
+      FencedError,
+    );
+    const second = await lock.acquire(key);
+    await expect(
+      user.appendList('s', 'l', [1], { expectedCount: 0, token: first.token }),
+    ).rejects.toBeInstanceOf(FencedError);
+    await expect(user.delete('s', { token: first.token })).rejects.toBeInstanceOf(FencedError);
+    await user.appendList('s', 'l', [1], { expectedCount: 0, token: second.token });
+    expect(await user.get('s', 'plan')).toBe('by the first holder');
+    expect((await user.getList('s', 'l')).items).toEqual([1]);
+    client.destroy();
+  });
 });
