@@ -5,6 +5,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { createOssDriver } from '../lib/drivers/oss.js';
 import { createS3Driver } from '../lib/drivers/s3.js';
 import type { ListFormatName } from '../lib/store/store.js';
 import { faultTable, runFaultScenario } from '../test/faults/scenario.js';
@@ -16,6 +17,7 @@ import { frameworkTable, runFrameworkBench } from './framework-bench.js';
 import { langgraphBench } from './frameworks/langgraph.js';
 import { openaiAgentsBench } from './frameworks/openai-agents.js';
 import { strandsBench } from './frameworks/strands.js';
+import { GROWTH_CASES, GROWTH_SMOKE, growthTable, runGrowthBench } from './growth-bench.js';
 import { bundleTable, runHttpBench, sourceMapTable } from './http-bench.js';
 import { lockTable, runLockBench } from './lock-bench.js';
 import { readmeTables, runStoreBench, SMOKE, storeTable, turnTable } from './store-bench.js';
@@ -84,6 +86,19 @@ try {
     `\nThe locked agent turn on OSS, mean over ${oss.turns[0]?.turns ?? 0} turns (¥ = CNY, OSS China (Hangzhou) list price ¥0.01 per 10,000 requests, PUT-class and GET alike):\n`,
   );
   console.log(ossTurns);
+  // Bytes written while a list grows (no merge cascade): CAS on the S3 front, the append format on OSS.
+  const growthCases = smoke ? GROWTH_SMOKE : GROWTH_CASES;
+  const growthRun = `growth-${Date.now()}`;
+  const growth = growthTable([
+    ...(await runGrowthBench(makeDriver(), `${growthRun}/cas/`, growthCases)),
+    ...(await runGrowthBench(
+      createOssDriver({ bucket: 'bench', endpoint: ossFront.endpoint, ...OSS_CREDENTIALS }),
+      `${growthRun}/append/`,
+      growthCases,
+    )),
+  ]);
+  console.log('\nBytes written while a list grows by appends (segments or logs over L, the list):\n');
+  console.log(growth);
   const locks = lockTable(await runLockBench(`http://127.0.0.1:${dynamoPort}`, smoke ? 20 : 400));
   console.log('\nLock throughput (dynalite on loopback):\n');
   console.log(locks);
@@ -191,6 +206,12 @@ try {
       '![bytes per turn against history length](turn-bytes.svg)',
       '',
       '![bytes per append](append-bytes.svg)',
+      '',
+      '## Lists: bytes written while a list grows',
+      '',
+      'A list built by appends of 1, 50 or 1,000 items of 1 KB (the last case then takes 200 single appends, which once folded every older segment into the newest: 11.4 L), on fresh sessions: the bytes written into its segments (CAS, the s3 driver on the S3 front) or its logs and sealed segments (the append format, the oss driver on the OSS front), over the bytes of the list itself (L), counted at the driver by object name; and the largest head write (CAS). ✓ / ✗: the ceiling holds / does not.',
+      '',
+      growth,
       '',
       '### For the README',
       '',

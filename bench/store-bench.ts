@@ -53,7 +53,14 @@ export const DYNAMO_PRICES = { write: 0.625 / 1e6, read: 0.125 / 1e6 };
 export const HTTP_CALL_DOLLARS = 1.0 / 1e6 + 0.2 / 1e6 + 0.0000133334 * 0.5 * 0.1;
 
 /** The two-call turn's ceilings (issue 16, CAS format on S3): PUT, GET with ifVersion, round trips. */
-export const TURN_API_CEILINGS = { putClass: 2.05, getClass: 5.1, list: 0, ddbWrites: 2, trips: 4.1 };
+export const TURN_API_CEILINGS = {
+  putClass: 2.05,
+  getClass: 5.1,
+  list: 0,
+  ddbWrites: 2,
+  ddbReads: 1,
+  trips: 4.1,
+};
 
 /** The turn's ceilings for this store (append format, on OSS): writes and LIST. */
 export const APPEND_TURN_CEILINGS = { putClass: 2.05, list: 0 };
@@ -134,7 +141,7 @@ export interface TurnRow {
    * `ours`: six calls; `keep-alive`: the same with the session's keep-alive due; `turn-api`: begin
    * (lease + snapshot) and commit (changes + release).
    */
-  pattern: 'ours' | 'keep-alive' | 'turn-api' | 'reference';
+  pattern: 'ours' | 'keep-alive' | 'turn-api' | 'turn-api-hint' | 'reference';
   /** HTTP calls (API Gateway + Lambda invocations) the turn takes; 0 for the reference (in-process). */
   httpCalls: number;
   turns: number;
@@ -666,22 +673,25 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
       // The same turn in two HTTP calls (issue 16) through the typed client and the HTTP API
       // served in-process over the same store and lock: begin = lease + snapshot, commit =
       // changes + release. The client's calls are counted at its fetch.
+      // Twice: the save with the snapshot's etag as `ifVersion`, and without a condition (the
+      // client then sends the etag as `seenVersion`, a hint the server tries as If-Match).
       const apiTurns: Measured[] = [];
+      const hintTurns: Measured[] = [];
       let apiCalls = 0;
-      {
+      for (const conditional of [true, false]) {
         const api = await serveApi(us, `${run}/ours/`, options.listFormat);
         const client = createHttpClient({
           baseUrl: api.baseUrl,
           token: () => hsToken({ sub: 'bench' }),
           fetch: (input, init) => {
-            apiCalls++;
+            if (conditional) apiCalls++;
             return fetch(input, init);
           },
         });
         try {
           for (let i = 0; i < turnsPerSize; i++) {
             let turn: Turn | undefined;
-            apiTurns.push(
+            (conditional ? apiTurns : hintTurns).push(
               await us.measureSteps([
                 async () => {
                   turn = await client.beginTurn('u', {
@@ -693,7 +703,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
                 async () => {
                   if (!turn) throw new Error('no turn');
                   // OSS has no conditional overwrite: the lease's token fences the save there.
-                  const etag = options.oss ? undefined : turn.version('agent_state');
+                  const etag = options.oss || !conditional ? undefined : turn.version('agent_state');
                   turn
                     .save('agent_state', agentState(i + 1), etag ? { ifVersion: etag } : {})
                     .append('memory', [message(n + 2 * i), message(n + 2 * i + 1)]);
@@ -729,6 +739,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
         ['ours', ourTurns, 6],
         ['keep-alive', keepAliveTurns, 6],
         ['turn-api', apiTurns, apiCalls / turnsPerSize],
+        ['turn-api-hint', hintTurns, apiCalls / turnsPerSize],
         ['reference', refTurns, 0],
       ] as const) {
         const m = mean(measured);
@@ -745,14 +756,15 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
           dynamoDollars: price.dynamo,
           httpCalls,
         };
-        if (pattern === 'turn-api' && format === 'cas') {
+        if ((pattern === 'turn-api' || pattern === 'turn-api-hint') && format === 'cas') {
           const c = TURN_API_CEILINGS;
-          row.ceiling = `2 calls, ≤ ${c.putClass} PUT, ≤ ${c.getClass} GET, 0 LIST, ${c.ddbWrites} DynamoDB writes, ≤ ${c.trips} trips`;
+          row.ceiling = `2 calls, ≤ ${c.putClass} PUT, ≤ ${c.getClass} GET, 0 LIST, ${c.ddbWrites} DynamoDB writes + ${c.ddbReads} read, ≤ ${c.trips} trips`;
           row.holds =
             m.traffic.putClass <= c.putClass &&
             m.traffic.getClass <= c.getClass &&
             m.traffic.list === c.list &&
             m.traffic.ddbWrites <= c.ddbWrites &&
+            m.traffic.ddbReads <= c.ddbReads &&
             m.trips <= c.trips;
         }
         if (pattern === 'ours' && format === 'cas') {
@@ -836,12 +848,14 @@ export function storeTable(result: StoreBenchResult): string {
 }
 
 /** A turn pattern's name in the tables. */
-const patternName = (t: TurnRow, format: string) =>
-  t.pattern === 'ours'
-    ? `ours (${format}), six calls`
-    : t.pattern === 'turn-api'
-      ? `ours (${format}), begin + commit`
-      : 'reference';
+const PATTERN_NAMES: Record<TurnRow['pattern'], (format: string) => string> = {
+  ours: (format) => `ours (${format}), six calls`,
+  'keep-alive': (format) => `ours (${format}), six calls, the keep-alive due`,
+  'turn-api': (format) => `ours (${format}), begin + commit`,
+  'turn-api-hint': (format) => `ours (${format}), begin + commit, the save without ifVersion`,
+  reference: () => 'reference',
+};
+const patternName = (t: TurnRow, format: string) => PATTERN_NAMES[t.pattern](format);
 
 /** $ per million turns of the whole AWS stack: S3, DynamoDB, and API Gateway + Lambda per HTTP call. */
 export const stackDollars = (t: TurnRow) =>

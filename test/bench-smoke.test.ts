@@ -6,6 +6,7 @@
  */
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { classify } from '../bench/counting-proxy.js';
+import { GROWTH_SMOKE, growthTable, runGrowthBench } from '../bench/growth-bench.js';
 import {
   type BudgetRow,
   KEEP_ALIVE_CEILINGS,
@@ -20,6 +21,9 @@ import {
   TURN_CEILINGS,
   turnTable,
 } from '../bench/store-bench.js';
+import { createOssDriver } from '../lib/drivers/oss.js';
+import { createS3Driver } from '../lib/drivers/s3.js';
+import { OSS_CREDENTIALS } from './servers/global-setup.js';
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -72,7 +76,7 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
   it('measures every row and prints the tables', () => {
     expect(result.format).toBe('cas');
     expect(storeTable(result).split('\n')).toHaveLength(2 + result.rows.length);
-    expect(turnTable(result).split('\n')).toHaveLength(2 + 4);
+    expect(turnTable(result).split('\n')).toHaveLength(2 + 5);
     expect(readmeTables(result)).toContain('| 200 |');
     for (const n of [20, 200])
       for (const id of [
@@ -154,6 +158,13 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
     expect(api.mean.ddbWrites).toBe(2);
     // The commit's fencing check: one consistent read of the lock item, in parallel with its reads.
     expect(api.mean.ddbReads).toBe(1);
+    // The same with the save unconditional: the snapshot's etag as a hint, no HEAD.
+    const hint = result.turns.find((t) => t.pattern === 'turn-api-hint');
+    expect(hint?.mean.getClass).toBeLessThanOrEqual(TURN_API_CEILINGS.getClass);
+    expect(hint?.mean.putClass).toBeLessThanOrEqual(TURN_API_CEILINGS.putClass);
+    expect(hint?.trips).toBeLessThanOrEqual(TURN_API_CEILINGS.trips);
+    expect(hint?.mean).toMatchObject({ ddbWrites: 2, ddbReads: 1, list: 0 });
+    expect(hint?.holds).toBe(true);
     expect(api.trips).toBeLessThanOrEqual(TURN_API_CEILINGS.trips);
     expect(api.holds).toBe(true);
     expect(stackDollars(api)).toBeLessThan(stackDollars(six));
@@ -198,4 +209,25 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
       ref(row(200, 'save-unchanged')).bytesDown / 2,
     );
   });
+});
+
+describe('list growth (smoke): bytes written by appends of 1, 50 and 1,000 items', () => {
+  it('holds every row: CAS ≤ 7 L (≤ 1.5 L by 1,000-item appends), a head write ≤ listHeadBytes + the batch; the append format ≤ 1.5 L', async () => {
+    const servers = inject('servers');
+    const run = `growth-${Date.now()}`;
+    const s3 = createS3Driver({
+      bucket: servers.bucket,
+      endpoint: servers.s3,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    });
+    const oss = createOssDriver({ bucket: servers.bucket, endpoint: servers.oss, ...OSS_CREDENTIALS });
+    const rows = [
+      ...(await runGrowthBench(s3, `${run}/cas/`, GROWTH_SMOKE)),
+      ...(await runGrowthBench(oss, `${run}/append/`, GROWTH_SMOKE)),
+    ];
+    console.log(growthTable(rows));
+    expect(rows.map((r) => r.format)).toEqual(['cas', 'cas', 'cas', 'append', 'append', 'append']);
+    for (const r of rows)
+      expect(r.holds, `${r.format}, appends of ${r.batch}: ${r.ratio.toFixed(2)} L`).toBe(true);
+  }, 120_000);
 });
