@@ -913,7 +913,7 @@ export function readmeTables(result: StoreBenchResult): string {
     '',
     "Cost per million turns as measured (the locked agent turn: acquire the DynamoDB lock, get `agent_state`, getList `last: 50`, append 2 messages, save `agent_state` with the fencing token, release; mean over the turns), as six calls and as two (`beginTurn`: the lease and a snapshot; `commit`: the changes and the release). S3 at list prices: PUT/COPY/POST/LIST $0.005 per 1,000, GET/HEAD $0.0004 per 1,000, DELETE free. DynamoDB on-demand $0.625 per million writes, $0.125 per million reads (the lock: one write to acquire, one to release). The whole stack adds, per HTTP call, API Gateway HTTP API ($1.00 per million requests) and Lambda ($0.20 per million requests + $0.0000133334 per GB-second, arm64, 512 MB billed 100 ms): $1.87 per million calls. The reference runs in the agent's process (no HTTP calls).",
     '',
-    '| history (items) | six calls: S3 requests per turn | S3 $ | whole stack $ | begin + commit: S3 requests per turn | S3 $ | whole stack $ | reference: S3 requests per turn | S3 $ | bytes per turn, ours / reference | DynamoDB $ (each) |',
+    '| history (items) | six calls: S3 requests per turn | S3 $ | whole stack $ | begin + commit: S3 requests per turn | S3 $ | whole stack $ | reference: S3 requests per turn | S3 $ | bytes per turn, ours / reference | DynamoDB $: six calls / two / reference |',
     '|---:|---|---:|---:|---|---:|---:|---|---:|---:|---:|',
   );
   for (const size of [...new Set(result.turns.map((t) => t.n))]) {
@@ -922,7 +922,7 @@ export function readmeTables(result: StoreBenchResult): string {
     const r = result.turns.find((t) => t.n === size && t.pattern === 'reference');
     if (!o || !a || !r) continue;
     lines.push(
-      `| ${size.toLocaleString('en')} | ${short(o.mean)} | $${o.dollars.toFixed(1)} | $${stackDollars(o).toFixed(1)} | ${short(a.mean)} | $${a.dollars.toFixed(1)} | $${stackDollars(a).toFixed(1)} | ${short(r.mean)} | $${r.dollars.toFixed(1)} | ${bytes(a.mean.bytesUp + a.mean.bytesDown)} / ${bytes(r.mean.bytesUp + r.mean.bytesDown)} | $${o.dynamoDollars.toFixed(2)} |`,
+      `| ${size.toLocaleString('en')} | ${short(o.mean)} | $${o.dollars.toFixed(1)} | $${stackDollars(o).toFixed(1)} | ${short(a.mean)} | $${a.dollars.toFixed(1)} | $${stackDollars(a).toFixed(1)} | ${short(r.mean)} | $${r.dollars.toFixed(1)} | ${bytes(a.mean.bytesUp + a.mean.bytesDown)} / ${bytes(r.mean.bytesUp + r.mean.bytesDown)} | $${o.dynamoDollars.toFixed(2)} / $${a.dynamoDollars.toFixed(2)} / $${r.dynamoDollars.toFixed(2)} |`,
     );
   }
   return lines.join('\n');
