@@ -58,6 +58,8 @@ export async function runGrowthBench(
   driver: ObjectStoreDriver,
   prefix: string,
   cases: readonly GrowthCase[],
+  /** Default: the driver's (CAS where it has conditional overwrite). */
+  listFormat?: ListFormatName,
 ): Promise<GrowthRow[]> {
   const rows: GrowthRow[] = [];
   for (const [i, c] of cases.entries()) {
@@ -74,8 +76,9 @@ export async function runGrowthBench(
       if (name.includes('.list~l~')) written.segments += size(body);
       return driver.append(name, body, options);
     };
-    const store = createStateStore({ driver: counted, prefix: `${prefix}${i}/` });
-    const format: ListFormatName = driver.capabilities.conditionalOverwrite ? 'cas' : 'append';
+    const format: ListFormatName =
+      listFormat ?? (driver.capabilities.conditionalOverwrite ? 'cas' : 'append');
+    const store = createStateStore({ driver: counted, prefix: `${prefix}${i}/`, listFormat: format });
     const user = store.forUser('bench');
     let count = 0;
     let listBytes = 0;

@@ -91,6 +91,14 @@ export function probeKeyPattern(prefix: string): RegExp {
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
+/** The object a guarantee is probed on: the shared one, or (`own`) a fresh one of the session, noted in `written`. */
+function targetOf(guarantee: Guarantee, key: string, session: string, written: string[]): string {
+  if (!guarantee.own) return key;
+  const target = `${session}${hex(4)}.json`;
+  written.unshift(target);
+  return target;
+}
+
 /** Runs the probe once against `driver`: resolves when every declared guarantee held. */
 export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string): Promise<void> {
   const session = `${prefix}${hex(12)}/${hex(12)}/`;
@@ -106,11 +114,7 @@ export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string)
       if (!driver.capabilities.createOnly) ({ etag } = await driver.put(key, body(-1), PUT_OPTIONS));
       for (const guarantee of GUARANTEES) {
         if (!guarantee.declared(driver.capabilities)) continue;
-        let target = key;
-        if (guarantee.own) {
-          target = `${session}${hex(4)}.json`;
-          written.unshift(target);
-        }
+        const target = targetOf(guarantee, key, session, written);
         const settled = await Promise.allSettled(
           Array.from({ length: RACERS }, (_, i) => guarantee.write(driver, target, i, etag)),
         );
@@ -152,13 +156,9 @@ async function askInProcess(
   await driver.put(key, body(-1), { ...PUT_OPTIONS, ...createOnly });
   for (const guarantee of GUARANTEES) {
     if (!guarantee.declared(driver.capabilities)) continue;
-    let target = key;
-    if (guarantee.own) {
-      target = `${session}${hex(4)}.json`;
-      written.unshift(target);
-      // Its failure proves nothing either way (even a refusal: the object is new): it fails the probe.
-      await guarantee.write(driver, target, 0, WRONG_ETAG);
-    }
+    const target = targetOf(guarantee, key, session, written);
+    // Its failure proves nothing either way (even a refusal: the object is new): it fails the probe.
+    if (guarantee.own) await guarantee.write(driver, target, 0, WRONG_ETAG);
     try {
       await guarantee.write(driver, target, 0, WRONG_ETAG);
       return guarantee.name;

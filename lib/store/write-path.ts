@@ -96,9 +96,6 @@ export class Fence {
   }
 }
 
-/** The fence of a write without a token. */
-export const UNFENCED = new Fence(undefined, undefined, { count: () => {} });
-
 // ---- a value's write -----------------------------------------------------------------------------
 
 /** Metadata a committed value records: the commit id and the digest of the commit's body. */

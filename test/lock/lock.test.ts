@@ -14,7 +14,8 @@ describeLockSuite('memory', async () => {
   return { lock: createMemoryLock({ now }), clock, forget: async () => createMemoryLock({ now }) };
 });
 
-describeLockSuite('dynamodb (dynalite)', async () => {
+/** A client of dynalite and a fresh lock table on it. */
+async function dynaliteTable() {
   const client = new DynamoDBClient({
     endpoint: inject('servers').dynamodb,
     region: 'us-east-1',
@@ -22,6 +23,11 @@ describeLockSuite('dynamodb (dynalite)', async () => {
   });
   const tableName = `locks-${Math.random().toString(36).slice(2)}`;
   await createLockTable(client, tableName);
+  return { client, tableName };
+}
+
+describeLockSuite('dynamodb (dynalite)', async () => {
+  const { client, tableName } = await dynaliteTable();
   const clock = { t: Date.now() };
   const make = () => createDynamoDbLock({ tableName, client, now: () => clock.t });
   return {
@@ -39,13 +45,7 @@ describeLockSuite('dynamodb (dynalite)', async () => {
 
 describe('the store with the DynamoDB lock as its authority (dynalite)', () => {
   it('a token the lock never granted, a released lease and a stale one write nothing; the granted one writes, reading the lock once per write', async () => {
-    const client = new DynamoDBClient({
-      endpoint: inject('servers').dynamodb,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    });
-    const tableName = `locks-${Math.random().toString(36).slice(2)}`;
-    await createLockTable(client, tableName);
+    const { client, tableName } = await dynaliteTable();
     const reads: number[] = [];
     const lock = createDynamoDbLock({
       tableName,

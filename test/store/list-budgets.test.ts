@@ -5,6 +5,7 @@
  * multi-object delete at the PUT rate); a single delete is free on S3 and counted as a request.
  */
 import { describe, expect, it } from 'vitest';
+import { growthTable, runGrowthBench } from '../../bench/growth-bench.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore } from '../../lib/store/store.js';
@@ -122,69 +123,18 @@ describe('CAS list budgets (memory driver, counted)', () => {
   });
 });
 
-/**
- * Bytes written into a list's objects while it is built by appends of `batch` items (then `tail`
- * single appends), by object kind: its segments or logs, and its head per call.
- */
-async function build(listFormat: 'cas' | 'append', batch: number, total: number, tail = 0) {
-  const inner = createMemoryDriver();
-  const written = { segments: 0, maxHead: 0 };
-  const driver: typeof inner = Object.create(inner);
-  const bytes = (body: string | Uint8Array) =>
-    typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-  driver.put = (name, body, options) => {
-    if (name.includes('.list~g~') || name.includes('.list~l~')) written.segments += bytes(body);
-    if (name.endsWith('.list.hash')) written.maxHead = Math.max(written.maxHead, bytes(body));
-    return inner.put(name, body, options);
-  };
-  driver.append = (name, body, options) => {
-    if (name.includes('.list~l~')) written.segments += bytes(body);
-    return inner.append(name, body, options);
-  };
-  const user = createStateStore({ driver, listFormat }).forUser('budget');
-  let count = 0;
-  let list = 0;
-  let maxBatch = 0;
-  const step = async (n: number) => {
-    const batchItems = items(count, count + n);
-    const size = Buffer.byteLength(JSON.stringify(batchItems));
-    list += size;
-    maxBatch = Math.max(maxBatch, size);
-    await user.appendList('s', 'l', batchItems, { expectedCount: count });
-    count += n;
-  };
-  while (count < total) await step(batch);
-  for (let i = 0; i < tail; i++) await step(1);
-  return { ratio: written.segments / list, maxHead: written.maxHead, maxBatch, list };
-}
-
-describe('bytes written while a list grows (no merge cascade)', () => {
-  const HEAD_BYTES = 116 * KIB;
-
-  it('CAS: segment bytes ≤ 7 L for appends of 1, 50 and 1,000 items, ≤ 1.5 L built by 1,000-item appends (then single ones); a head write ≤ listHeadBytes + the batch', async () => {
-    const rows = [
-      ['1 item', await build('cas', 1, 1500)],
-      ['50 items', await build('cas', 50, 3000)],
-      ['1,000 items, then 200 of 1', await build('cas', 1000, 10_000, 200)],
-    ] as const;
-    for (const [label, row] of rows) {
-      console.log(
-        `cas, appends of ${label}: segments ${row.ratio.toFixed(2)} L (L ${(row.list / MIB).toFixed(1)} MiB), largest head ${(row.maxHead / KIB).toFixed(0)} KiB`,
-      );
-      expect(row.ratio, label).toBeLessThanOrEqual(7);
-      expect(row.maxHead, label).toBeLessThanOrEqual(HEAD_BYTES + row.maxBatch);
-    }
-    expect(rows[2][1].ratio).toBeLessThanOrEqual(1.5);
-  });
-
-  it('append format: log and segment bytes ≤ 1.5 L in all', async () => {
-    for (const [label, row] of [
-      ['1 item', await build('append', 1, 1500)],
-      ['50 items', await build('append', 50, 3000)],
-      ['1,000 items, then 200 of 1', await build('append', 1000, 10_000, 200)],
-    ] as const) {
-      console.log(`append format, appends of ${label}: logs ${row.ratio.toFixed(2)} L`);
-      expect(row.ratio, label).toBeLessThanOrEqual(1.5);
-    }
-  });
+describe('bytes written while a list grows (no merge cascade; bench/growth-bench.ts on memory)', () => {
+  const cases = [
+    { batch: 1, items: 1500 },
+    { batch: 50, items: 3000 },
+    { batch: 1000, items: 10_000, singles: 200 },
+  ];
+  for (const listFormat of ['cas', 'append'] as const)
+    it(`${listFormat}: ${listFormat === 'cas' ? 'segment bytes ≤ 7 L for appends of 1 and 50 items, ≤ 1.5 L built by 1,000-item appends (then single ones); a head write ≤ listHeadBytes + the batch' : 'log and segment bytes ≤ 1.5 L in all'}`, async () => {
+      const rows = await runGrowthBench(createMemoryDriver(), 'p/', cases, listFormat);
+      console.log(growthTable(rows));
+      expect(rows.map((r) => r.format)).toEqual([listFormat, listFormat, listFormat]);
+      for (const r of rows) expect(r.holds, `appends of ${r.batch}: ${r.ratio.toFixed(2)} L`).toBe(true);
+      if (listFormat === 'cas') expect(rows[2]?.ratio).toBeLessThanOrEqual(1.5);
+    });
 });
