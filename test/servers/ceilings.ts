@@ -11,8 +11,9 @@ export interface Ceiling {
   readonly seconds: number;
 }
 
-// Lowered for #17 and #18 (2026-12-01) to about twice each group's time in a full run on this
-// machine (2 cores, with other work running): the store group stays at 240 (188 s measured).
+// About twice each group's time in a fresh-clone CI on this machine (2 cores), within 15 minutes in
+// all: the store group 320 (277 s measured with the write path's cases), the bench smoke 45 (28 s,
+// list growth added), the client package 50 (37 s); #17 60 (22 s) and #18 30 (11 s) give the room.
 export const CEILINGS: readonly Ceiling[] = [
   {
     issue: '#2 foundation: drivers and conformance',
@@ -29,10 +30,11 @@ export const CEILINGS: readonly Ceiling[] = [
   { issue: '#3 RGW tier', files: ['test/drivers/rgw.test.ts'], seconds: 20 },
   {
     issue: '#4 state store and #14 storage v2 lists',
-    // The CAS, slot and append formats on memory and fs, the defaults elsewhere, the budgets of the
-    // CAS and append formats (append-budgets.test.ts, append-expiry.test.ts): measured 147 s.
+    // The CAS and append formats on memory and fs, the defaults elsewhere, the budgets of the CAS and
+    // append formats (append-budgets.test.ts, append-expiry.test.ts), the write path's hostile cases
+    // on every backend: measured 277 s in a fresh-clone CI (RGW tier on).
     files: ['test/store/'],
-    seconds: 240,
+    seconds: 320,
   },
   { issue: '#5 lock', files: ['test/lock/'], seconds: 15 },
   {
@@ -83,7 +85,7 @@ export const CEILINGS: readonly Ceiling[] = [
     // #19, then to 75 for #17 and #18.
     seconds: 75,
   },
-  { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 20 },
+  { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 45 },
   { issue: '#13 hardening', files: ['test/hardening/'], seconds: 25 },
   {
     issue: '#16 turns API',
@@ -100,13 +102,13 @@ export const CEILINGS: readonly Ceiling[] = [
     // LangGraph's validation suite (726 tests on the memory and the fs driver), the OpenAI Agents
     // Session and the Strands Storage through the typed client and the local API.
     files: ['test/adapters/'],
-    seconds: 150,
+    seconds: 60,
   },
-  { issue: '#18 AgentScope Java client', files: ['test/java/'], seconds: 60 },
+  { issue: '#18 AgentScope Java client', files: ['test/java/'], seconds: 30 },
   {
     issue: '#15 client package, protocol, OpenAPI tools',
     files: ['test/package/', 'test/openapi/', 'test/client/', 'test/http/protocol.test.ts'],
-    seconds: 35,
+    seconds: 50,
   },
 ];
 

@@ -125,7 +125,7 @@ class ErrorsTest {
         HttpAgentStateStore store =
                 scripted((x, n) -> send(x, 422, PROBLEM, problem(422, "idempotency-key-reused")), Duration.ofSeconds(5));
         IdempotencyKeyReusedException e =
-                assertThrows(IdempotencyKeyReusedException.class, () -> store.exists("u", "s"));
+                assertThrows(IdempotencyKeyReusedException.class, () -> store.get("u", "s", "k", AgentState.class));
         assertEquals(1, seen.size());
         assertEquals(422, e.status());
         assertEquals("idempotency-key-reused", e.code());
