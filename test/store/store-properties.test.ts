@@ -9,7 +9,7 @@ import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { AppendConflictError, FencedError, PartialDeleteError } from '../../lib/store/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { decodeId, encodeId, LIMITS, layoutFor } from '../../lib/store/ids.js';
-import { createStateStore } from '../../lib/store/store.js';
+import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { counting, faulty, roundTrips } from './wrappers.js';
 
 const item = (i: number) => ({ role: 'user', content: `turn ${i} ${'x'.repeat(200)}` });
@@ -247,22 +247,28 @@ describe('crash safety: a failure before, between and after every request', () =
 describe('expiry on a fake clock', () => {
   const DAY = 24 * 60 * 60 * 1000;
 
+  const HOUR = 60 * 60 * 1000;
+  /** A store of user `u` under `p/` on a counted memory driver, both on a clock `advance` moves; keep-alive 1 hour. */
+  function onFakeClock(options: Partial<StateStoreOptions> = {}) {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const clock = () => now;
+    const driver = counting(createMemoryDriver({ now: clock }));
+    const user = createStateStore({
+      driver,
+      now: clock,
+      keepAliveMs: HOUR,
+      prefix: 'p/',
+      ...options,
+    }).forUser('u');
+    return { driver, user, advance: (ms: number) => (now += ms) };
+  }
+
   it('by default no .list.json is written: not by rewrites, not by the keep-alive (which then costs the marker and a LIST)', async () => {
     for (const listFormat of ['cas', 'append'] as const) {
-      let now = Date.parse('2026-01-01T00:00:00Z');
-      const clock = () => now;
-      const HOUR = 60 * 60 * 1000;
-      const driver = counting(createMemoryDriver({ now: clock }));
-      const user = createStateStore({
-        driver,
-        now: clock,
-        keepAliveMs: HOUR,
-        prefix: 'p/',
-        listFormat,
-      }).forUser('u');
+      const { driver, user, advance } = onFakeClock({ listFormat });
       await user.appendList('s', 'l', [1, 2], { expectedCount: 0 });
       await user.saveList('s', 'l', [9]); // a rewrite
-      now += HOUR + 1;
+      advance(HOUR + 1);
       driver.reset();
       await user.save('s', 'tick', 1); // the marker's keep-alive
       expect(driver.puts.filter((name) => name.endsWith('.list.json'))).toEqual([]);
@@ -274,32 +280,22 @@ describe('expiry on a fake clock', () => {
   });
 
   it('.list.json (the reference materialization, LIST_JSON=reference) is brought up to date at most once per keep-alive interval when it lags (CAS)', async () => {
-    let now = Date.parse('2026-01-01T00:00:00Z');
-    const clock = () => now;
-    const HOUR = 60 * 60 * 1000;
-    const driver = counting(createMemoryDriver({ now: clock }));
-    const user = createStateStore({
-      driver,
-      now: clock,
-      keepAliveMs: HOUR,
-      prefix: 'p/',
-      listJson: 'reference',
-    }).forUser('u');
+    const { driver, user, advance } = onFakeClock({ listJson: 'reference' });
     const json = 'p/u/s/l.list.json';
     const materialized = async () =>
       JSON.parse(Buffer.from((await driver.get(json)).body).toString()) as unknown[];
     await user.appendList('s', 'l', [1, 2], { expectedCount: 0 });
     await expect(driver.head(json)).rejects.toThrow(); // appends do not write it
-    now += HOUR + 1;
+    advance(HOUR + 1);
     await user.save('s', 'tick', 1); // the marker's keep-alive: .list.json follows the head
     expect(await materialized()).toEqual([1, 2]);
     await user.appendList('s', 'l', [3], { expectedCount: 2 });
     driver.reset();
-    now += HOUR / 2;
+    advance(HOUR / 2);
     await user.save('s', 'tick', 2); // within the interval: nothing more
     expect(driver.puts.filter((name) => name === json)).toEqual([]);
     expect(await materialized()).toEqual([1, 2]);
-    now += HOUR;
+    advance(HOUR);
     await user.save('s', 'tick', 3);
     expect(await materialized()).toEqual([1, 2, 3]);
     expect((await driver.head(json)).metadata).toMatchObject({
@@ -308,7 +304,7 @@ describe('expiry on a fake clock', () => {
     });
     // Up to date: the next keep-alive reads its stamp and writes nothing.
     driver.reset();
-    now += HOUR + 1;
+    advance(HOUR + 1);
     await user.save('s', 'tick', 4);
     expect(driver.puts.filter((name) => name === json)).toEqual([]);
   });
