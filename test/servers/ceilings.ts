@@ -70,7 +70,7 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/deploy/http-conventions.test.ts',
       'test/http/conventions.test.ts',
     ],
-    seconds: 40,
+    seconds: 30,
   },
   {
     issue: '#8 workspaces (without the 100 MB transfers)',
@@ -86,7 +86,7 @@ export const CEILINGS: readonly Ceiling[] = [
     seconds: 75,
   },
   { issue: '#9 benchmark smoke', files: ['test/bench-smoke.test.ts'], seconds: 45 },
-  { issue: '#13 hardening', files: ['test/hardening/'], seconds: 25 },
+  { issue: '#13 hardening', files: ['test/hardening/'], seconds: 35 },
   {
     issue: '#16 turns API',
     // The keys and truncate routes through the three adapters and the typed client: measured
