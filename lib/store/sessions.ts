@@ -128,14 +128,50 @@ export class Sessions {
       // A write that creates a key in an emptied session makes it exist again.
       const revive = creates && marker.empty === true;
       if (!raise && !stale && !revive) return marker;
-      const written = await this.rewrite(sessionId, marker, raise ? (token as number) : marker.token);
+      if (!raise && !revive) {
+        // Only the keep-alive is due: it changes nothing the write needs, so it runs beside the
+        // write, never before it; the store's call answers once it has settled (`settle`).
+        this.track(this.keepAlive(sessionId, marker));
+        return marker;
+      }
+      const written = await this.rewrite(
+        sessionId,
+        marker,
+        raise ? (token as number) : marker.token,
+        marker.empty === true && !revive,
+      );
       if (written && stale) await this.refreshState(sessionId, written.inc);
       if (written) return written;
-      // A keep-alive that lost a race: someone else refreshed it.
-      if (!raise && !revive) return marker;
       current = await this.read(sessionId);
     }
     throw new ContendedError('the session marker is too contended; nothing was written; retry');
+  }
+
+  /** Keep-alives running beside the writes that found them due (`settle` waits for them). */
+  private readonly pending = new Set<Promise<void>>();
+
+  private track(job: Promise<void>): void {
+    this.pending.add(job);
+    void job.finally(() => this.pending.delete(job));
+  }
+
+  /** Waits for the keep-alives started by this store's writes (called before a store call answers). */
+  async settle(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
+  /**
+   * The marker written again (a lost race: someone else refreshed it), then the state's refresh.
+   * Best effort: a failure is counted and left to the next write's keep-alive (the lifecycle grace
+   * is days, the interval an hour).
+   */
+  private async keepAlive(sessionId: string, marker: Marker): Promise<void> {
+    try {
+      const written = await this.rewrite(sessionId, marker, marker.token, marker.empty === true);
+      if (written) await this.refreshState(sessionId, written.inc);
+    } catch {
+      this.ctx.metrics.count('persistenceFailures');
+    }
   }
 
   /**

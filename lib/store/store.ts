@@ -193,16 +193,26 @@ export function createStateStore(options: StateStoreOptions): StateStore {
   return store;
 }
 
-/** Wraps every method so that driver failures surface as typed store errors. */
-function guarded(target: SessionStore): SessionStore {
+/**
+ * Wraps every method so that driver failures surface as typed store errors, and a call answers only
+ * once the keep-alive its writes started beside them has settled (sessions.ts, `settle`).
+ */
+function guarded(target: UserStore): SessionStore {
   return new Proxy(target, {
     get(obj, name, receiver) {
       const value = Reflect.get(obj, name, receiver);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) =>
-        (value as (...a: unknown[]) => Promise<unknown>).apply(obj, args).catch((error: unknown) => {
-          throw backendError(error);
-        });
+        (value as (...a: unknown[]) => Promise<unknown>).apply(obj, args).then(
+          async (result) => {
+            await obj.settle();
+            return result;
+          },
+          async (error: unknown) => {
+            await obj.settle();
+            throw backendError(error);
+          },
+        );
     },
   });
 }
@@ -231,6 +241,11 @@ class UserStore implements SessionStore {
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
     this.keys = new Keys(ctx, layout, this.sessions, this.lists);
     this.commits = new Commits(ctx, layout, this.sessions, this.lists, (s, token) => this.fence(s, token));
+  }
+
+  /** Waits for the keep-alives this store's writes started beside them. */
+  settle(): Promise<void> {
+    return this.sessions.settle();
   }
 
   private ids(sessionId: string, key?: string): void {
