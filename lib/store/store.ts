@@ -209,8 +209,10 @@ function guarded(target: UserStore): SessionStore {
             return result;
           },
           async (error: unknown) => {
+            // Made here, where its stack still names the callers, before waiting.
+            const failure = backendError(error);
             await obj.settle();
-            throw backendError(error);
+            throw failure;
           },
         );
     },
