@@ -25,7 +25,7 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/drivers/dynamodb-server.test.ts',
       'test/ceilings.test.ts',
     ],
-    seconds: 25,
+    seconds: 30,
   },
   { issue: '#3 RGW tier', files: ['test/drivers/rgw.test.ts'], seconds: 20 },
   {
@@ -46,7 +46,7 @@ export const CEILINGS: readonly Ceiling[] = [
       'test/http/logs.test.ts',
       'test/http/write-path.test.ts',
     ],
-    seconds: 10,
+    seconds: 5,
   },
   {
     issue: '#7 deployment and lifecycle',
