@@ -41,14 +41,12 @@ import { checkPage, type ListFormat, type ListPeek } from './lists/format.js';
 import type { Marker, Sessions } from './sessions.js';
 import type { DirectRequest, ListAction, ListPage, ListWriteResult } from './types.js';
 import {
-  COMMIT_META,
   type CommitIdentity,
-  DIGEST_META,
+  committedEtag,
   type Fence,
   putValue,
   recordId,
   requestDigest,
-  valueToken,
 } from './write-path.js';
 
 export type { CommitFailure };
@@ -288,10 +286,8 @@ export class Commits {
       const object = current(plan);
       // A delete whose value is gone has nothing to do (deletes record nothing: a retry finds it so).
       if ('delete' in plan.change && !object) plan.done = {};
-      if (object?.metadata[COMMIT_META] !== commitId) continue;
-      if (object.metadata[DIGEST_META] !== identity.digest)
-        throw new CommitMismatchError(commitId, 'value', plan.change.key);
-      plan.done = { etag: object.etag };
+      const etag = committedEtag(object, identity, plan.change.key);
+      if (etag !== undefined) plan.done = { etag };
     }
     const failures: CommitFailure[] = [];
     const verdicts = await Promise.all(
@@ -325,21 +321,20 @@ export class Commits {
     try {
       await fence.check(
         live?.token,
-        ...valuePlans.map((p) => valueToken(current(p))),
+        ...valuePlans.map((p) => storedToken(current(p))),
         ...listPlans.map((p) => p.peek.token),
       );
     } catch (error) {
       // A replay whose values were not read (the fast path, a seenVersion): read them now, on
       // this refusal's path, and answer it if every key records this commit.
-      const unread = valuePlans.filter((p) => !p.read && !p.done);
-      if (!(error instanceof FencedError) || unread.length === 0 || !live) throw error;
-      const seen = await Promise.all(unread.map((p) => headOrUndefined(driver, p.name)));
-      unread.forEach((plan, i) => {
+      const notRead = valuePlans.filter((p) => !p.read && !p.done);
+      if (!(error instanceof FencedError) || notRead.length === 0 || !live) throw error;
+      const seen = await Promise.all(notRead.map((p) => headOrUndefined(driver, p.name)));
+      notRead.forEach((plan, i) => {
         const object = seen[i];
-        if (object?.metadata.inc !== live.inc || object.metadata[COMMIT_META] !== commitId) return;
-        if (object.metadata[DIGEST_META] !== identity.digest)
-          throw new CommitMismatchError(commitId, 'value', plan.change.key);
-        plan.done = { etag: object.etag };
+        const etag =
+          object?.metadata.inc === live.inc ? committedEtag(object, identity, plan.change.key) : undefined;
+        if (etag !== undefined) plan.done = { etag };
       });
       if (landed()) return result();
       throw error;
@@ -375,9 +370,7 @@ export class Commits {
       if (unread && 'value' in unread.change) {
         const head = await headOrUndefined(driver, unread.name);
         const object = head && head.metadata.inc === live?.inc ? head : undefined;
-        const done = object?.metadata[COMMIT_META] === commitId;
-        if (done && object.metadata[DIGEST_META] !== identity.digest)
-          throw new CommitMismatchError(commitId, 'value', unread.change.key);
+        const done = committedEtag(object, identity, unread.change.key) !== undefined;
         if (!done && object?.etag !== unread.change.ifVersion)
           failures.push({
             kind: 'value',
@@ -573,15 +566,12 @@ export class Commits {
       const now = await headOrUndefined(driver, name);
       const mine = now && now.metadata.inc === marker.inc ? now : undefined;
       // This commit id wrote it meanwhile (a concurrent retry of the same commit).
-      if (mine?.metadata[COMMIT_META] === identity.commitId) {
-        if (mine.metadata[DIGEST_META] !== identity.digest)
-          throw new CommitMismatchError(identity.commitId, 'value', change.key);
-        return { done: { etag: mine.etag } };
-      }
+      const etag = committedEtag(mine, identity, change.key);
+      if (etag !== undefined) return { done: { etag } };
       if (!plan.read && change.ifVersion === undefined) {
         // The hint failed: as a save read first (its own checks; a recorded token still fences).
         const current = mine ? marker : await again();
-        await fence.check(valueToken(mine));
+        await fence.check(storedToken(mine));
         return this.writeValue({ ...plan, head: now, read: true }, current, identity, fence, again);
       }
       const seen = tokenOf(mine);

@@ -14,6 +14,7 @@ import {
   listAll,
   parseJsonObject,
   type StoreContext,
+  storedToken,
 } from './context.js';
 import type { ContentEncoding } from './encoding.js';
 import {
@@ -48,7 +49,7 @@ import type {
   WriteOptions,
 } from './types.js';
 import { Workspaces } from './workspaces.js';
-import { Fence, putValue, recordId, requestDigest, type TokenAuthority, valueToken } from './write-path.js';
+import { Fence, putValue, recordId, requestDigest, type TokenAuthority } from './write-path.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KIB = 1024;
@@ -311,7 +312,7 @@ class UserStore implements SessionStore {
       const marker = await this.sessions.forWrite(sessionId, read, fence, creates);
       // An object of another incarnation is a leftover: absent for every purpose but its etag.
       const current = head && head.metadata.inc === marker.inc ? head : undefined;
-      await fence.check(valueToken(current));
+      await fence.check(storedToken(current));
       if (options.ifAbsent && current) throw new PreconditionFailedError(current.etag);
       if (options.ifVersion !== undefined && current?.etag !== options.ifVersion) {
         throw new PreconditionFailedError(current?.etag ?? null);
@@ -350,7 +351,7 @@ class UserStore implements SessionStore {
       return;
     }
     const marker = await this.sessions.forWrite(sessionId, read, fence, false);
-    await fence.check(valueToken(head));
+    await fence.check(storedToken(head));
     await this.ctx.driver.delete(name);
     await this.markIfEmpty(sessionId, marker);
   }
@@ -449,9 +450,9 @@ class UserStore implements SessionStore {
 
   async deleteList(sessionId: string, key: string, options: WriteOptions = {}) {
     this.ids(sessionId, key);
-    await this.lists.remove(sessionId, key, { fence: this.fence(sessionId, options.token) });
-    const { live } = await this.sessions.read(sessionId);
-    if (live) await this.markIfEmpty(sessionId, live);
+    const marker = await this.lists.remove(sessionId, key, { fence: this.fence(sessionId, options.token) });
+    // Only a list that was there can have been the session's last key.
+    if (marker) await this.markIfEmpty(sessionId, marker);
   }
 
   async listArchives(sessionId: string, key: string) {

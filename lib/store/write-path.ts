@@ -14,8 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { ObjectInfo, ObjectStoreDriver } from '../drivers/types.js';
-import { storedToken } from './context.js';
-import { FencedError } from './errors.js';
+import { CommitMismatchError, FencedError } from './errors.js';
 import { canonicalJson } from './hash.js';
 import type { MetricsSink } from './types.js';
 
@@ -99,8 +98,24 @@ export class Fence {
 // ---- a value's write -----------------------------------------------------------------------------
 
 /** Metadata a committed value records: the commit id and the digest of the commit's body. */
-export const COMMIT_META = 'commit';
-export const DIGEST_META = 'digest';
+const COMMIT_META = 'commit';
+const DIGEST_META = 'digest';
+
+/**
+ * The etag of value `key`'s object when commit `identity` wrote it (what `putValue` recorded);
+ * undefined when another commit or none did. The same commit id with another body is
+ * `CommitMismatchError`.
+ */
+export function committedEtag(
+  object: ObjectInfo | undefined,
+  identity: CommitIdentity,
+  key: string,
+): string | undefined {
+  if (object?.metadata[COMMIT_META] !== identity.commitId) return undefined;
+  if (object.metadata[DIGEST_META] !== identity.digest)
+    throw new CommitMismatchError(identity.commitId, 'value', key);
+  return object.etag;
+}
 
 /** How a value's write is conditioned. */
 export interface ValueWrite {
@@ -157,9 +172,6 @@ export async function putValue(
     ...condition,
   });
 }
-
-/** The token a value's object records, for `Fence.check`. */
-export const valueToken = storedToken;
 
 // ---- a request's identity ------------------------------------------------------------------------
 

@@ -1411,6 +1411,8 @@ export function describeStoreSuite(
           { commitId: 'f5', lists: [{ key: 'l', append: [msg(3)], expectedCount: 3, expectedHash: l.hash }] },
           { commitId: 'f6', lists: [{ key: 'l', replace: [msg(9)] }] },
           { commitId: 'f7', lists: [{ key: 'l', truncate: 1, expectedHash: l.hash }] },
+          // A save with the version read as a hint: not read first, fenced all the same.
+          { commitId: 'f8', values: [{ key: 'plan', value: 'x', seenVersion: plan?.version as string }] },
         ];
         const forms = all.filter((f) => cas() || f.commitId !== 'f1');
         driver.reset();
@@ -1435,6 +1437,12 @@ export function describeStoreSuite(
         ).rejects.toBeInstanceOf(FencedError);
         // No lock item at all: no token is granted.
         await expect(authorized.save(sid(), 'k', 1, { token: b.token })).rejects.toBeInstanceOf(FencedError);
+        // Another user's session of the same id is another lock: alice's token is not granted there.
+        const bobAuthorized = store.forUser('bob', { authority: lock });
+        await expect(bobAuthorized.save(s, 'plan', 'by bob', { token: b.token })).rejects.toBeInstanceOf(
+          FencedError,
+        );
+        expect(await bobAuthorized.get(s, 'plan')).toBeUndefined();
         await authorized.save(s, 'plan', 'by B again', { token: b.token });
         expect(await authorized.get(s, 'plan')).toBe('by B again');
         expect(await authorized.get(s, 'fresh')).toBeUndefined();

@@ -1315,12 +1315,12 @@ export class AppendFormat implements ListFormat, StateKeeper {
     });
   }
 
-  async remove(s: string, k: string, options: Fenced): Promise<void> {
+  async remove(s: string, k: string, options: Fenced): Promise<Marker | undefined> {
     const { fence } = options;
-    await this.guard(k, async () => {
+    return this.guard(k, async (): Promise<Marker | undefined> => {
       const [read, raw] = await Promise.all([this.sessions.read(s), this.readPointer(s, k)]);
       const inc = read.live?.inc;
-      if (!inc) return fence.check();
+      if (!inc) return fence.check().then(() => undefined);
       let tail: Tail | undefined;
       let damaged = false;
       const look = async (pointer: PointerRead) => {
@@ -1333,9 +1333,10 @@ export class AppendFormat implements ListFormat, StateKeeper {
         }
       };
       await look(mine(raw, inc));
-      if (!damaged && (!tail || tail.last.count === 0)) return fence.check(tail?.last.token);
+      if (!damaged && (!tail || tail.last.count === 0))
+        return fence.check(tail?.last.token).then(() => undefined);
       const marker = await this.sessions.forWrite(s, read, fence, false);
-      if (marker.inc !== inc) return;
+      if (marker.inc !== inc) return undefined;
       const cache: RewriteCache = {};
       try {
         for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
@@ -1353,10 +1354,10 @@ export class AppendFormat implements ListFormat, StateKeeper {
             newWriteId(),
             cache,
           );
-          if ('result' in done) return;
+          if ('result' in done) return marker;
           await look(mine(await this.readPointer(s, k), inc));
           const now = tail as Tail | undefined;
-          if (!damaged && (!now || now.last.count === 0)) return;
+          if (!damaged && (!now || now.last.count === 0)) return marker;
         }
         // Never answered as deleted unless it was: under contention, a retryable 409.
         throw new ContendedError('the list is too contended to delete; nothing was deleted; retry');

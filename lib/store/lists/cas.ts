@@ -508,12 +508,13 @@ export class CasFormat implements ListFormat, StateKeeper {
     });
   }
 
-  async remove(s: string, k: string, options: Fenced): Promise<void> {
+  async remove(s: string, k: string, options: Fenced): Promise<Marker | undefined> {
     const { fence } = options;
     const [read, raw] = await Promise.all([this.sessions.read(s), this.readCurrent(s, k)]);
-    if (!read.live) return fence.check();
+    if (!read.live) return fence.check().then(() => undefined);
     const first = mine(raw, read.live.inc);
-    if (!first.corrupt && (!first.head || first.head.deleted)) return fence.check(first.head?.token);
+    if (!first.corrupt && (!first.head || first.head.deleted))
+      return fence.check(first.head?.token).then(() => undefined);
     const marker = await this.sessions.forWrite(s, read, fence, false);
     const writeId = newWriteId();
     await this.commit(s, k, marker, mine(raw, marker.inc), writeId, async (head, corrupt) => {
@@ -522,6 +523,7 @@ export class CasFormat implements ListFormat, StateKeeper {
       await fence.check(head?.token);
       return this.planReplace(s, k, marker, head, corrupt, undefined, [EMPTY_HASH], fence.token, writeId);
     });
+    return marker;
   }
 
   async truncate(s: string, k: string, options: ListTruncate): Promise<ListWriteResult> {

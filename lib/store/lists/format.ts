@@ -53,7 +53,7 @@ export interface ListPeek {
 /**
  * The fence of a list write (lib/store/write-path.ts): the formats compare tokens only through it.
  * A named write's `writeId` is a record id (`recordId`: its Idempotency-Key or commit bound to the
- * request's digest); a write without one gets a random id of the same form.
+ * request's digest); a write without one gets a random one (`newWriteId`), never taken for reused.
  */
 export interface Fenced {
   readonly fence: Fence;
@@ -96,7 +96,8 @@ export interface ListFormat {
     items: readonly unknown[],
     options: ListSave,
   ): Promise<ListWriteResult>;
-  remove(sessionId: string, key: string, options: Fenced): Promise<void>;
+  /** Archives and removes the list; the marker it wrote under, or undefined when there was nothing to remove. */
+  remove(sessionId: string, key: string, options: Fenced): Promise<Marker | undefined>;
   /**
    * Keeps the first `options.count` items if the list has `options.expectedHash` (the store has
    * checked the options): archives the removed ones (from `count` on), then commits a new
