@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportSurface } from './export-surface.js';
 import { readmeExample } from './readme-examples.js';
 
 const run = promisify(execFile);
@@ -57,6 +58,32 @@ describe('the library through the package exports (dist/lib)', () => {
   }, 60_000);
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('every exports entry resolves and exports the recorded names (test/package/exports.json)', async () => {
+    const surface = await exportSurface(process.cwd());
+    if (process.env.RECORD_EXPORTS === '1')
+      await writeFile('test/package/exports.json', `${JSON.stringify(surface, null, 2)}\n`);
+    expect(surface).toEqual(JSON.parse(await readFile('test/package/exports.json', 'utf8')));
+  });
+
+  it('an error class has one definition: instanceof holds across the entries', async () => {
+    const [client, store, root] = await Promise.all([
+      import(path.join(process.cwd(), 'dist/lib/entries/client.js')),
+      import(path.join(process.cwd(), 'dist/lib/entries/store.js')),
+      import(path.join(process.cwd(), 'dist/lib/index.js')),
+    ]);
+    for (const name of [
+      'ValidationError',
+      'FencedError',
+      'LockConflictError',
+      'StoreError',
+      'CommitMismatchError',
+    ]) {
+      expect(client[name], name).toBe(store[name]);
+      expect(root[name], name).toBe(store[name]);
+    }
+    expect(new client.FencedError(1, 2)).toBeInstanceOf(store.StoreError);
   });
 
   it('runs the README library example as written, on the fs driver in a temporary folder', async () => {
