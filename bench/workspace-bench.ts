@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ObjectStoreDriver } from '../lib/drivers/types.js';
-import { encodeBody } from '../lib/store/encoding.js';
+import { encodeBody } from '../lib/util/encoding.js';
 import { startWorkspaceApi } from '../test/workspaces/api.js';
 
 const MB = 1024 * 1024;

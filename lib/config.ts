@@ -3,8 +3,8 @@
  * start with the variable's name. Every variable is listed in the README.
  */
 import * as z from 'zod';
-import type { BackendResource } from './store/errors.js';
-import { DEFAULT_BODY_LIMIT_BYTES } from './store/limits.js';
+import type { BackendResource } from './contract/errors.js';
+import { DEFAULT_BODY_LIMIT_BYTES } from './contract/limits.js';
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 

@@ -1,10 +1,10 @@
 /** `npm start`: the same router on node:http, fs storage under DATA_DIR, the in-process lock. */
 import { loadConfigOrExit } from '../../lib/config.js';
+import { BackendUnsafeError } from '../../lib/contract/errors.js';
 import { logTo } from '../../lib/http/adapters/guard.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { backendsFrom } from '../../lib/http/backends/local.js';
-import { BackendUnsafeError } from '../../lib/store/errors.js';
 import { localSecret } from '../../scripts/local-secret.js';
 
 const env = { ...process.env };

@@ -36,20 +36,20 @@ import type {
   SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
 import type { HttpSessionStore } from '../client/index.js';
-import { PayloadTooLargeError } from '../protocol/errors.js';
-import type { Snapshot } from '../store/commits.js';
 import {
   AppendConflictError,
   type CommitFailure,
   CommitPartialError,
   CommitPreconditionError,
   CorruptValueError,
+  PayloadTooLargeError,
   ValidationError,
-} from '../store/errors.js';
-import { EMPTY_HASH } from '../store/hash.js';
-import { checkId } from '../store/ids.js';
-import { MAX_DEPTH, parseIJson } from '../store/ijson.js';
-import { DEFAULT_BODY_LIMIT_BYTES, MAX_TURN_KEYS } from '../store/limits.js';
+} from '../contract/errors.js';
+import { EMPTY_HASH } from '../contract/hash.js';
+import { checkId } from '../contract/ids.js';
+import { MAX_DEPTH, parseIJson } from '../contract/json.js';
+import { DEFAULT_BODY_LIMIT_BYTES, MAX_TURN_KEYS } from '../contract/limits.js';
+import type { Snapshot } from '../contract/types.js';
 import { keyPages, sessionIds } from './pages.js';
 
 /** The form a framework key takes when it does not fit the store: `h.` + SHA-256 (hex). */

@@ -29,17 +29,16 @@ import type {
   SessionHistoryTransactionAwareSession,
 } from '@openai/agents-core';
 import type { HttpSessionStore } from '../client/index.js';
-import type { CommitList } from '../store/commits.js';
 import {
   AppendConflictError,
   CommitPartialError,
   CommitPreconditionError,
   ListPreconditionFailedError,
   ListTooShortError,
-} from '../store/errors.js';
-import { canonicalJson, EMPTY_HASH, leafHash } from '../store/hash.js';
-import { MAX_APPEND_ITEMS } from '../store/limits.js';
-import type { ListPage } from '../store/types.js';
+} from '../contract/errors.js';
+import { canonicalJson, EMPTY_HASH, leafHash } from '../contract/hash.js';
+import { MAX_APPEND_ITEMS } from '../contract/limits.js';
+import type { CommitList, ListPage } from '../contract/types.js';
 import { keyPages } from './pages.js';
 
 /** What the adapter needs of `@openai/agents-core` at run time (the entry passes the package). */

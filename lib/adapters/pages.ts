@@ -2,8 +2,8 @@
  * Paging the adapters share: every page of a session's keys (none for an absent session), and
  * every session id of the user, one call per page.
  */
-import { SessionNotFoundError } from '../store/errors.js';
-import type { KeyPage, SessionStore } from '../store/types.js';
+import { SessionNotFoundError } from '../contract/errors.js';
+import type { KeyPage, SessionStore } from '../contract/types.js';
 
 /** Each page of the session's keys starting with `prefix` (default all); an absent session has none. */
 export async function* keyPages(

@@ -20,11 +20,11 @@
  * and so is a JSON document that has that shape itself, so every read answers the bytes written.
  */
 import type { Storage } from '@strands-agents/sdk/storage';
-import { ValidationError } from '../store/errors.js';
-import { LIMITS } from '../store/ids.js';
-import { parseIJson } from '../store/ijson.js';
-import { mapLimited } from '../store/map-limited.js';
-import type { SessionStore } from '../store/types.js';
+import { ValidationError } from '../contract/errors.js';
+import { parseIJson } from '../contract/json.js';
+import { LIMITS } from '../contract/limits.js';
+import type { SessionStore } from '../contract/types.js';
+import { mapLimited } from '../util/map-limited.js';
 import { keyPages, sessionIds } from './pages.js';
 
 /** Where the SDK's `SessionManager` keeps a session: `session/<sessionId>/…`. */

@@ -28,32 +28,30 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBrotliCompress, createBrotliDecompress, createGunzip, createGzip } from 'node:zlib';
 import type * as z from 'zod/mini';
-import type { Lease } from '../lock/types.js';
-import { PayloadTooLargeError, ProtocolError } from '../protocol/errors.js';
-import { paths } from '../protocol/paths.js';
-import { problemCodeOf, problemError, SESSION_NOT_FOUND } from '../protocol/problems.js';
-import { HEADER_NAMES, REQUEST_ID_HEADER, schemas } from '../protocol/schemas.js';
-import type { CommitRequest, CommitResult, Snapshot, SnapshotRequest } from '../store/commits.js';
-import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 } from '../store/encoding.js';
 import {
   AppendConflictError,
   BackendError,
+  PayloadTooLargeError,
+  ProtocolError,
   RestoreInProgressError,
   SessionNotFoundError,
   StoreError,
   UploadNotFoundError,
   ValidationError,
-} from '../store/errors.js';
-import { canonicalJson, chainHash, EMPTY_HASH } from '../store/hash.js';
+} from '../contract/errors.js';
+import { canonicalJson, chainHash, EMPTY_HASH } from '../contract/hash.js';
 import {
   DEFAULT_BODY_LIMIT_BYTES,
   MAX_APPEND_ITEMS,
   MAX_UPLOAD_PARTS,
   MIN_PART_BYTES,
-} from '../store/limits.js';
+} from '../contract/limits.js';
+import type { Lease } from '../contract/lock.js';
 import type {
   AppendOptions,
   ArchiveInfo,
+  CommitRequest,
+  CommitResult,
   DirectRequest,
   KeyPage,
   ListKeysOptions,
@@ -64,6 +62,8 @@ import type {
   SaveOptions,
   SessionPage,
   SessionStore,
+  Snapshot,
+  SnapshotRequest,
   StorageTier,
   TruncateOptions,
   Versioned,
@@ -72,7 +72,11 @@ import type {
   WorkspaceUpload,
   WorkspaceUploadRequest,
   WriteOptions,
-} from '../store/types.js';
+} from '../contract/types.js';
+import { paths } from '../protocol/paths.js';
+import { problemCodeOf, problemError, SESSION_NOT_FOUND } from '../protocol/problems.js';
+import { HEADER_NAMES, REQUEST_ID_HEADER, schemas } from '../protocol/schemas.js';
+import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 } from '../util/encoding.js';
 import {
   type Attempt,
   NULL_BODY,
@@ -85,9 +89,9 @@ import {
 } from './transport.js';
 import { Turn, type TurnCommitResult } from './turn.js';
 
-export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from '../protocol/errors.js';
+export type { CommitFailure } from '../contract/errors.js';
+export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from '../contract/errors.js';
 export type {
-  CommitFailure,
   CommitList,
   CommitRequest,
   CommitResult,
@@ -96,7 +100,7 @@ export type {
   SnapshotList,
   SnapshotRequest,
   SnapshotValue,
-} from '../store/commits.js';
+} from '../contract/types.js';
 export { RequestTimeoutError } from './transport.js';
 export {
   Turn,

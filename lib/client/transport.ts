@@ -8,7 +8,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
-import { BackendError } from '../store/errors.js';
+import { BackendError } from '../contract/errors.js';
 
 /** Longest backoff before a retry of an answer without `Retry-After`. */
 export const MAX_PAUSE_MS = 2000;

@@ -3,18 +3,19 @@
  * snapshot), the changes buffered since, and `commit`, which sends them all in one call. A read
  * after a buffered change sees the change.
  */
-import type { Lease } from '../lock/types.js';
+
+import { CorruptValueError, ValidationError } from '../contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../contract/hash.js';
+import type { Lease } from '../contract/lock.js';
 import type {
   CommitList,
   CommitResult,
   CommitValue,
+  ListPage,
   Snapshot,
   SnapshotList,
   SnapshotValue,
-} from '../store/commits.js';
-import { CorruptValueError, ValidationError } from '../store/errors.js';
-import { chainHash, EMPTY_HASH } from '../store/hash.js';
-import type { ListPage } from '../store/types.js';
+} from '../contract/types.js';
 
 /** Options of `commit`: release the lease after the writes (or renew it for `renewMs`). */
 export interface TurnCommitOptions {

@@ -1,4 +1,7 @@
 /** Typed errors every driver throws, whatever its backend says. */
+import type { BackendResource } from '../contract/errors.js';
+
+export type { BackendResource };
 
 /** Base class: `backend` names the driver, `cause` keeps the backend's own error. */
 export class ObjectStoreError extends Error {
@@ -109,9 +112,6 @@ export class ObjectArchivedError extends ObjectStoreError {
     super(`object is archived and not restored: ${key}`, backend, options);
   }
 }
-
-/** What a deployment gives a backend: a missing or refused one is a configuration problem. */
-export type BackendResource = 'bucket' | 'table' | 'credentials';
 
 /**
  * A resource the backend needs is missing or refuses us (no such bucket or table, credentials

@@ -4,7 +4,8 @@
  */
 
 export * from '../client/index.js';
-export { type Lease, LockConflictError, LockLostError } from '../lock/types.js';
-export * from '../store/errors.js';
-export { chainHash, EMPTY_HASH } from '../store/hash.js';
-export type * from '../store/types.js';
+export * from '../contract/errors.js';
+export { LockConflictError, LockLostError } from '../contract/errors.js';
+export { chainHash, EMPTY_HASH } from '../contract/hash.js';
+export type { Lease } from '../contract/lock.js';
+export type * from '../contract/types.js';

@@ -6,13 +6,15 @@
  * loads the OSS SDK, and the reverse.
  */
 
+export * from '../contract/errors.js';
+export { chainHash, EMPTY_HASH } from '../contract/hash.js';
+export { LIMITS } from '../contract/limits.js';
+export * from '../contract/lock.js';
+export type * from '../contract/types.js';
+export type { StateStore } from '../contract/types.js';
 export * from '../drivers/errors.js';
 export type * from '../drivers/types.js';
-export * from '../lock/types.js';
+export * from '../lock/common.js';
 export { type WithLockOptions, withLock } from '../lock/with-lock.js';
-export * from '../store/errors.js';
-export { chainHash, EMPTY_HASH } from '../store/hash.js';
-export { LIMITS } from '../store/ids.js';
 export { type VerifiedDriver, type VerifyOptions, verifiedDriver } from '../store/probe.js';
-export { createStateStore, type StateStore, type StateStoreOptions } from '../store/store.js';
-export type * from '../store/types.js';
+export { createStateStore, type StateStoreOptions } from '../store/store.js';

@@ -5,12 +5,12 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { type Config, configuredBy, platformOf } from '../config.js';
+import { MisconfiguredBackendError } from '../contract/errors.js';
+import type { SessionLock } from '../contract/lock.js';
+import type { MetricsSink } from '../contract/types.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
-import type { SessionLock } from '../lock/types.js';
-import { MisconfiguredBackendError } from '../store/errors.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
-import type { MetricsSink } from '../store/types.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
 import { openApiDocument } from './openapi.js';
 import { createRouter } from './router.js';

@@ -7,7 +7,7 @@
  * with ALLOW_ANONYMOUS=true, lets a request without a token act as the anonymous user.
  */
 import { createRemoteJWKSet, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import { LIMITS } from '../store/ids.js';
+import { LIMITS } from '../contract/limits.js';
 import { HttpProblem } from './problems.js';
 import type { HttpRequest } from './types.js';
 

@@ -7,10 +7,10 @@
  * responses that several operations share are put once in `components.responses`.
  */
 import * as z from 'zod/mini';
+import { PLAIN_ID } from '../contract/ids.js';
 import { type PathParam, patternSegments } from '../protocol/paths.js';
 import { PROBLEMS, type ProblemCode } from '../protocol/problems.js';
 import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER, schemaName, schemas } from '../protocol/schemas.js';
-import { PLAIN_ID } from '../store/ids.js';
 import { COMPRESS_MIN_BYTES } from './compression.js';
 import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS, CORS_METHODS } from './cors.js';
 import { ROUTES } from './router.js';

@@ -3,8 +3,6 @@
  * `code`, its status and title from the protocol's table (lib/protocol/problems.ts). One map turns
  * typed errors into problems; anything unknown is a 500 that hides internals.
  */
-import { LockConflictError, LockLostError } from '../lock/types.js';
-import { PROBLEMS, type ProblemCode, problemType, SESSION_NOT_FOUND } from '../protocol/problems.js';
 import {
   AppendConflictError,
   BackendError,
@@ -18,6 +16,8 @@ import {
   IdempotencyKeyReusedError,
   ListPreconditionFailedError,
   ListTooShortError,
+  LockConflictError,
+  LockLostError,
   MisconfiguredBackendError,
   PartialDeleteError,
   PreconditionFailedError,
@@ -28,7 +28,8 @@ import {
   UploadMismatchError,
   UploadNotFoundError,
   ValidationError,
-} from '../store/errors.js';
+} from '../contract/errors.js';
+import { PROBLEMS, type ProblemCode, problemType, SESSION_NOT_FOUND } from '../protocol/problems.js';
 import type { HttpResponse } from './types.js';
 
 /** A problem the router raises itself (its status is the code's). */

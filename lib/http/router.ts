@@ -10,12 +10,12 @@
  */
 import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
+import { ValidationError } from '../contract/errors.js';
+import { parseIJson } from '../contract/json.js';
+import { DEFAULT_BODY_LIMIT_BYTES } from '../contract/limits.js';
 import { PATH_PARAMS, type PathParam, patternSegments } from '../protocol/paths.js';
 import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER } from '../protocol/schemas.js';
 import { decodeUrlId } from '../protocol/url-ids.js';
-import { ValidationError } from '../store/errors.js';
-import { parseIJson } from '../store/ijson.js';
-import { DEFAULT_BODY_LIMIT_BYTES } from '../store/limits.js';
 import { negotiated } from './compression.js';
 import { preflight, withCors } from './cors.js';
 import { HttpProblem, toProblem } from './problems.js';
@@ -100,7 +100,7 @@ function refusal(error: z.core.$ZodError, field: (path: PropertyKey[]) => string
   return new ValidationError(field(issue?.path ?? []), issue?.message ?? 'invalid');
 }
 
-/** Parses an I-JSON body (ijson.ts) and validates it; an empty body is the route's `emptyBody`, if any. */
+/** Parses an I-JSON body (lib/contract/json.ts) and validates it; an empty body is the route's `emptyBody`, if any. */
 function parseBody(request: HttpRequest, route: Route & { body: z.ZodMiniType }): unknown {
   const body = request.body;
   let value: unknown;

@@ -22,7 +22,12 @@ import {
   UpdateItemCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type BackendResource, MisconfiguredBackendError } from '../store/errors.js';
+import {
+  type BackendResource,
+  LockConflictError,
+  LockLostError,
+  MisconfiguredBackendError,
+} from '../contract/errors.js';
 import {
   type AcquireOptions,
   type CommitIdentity,
@@ -31,14 +36,11 @@ import {
   checkToken,
   checkWaitMs,
   type Lease,
-  LockConflictError,
   type LockKey,
-  LockLostError,
   leaseHolds,
-  lockName,
   type SessionLock,
-  waitFor,
-} from './types.js';
+} from '../contract/lock.js';
+import { lockName, waitFor } from './common.js';
 
 /** Options of the DynamoDB lock. */
 export interface DynamoDbLockOptions {

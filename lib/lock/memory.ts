@@ -1,5 +1,6 @@
 /** In-process lock: the embedded default and unit tests. Tokens follow the clock, so a restart never goes back. */
 import { randomUUID } from 'node:crypto';
+import { LockConflictError, LockLostError } from '../contract/errors.js';
 import {
   type AcquireOptions,
   type CommitIdentity,
@@ -8,15 +9,11 @@ import {
   checkToken,
   checkWaitMs,
   type Lease,
-  LockConflictError,
   type LockKey,
-  LockLostError,
   leaseHolds,
-  lockName,
-  nextToken,
   type SessionLock,
-  waitFor,
-} from './types.js';
+} from '../contract/lock.js';
+import { lockName, nextToken, waitFor } from './common.js';
 
 /** Options of the in-process lock. */
 export interface MemoryLockOptions {

@@ -1,5 +1,7 @@
 /** Runs work under a lease: acquire, renew in the background, abort when the lease is lost, release. */
-import { type AcquireOptions, type Lease, type LockKey, LockLostError, type SessionLock } from './types.js';
+
+import { LockLostError } from '../contract/errors.js';
+import type { AcquireOptions, Lease, LockKey, SessionLock } from '../contract/lock.js';
 
 /** Options of `withLock`. */
 export interface WithLockOptions extends AcquireOptions {

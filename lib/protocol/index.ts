@@ -4,12 +4,13 @@
  * store's and the lock's pure modules (errors, ids, limits) and zod: no SDK, no node:http.
  */
 
-export { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../lock/types.js';
-export { BASE64URL, LIMITS, PLAIN_ID } from '../store/ids.js';
+export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from '../contract/errors.js';
+export { BASE64URL, PLAIN_ID } from '../contract/ids.js';
 export {
   ARCHIVE_ID_PATTERN,
   HASH_PATTERN,
   HASH_PREFIX,
+  LIMITS,
   MAX_APPEND_ITEMS,
   MAX_SESSION_PAGE,
   MAX_SINGLE_BYTES,
@@ -17,8 +18,8 @@ export {
   MD5_PATTERN,
   MIN_PART_BYTES,
   SHA256_PATTERN,
-} from '../store/limits.js';
-export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from './errors.js';
+} from '../contract/limits.js';
+export { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../contract/lock.js';
 export {
   PATH_PARAMS,
   PATHS,

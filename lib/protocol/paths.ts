@@ -3,7 +3,7 @@
  * (OpenAPI template syntax), and the typed client builds its URLs with `paths`, which checks and
  * encodes each id as the router decodes it (url-ids.ts).
  */
-import { checkId } from '../store/ids.js';
+import { checkId } from '../contract/ids.js';
 import { encodeUrlId } from './url-ids.js';
 
 const SESSIONS = '/v1/sessions';

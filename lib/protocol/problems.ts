@@ -5,7 +5,6 @@
  * the typed error with `problemError`.
  */
 import * as z from 'zod/mini';
-import { LockConflictError, LockLostError } from '../lock/types.js';
 import {
   AppendConflictError,
   BackendError,
@@ -19,14 +18,18 @@ import {
   IdempotencyKeyReusedError,
   ListPreconditionFailedError,
   ListTooShortError,
+  LockConflictError,
+  LockLostError,
+  PayloadTooLargeError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
+  ProtocolError,
   type StoreError,
+  UnauthorizedError,
   UnsupportedOperationError,
   UploadMismatchError,
   ValidationError,
-} from '../store/errors.js';
-import { PayloadTooLargeError, ProtocolError, UnauthorizedError } from './errors.js';
+} from '../contract/errors.js';
 
 /** What the client reads of a problem body (any member may be missing: gateways answer `{message}`). */
 export interface ProblemFields {

@@ -5,8 +5,7 @@
  * routes read from headers and query strings.
  */
 import * as z from 'zod/mini';
-import { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../lock/types.js';
-import { keyBoundProblem } from '../store/ids.js';
+import { keyBoundProblem } from '../contract/ids.js';
 import {
   DECIMAL_PATTERN,
   HASH_PATTERN,
@@ -18,7 +17,8 @@ import {
   MD5_PATTERN,
   SHA256_PATTERN,
   WRITE_ID_PATTERN,
-} from '../store/limits.js';
+} from '../contract/limits.js';
+import { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../contract/lock.js';
 import { Problem } from './problems.js';
 
 /** `schema`, with metadata for the OpenAPI document (a description, or what JSON Schema it reads as). */
@@ -29,7 +29,7 @@ export function meta<S extends z.ZodMiniType>(schema: S, data: z.core.GlobalMeta
 }
 
 /**
- * Any JSON value, passed through as it is: bodies are already I-JSON (ijson.ts), and rebuilding
+ * Any JSON value, passed through as it is: bodies are already I-JSON (lib/contract/json.ts), and rebuilding
  * objects, as z.json() does, would drop own `__proto__` members. Cheap on a 4 MiB list page. Its
  * JSON Schema is `{}` (any value), which generators read as `unknown`: a `type` list with `array`
  * would need `items`, and a union would make every caller's `unknown` fail to type-check.

@@ -3,8 +3,8 @@
  * of the characters of `PLAIN_ID` (and not `.` or `..`), or as `~` + the unpadded base64url of its
  * UTF-8 bytes. Any other segment is refused (400).
  */
-import { ValidationError } from '../store/errors.js';
-import { BASE64URL, PLAIN_ID } from '../store/ids.js';
+import { ValidationError } from '../contract/errors.js';
+import { BASE64URL, PLAIN_ID } from '../contract/ids.js';
 
 const plain = (id: string) => PLAIN_ID.test(id) && id !== '.' && id !== '..';
 

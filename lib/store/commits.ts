@@ -9,17 +9,7 @@
  * key's write is atomic; the keys are not atomic with each other (S3 and OSS have no multi-object
  * transaction): a commit is per-key atomic and made safe to retry by its `commitId`.
  */
-import { ObjectConditionFailedError } from '../drivers/errors.js';
-import type { ObjectInfo, StoredObject } from '../drivers/types.js';
-import {
-  checkToken,
-  getOrUndefined,
-  headOrUndefined,
-  jsonBody,
-  parseJsonObject,
-  type StoreContext,
-  storedToken,
-} from './context.js';
+
 import {
   AppendConflictError,
   type CommitFailure,
@@ -32,123 +22,36 @@ import {
   ListPreconditionFailedError,
   ListTooShortError,
   PreconditionUnsupportedError,
-  ValidationError,
-} from './errors.js';
-import { chainHash, EMPTY_HASH, isHash } from './hash.js';
-import { checkId, type UserLayout } from './ids.js';
-import { MAX_APPEND_ITEMS, MAX_TURN_KEYS, WRITE_ID_PATTERN } from './limits.js';
-import { checkPage, type ListFormat, type ListPeek } from './lists/format.js';
-import type { Marker, Sessions } from './sessions.js';
-import type { DirectRequest, ListAction, ListPage, ListWriteResult } from './types.js';
+} from '../contract/errors.js';
+import { chainHash, commitDigest, EMPTY_HASH } from '../contract/hash.js';
+import { jsonBody } from '../contract/json.js';
+import type { CommitIdentity } from '../contract/lock.js';
+import { checkCommit, checkSnapshot } from '../contract/turns.js';
+import type {
+  CommitList,
+  CommitRequest,
+  CommitResult,
+  CommitValue,
+  ListPage,
+  ListWriteResult,
+  Snapshot,
+  SnapshotList,
+  SnapshotRequest,
+  SnapshotValue,
+} from '../contract/types.js';
+import { ObjectConditionFailedError } from '../drivers/errors.js';
+import type { ObjectInfo, StoredObject } from '../drivers/types.js';
 import {
-  type CommitIdentity,
-  committedEtag,
-  type Fence,
-  putValue,
-  recordId,
-  requestDigest,
-} from './write-path.js';
-
-export type { CommitFailure };
-
-export { MAX_TURN_KEYS };
-/** Most list items of one commit (appends and replacements together). */
-export const MAX_COMMIT_ITEMS = MAX_APPEND_ITEMS;
-
-// ---- snapshot ----------------------------------------------------------------------------------
-
-/** What a snapshot reads: values by key, lists by key (the `last` most recent items, or the whole list). */
-export interface SnapshotRequest {
-  readonly values?: readonly string[];
-  readonly lists?: ReadonlyArray<{ readonly key: string; readonly last?: number }>;
-}
-
-/**
- * A value in a snapshot: present (with its etag), absent, or damaged; through HTTP, a value too
- * large for the answer comes as a presigned `download` instead (the library never answers one).
- */
-export type SnapshotValue =
-  | { readonly key: string; readonly value: unknown; readonly etag: string }
-  | { readonly key: string; readonly absent: true }
-  | { readonly key: string; readonly corrupt: true }
-  | {
-      readonly key: string;
-      readonly etag: string;
-      /** Bytes of the stored value. */
-      readonly size: number;
-      readonly download: DirectRequest;
-      readonly expiresAt: Date;
-    };
-
-/** A list in a snapshot: a page (an absent list is the empty page), or damaged. */
-export type SnapshotList =
-  | ({ readonly key: string } & ListPage)
-  | { readonly key: string; readonly corrupt: true };
-
-/** The answer of `snapshot`: `exists: false` (and no data) for an absent session, another user's included. */
-export interface Snapshot {
-  readonly exists: boolean;
-  readonly values: SnapshotValue[];
-  readonly lists: SnapshotList[];
-}
-
-// ---- commit ------------------------------------------------------------------------------------
-
-/** A value change of a commit: a save (optionally conditional) or a delete. */
-export type CommitValue =
-  | {
-      readonly key: string;
-      readonly value: unknown;
-      /** Write only if the current version is this one. */
-      readonly ifVersion?: string;
-      /** Write only if the value is absent. */
-      readonly ifAbsent?: boolean;
-      /**
-       * Not a condition: the version the caller read (a snapshot's etag). The commit tries it as
-       * `If-Match` instead of reading the value first; when it fails, it reads the value and
-       * writes as without it. Not with `ifVersion` or `ifAbsent`.
-       */
-      readonly seenVersion?: string;
-    }
-  | { readonly key: string; readonly delete: true };
-
-/** A list change of a commit: an append at a known end, a whole replacement, or a truncate. */
-export type CommitList =
-  | {
-      readonly key: string;
-      readonly append: readonly unknown[];
-      readonly expectedCount: number;
-      readonly expectedHash: string;
-    }
-  | { readonly key: string; readonly replace: readonly unknown[]; readonly expectedHash?: string }
-  | { readonly key: string; readonly truncate: number; readonly expectedHash: string };
-
-/** Every change of one turn. */
-export interface CommitRequest {
-  /** Names the commit (1 to 64 of `[A-Za-z0-9._:-]`): a retry with the same id and body is safe. */
-  readonly commitId: string;
-  /** The lease's fencing token: a stale one writes nothing at all. */
-  readonly token?: number;
-  readonly values?: readonly CommitValue[];
-  readonly lists?: readonly CommitList[];
-}
-
-/** What a commit did: each value's new etag (none for a delete), each list's action, count and hash. */
-export interface CommitResult {
-  readonly commitId: string;
-  readonly values: Array<{ readonly key: string; readonly etag?: string }>;
-  readonly lists: Array<{
-    readonly key: string;
-    readonly action: ListAction;
-    readonly count: number;
-    readonly hash: string;
-  }>;
-}
-
-/** The digest of the commit's `values` and `lists` (`requestDigest`): what a retry must match. */
-export function commitDigest(request: CommitRequest): string {
-  return requestDigest({ values: request.values ?? [], lists: request.lists ?? [] });
-}
+  getOrUndefined,
+  headOrUndefined,
+  parseJsonObject,
+  type StoreContext,
+  storedToken,
+} from './context.js';
+import type { UserLayout } from './layout.js';
+import type { ListFormat, ListPeek } from './lists/format.js';
+import type { Marker, Sessions } from './sessions.js';
+import { committedEtag, type Fence, putValue, recordId } from './write-path.js';
 
 /** A commit record's identity, when it is of incarnation `inc`. */
 function recordOf(object: StoredObject | undefined, inc: string): CommitIdentity | undefined {
@@ -632,128 +535,6 @@ export class Commits {
     else return undefined;
     const stat = await this.lists.stat(s, key, inc).catch(() => undefined);
     return { kind: 'list', key, reason, count: stat?.count ?? 0, hash: stat?.hash ?? EMPTY_HASH };
-  }
-}
-
-// ---- validation --------------------------------------------------------------------------------
-
-/** Checks a snapshot request as `snapshot` does (the turn route checks it before it takes the lease). */
-export function checkSnapshot(request: SnapshotRequest) {
-  if (typeof request !== 'object' || request === null) throw new ValidationError('request', 'required');
-  const values = request.values ?? [];
-  const lists = request.lists ?? [];
-  if (!Array.isArray(values)) throw new ValidationError('values', 'must be an array of keys');
-  if (!Array.isArray(lists)) throw new ValidationError('lists', 'must be an array');
-  if (values.length + lists.length > MAX_TURN_KEYS)
-    throw new ValidationError('values', `at most ${MAX_TURN_KEYS} keys (values and lists together)`);
-  values.forEach((key, i) => {
-    checkKey(`values[${i}]`, key);
-  });
-  lists.forEach((l, i) => {
-    if (typeof l !== 'object' || l === null) throw new ValidationError(`lists[${i}]`, 'must be an object');
-    checkKey(`lists[${i}].key`, l.key);
-    if (l.last !== undefined) checkPage({ last: l.last });
-  });
-  unique('values', values);
-  unique(
-    'lists',
-    lists.map((l) => l.key),
-  );
-  return { values, lists };
-}
-
-function checkCommit(request: CommitRequest): void {
-  if (typeof request !== 'object' || request === null) throw new ValidationError('request', 'required');
-  const { commitId, values = [], lists = [] } = request;
-  if (typeof commitId !== 'string' || !WRITE_ID_PATTERN.test(commitId))
-    throw new ValidationError('commitId', 'must be 1 to 64 letters, digits or any of . _ : -');
-  checkToken(request.token);
-  if (!Array.isArray(values)) throw new ValidationError('values', 'must be an array');
-  if (!Array.isArray(lists)) throw new ValidationError('lists', 'must be an array');
-  if (values.length + lists.length > MAX_TURN_KEYS)
-    throw new ValidationError('values', `at most ${MAX_TURN_KEYS} keys (values and lists together)`);
-  values.forEach((v, i) => {
-    const at = `values[${i}]`;
-    if (typeof v !== 'object' || v === null) throw new ValidationError(at, 'must be an object');
-    checkKey(`${at}.key`, v.key);
-    if ('delete' in v) {
-      if (v.delete !== true) throw new ValidationError(`${at}.delete`, 'must be true');
-      if ('value' in v) throw new ValidationError(at, 'a delete has no value');
-      return;
-    }
-    if (!('value' in v)) throw new ValidationError(`${at}.value`, 'required (or delete: true)');
-    jsonBody(v.value);
-    if (v.ifVersion !== undefined && (typeof v.ifVersion !== 'string' || v.ifVersion === ''))
-      throw new ValidationError(`${at}.ifVersion`, 'must be a version (an etag)');
-    if (v.ifAbsent !== undefined && typeof v.ifAbsent !== 'boolean')
-      throw new ValidationError(`${at}.ifAbsent`, 'must be a boolean');
-    if (v.ifVersion !== undefined && v.ifAbsent)
-      throw new ValidationError(`${at}.ifVersion`, 'cannot be combined with ifAbsent');
-    if (v.seenVersion !== undefined && (typeof v.seenVersion !== 'string' || v.seenVersion === ''))
-      throw new ValidationError(`${at}.seenVersion`, 'must be a version (an etag)');
-    if (v.seenVersion !== undefined && (v.ifVersion !== undefined || v.ifAbsent))
-      throw new ValidationError(`${at}.seenVersion`, 'is a hint for a save without ifVersion or ifAbsent');
-  });
-  let items = 0;
-  lists.forEach((l, i) => {
-    const at = `lists[${i}]`;
-    if (typeof l !== 'object' || l === null) throw new ValidationError(at, 'must be an object');
-    checkKey(`${at}.key`, l.key);
-    const kinds = (['append', 'replace', 'truncate'] as const).filter((k) => k in l);
-    if (kinds.length !== 1) throw new ValidationError(at, 'needs exactly one of append, replace, truncate');
-    const hash = (required: boolean) => {
-      const value = (l as { expectedHash?: unknown }).expectedHash;
-      if ((required || value !== undefined) && !isHash(value))
-        throw new ValidationError(`${at}.expectedHash`, 'must be a list hash (sha256:<64 hex>)');
-    };
-    if ('append' in l) {
-      if (!Array.isArray(l.append) || l.append.length < 1)
-        throw new ValidationError(`${at}.append`, 'must hold at least one item');
-      if (!Number.isSafeInteger(l.expectedCount) || l.expectedCount < 0)
-        throw new ValidationError(`${at}.expectedCount`, 'must be a non-negative integer');
-      hash(true);
-      items += l.append.length;
-      for (const item of l.append) jsonBody(item);
-    } else if ('replace' in l) {
-      if (!Array.isArray(l.replace)) throw new ValidationError(`${at}.replace`, 'must be an array');
-      hash(false);
-      items += l.replace.length;
-      for (const item of l.replace) jsonBody(item);
-    } else {
-      if (!Number.isSafeInteger(l.truncate) || l.truncate < 0)
-        throw new ValidationError(`${at}.truncate`, 'must be a non-negative integer');
-      hash(true);
-    }
-  });
-  if (items > MAX_COMMIT_ITEMS)
-    throw new ValidationError('lists', `at most ${MAX_COMMIT_ITEMS} list items per commit`);
-  // A value key and a list key may share a name (they are different objects); not two of one kind.
-  unique(
-    'values',
-    values.map((v) => v.key),
-  );
-  unique(
-    'lists',
-    lists.map((l) => l.key),
-  );
-}
-
-/** A key, refused with the field it came in. */
-function checkKey(field: string, key: unknown): void {
-  try {
-    checkId('key', key);
-  } catch (error) {
-    if (error instanceof ValidationError)
-      throw new ValidationError(field, error.message.replace(/^key: /, ''));
-    throw error;
-  }
-}
-
-function unique(field: string, keys: readonly string[]): void {
-  const seen = new Set<string>();
-  for (const key of keys) {
-    if (seen.has(key)) throw new ValidationError(field, `the key ${JSON.stringify(key)} is there twice`);
-    seen.add(key);
   }
 }
 

@@ -1,9 +1,10 @@
 /** What every part of the store shares: the driver, the clock, the tunables, and backend error mapping. */
+
+import { BackendError, MisconfiguredBackendError, StoreError, ValidationError } from '../contract/errors.js';
+import type { MetricsSink } from '../contract/types.js';
 import { ObjectNotFoundError, ObjectStoreError, UnavailableResourceError } from '../drivers/errors.js';
 import type { ListedObject, ObjectInfo, ObjectStoreDriver, StoredObject } from '../drivers/types.js';
-import type { ContentEncoding } from './encoding.js';
-import { BackendError, MisconfiguredBackendError, StoreError, ValidationError } from './errors.js';
-import type { MetricsSink } from './types.js';
+import type { ContentEncoding } from '../util/encoding.js';
 
 /** Tunables of the store, with their defaults in `createStateStore`. */
 export interface StoreContext {
@@ -105,20 +106,6 @@ export async function listAll(driver: ObjectStoreDriver, prefix: string): Promis
     cursor = page.nextCursor;
   } while (cursor);
   return out;
-}
-
-/** JSON body and headers every store write uses. */
-export function jsonBody(value: unknown): string {
-  const text = JSON.stringify(value);
-  if (text === undefined) throw new ValidationError('value', 'must be a JSON value');
-  return text;
-}
-
-/** Checks a fencing token. */
-export function checkToken(token: number | undefined): void {
-  if (token !== undefined && (!Number.isSafeInteger(token) || token < 0)) {
-    throw new ValidationError('token', 'must be a non-negative integer below 2^53');
-  }
 }
 
 /** Most attempts of a write that keeps losing races to other writers. */

@@ -22,16 +22,18 @@
  * list what its format's `stat` reads (CAS: the head, one GET; append: the pointer and the last
  * KiB of the current log, two GET); the marker in parallel with the first LIST.
  */
+
+import { CorruptValueError, SessionNotFoundError, ValidationError } from '../contract/errors.js';
+import { checkId, decodeId, keyBoundProblem, PLAIN_ID } from '../contract/ids.js';
+import { MAX_KEY_PAGE } from '../contract/limits.js';
+import type { KeyListInfo, KeyPage, KeyValueInfo, ListKeysOptions } from '../contract/types.js';
 import { ObjectNotFoundError } from '../drivers/errors.js';
 import type { ListedObject, ObjectInfo } from '../drivers/types.js';
+import { mapLimited } from '../util/map-limited.js';
 import type { StoreContext } from './context.js';
-import { CorruptValueError, SessionNotFoundError, ValidationError } from './errors.js';
-import { checkId, decodeId, keyBoundProblem, PLAIN_ID, type UserLayout } from './ids.js';
-import { MAX_KEY_PAGE } from './limits.js';
+import type { UserLayout } from './layout.js';
 import type { ListFormat } from './lists/format.js';
-import { mapLimited } from './map-limited.js';
 import type { Sessions } from './sessions.js';
-import type { KeyListInfo, KeyPage, KeyValueInfo, ListKeysOptions } from './types.js';
 
 /** The characters of plain ids, in byte order. */
 const PLAIN_CHARS = '-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz';

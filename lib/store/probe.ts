@@ -26,10 +26,10 @@
  * creating append, 2 deletes). It adds about 2 round trips to the first write after a cold start.
  */
 import { randomBytes } from 'node:crypto';
+import { BackendError, BackendUnsafeError } from '../contract/errors.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { DriverCapabilities, ObjectStoreDriver } from '../drivers/types.js';
 import { backendError } from './context.js';
-import { BackendError, BackendUnsafeError } from './errors.js';
 
 /** A guarantee a driver may declare, and how it is raced (and, in process, asked to refuse). */
 interface Guarantee {

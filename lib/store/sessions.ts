@@ -7,11 +7,12 @@
  * of the body is a conditional write where the backend has one.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { ContendedError } from '../contract/errors.js';
+import { decodeId } from '../contract/ids.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ListedObject } from '../drivers/types.js';
 import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
-import { ContendedError } from './errors.js';
-import { decodeId, type UserLayout } from './ids.js';
+import type { UserLayout } from './layout.js';
 import type { Fence } from './write-path.js';
 
 /** A live session marker. */

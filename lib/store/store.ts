@@ -2,21 +2,7 @@
  * AgentStateStore on any `ObjectStoreDriver`: the reference contract (AgentScope's AgentStateStore)
  * with none of its faults. `createStateStore(...).forUser(userId)` is the user-scoped `SessionStore`.
  */
-import { ObjectConditionFailedError } from '../drivers/errors.js';
-import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
-import { type CommitRequest, Commits, type SnapshotRequest } from './commits.js';
-import {
-  backendError,
-  checkToken,
-  getOrUndefined,
-  headOrUndefined,
-  jsonBody,
-  listAll,
-  parseJsonObject,
-  type StoreContext,
-  storedToken,
-} from './context.js';
-import type { ContentEncoding } from './encoding.js';
+
 import {
   ContendedError,
   CorruptValueError,
@@ -24,18 +10,16 @@ import {
   PreconditionFailedError,
   PreconditionUnsupportedError,
   ValidationError,
-} from './errors.js';
-import { isHash } from './hash.js';
-import { checkId, checkPrefix, decodeId, layoutFor, type UserLayout } from './ids.js';
-import { Keys } from './keys.js';
-import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN } from './limits.js';
-import { AppendFormat } from './lists/append.js';
-import { Archives } from './lists/archives.js';
-import { CasFormat } from './lists/cas.js';
-import { checkPage, type ListFormat } from './lists/format.js';
-import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
+} from '../contract/errors.js';
+import { isHash, requestDigest } from '../contract/hash.js';
+import { checkId, checkPrefix, decodeId } from '../contract/ids.js';
+import { jsonBody } from '../contract/json.js';
+import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN } from '../contract/limits.js';
+import { checkToken, type TokenAuthority } from '../contract/lock.js';
+import { checkPage } from '../contract/turns.js';
 import type {
   AppendOptions,
+  CommitRequest,
   ListKeysOptions,
   ListPage,
   ListSaveOptions,
@@ -44,12 +28,34 @@ import type {
   SaveOptions,
   SessionPage,
   SessionStore,
+  SnapshotRequest,
+  StateStore,
   TruncateOptions,
   WorkspaceUploadRequest,
   WriteOptions,
-} from './types.js';
+} from '../contract/types.js';
+import { ObjectConditionFailedError } from '../drivers/errors.js';
+import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
+import type { ContentEncoding } from '../util/encoding.js';
+import { Commits } from './commits.js';
+import {
+  backendError,
+  getOrUndefined,
+  headOrUndefined,
+  listAll,
+  parseJsonObject,
+  type StoreContext,
+  storedToken,
+} from './context.js';
+import { Keys } from './keys.js';
+import { layoutFor, type UserLayout } from './layout.js';
+import { AppendFormat } from './lists/append.js';
+import { Archives } from './lists/archives.js';
+import { CasFormat } from './lists/cas.js';
+import type { ListFormat } from './lists/format.js';
+import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
 import { Workspaces } from './workspaces.js';
-import { Fence, putValue, recordId, requestDigest, type TokenAuthority } from './write-path.js';
+import { Fence, putValue, recordId } from './write-path.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KIB = 1024;
@@ -114,17 +120,6 @@ export interface StateStoreOptions {
 
 /** The list formats (docs/DESIGN.md, "Lists"). */
 export type ListFormatName = 'cas' | 'append';
-
-/** The store: user-scoped stores, and the test-only truncate. */
-export interface StateStore {
-  /**
-   * The store of one user; null or blank is the anonymous user. `authority` replaces the store's
-   * own (the HTTP router passes its lock).
-   */
-  forUser(userId: string | null | undefined, options?: { readonly authority?: TokenAuthority }): SessionStore;
-  /** Deletes every session of every user under the prefix; only with `allowTruncate`. */
-  truncateAllSessions?(): Promise<void>;
-}
 
 /** Creates a state store over a driver. */
 export function createStateStore(options: StateStoreOptions): StateStore {
@@ -258,7 +253,7 @@ class UserStore implements SessionStore {
 
   /** The fence of a write to the session (its lock read starts now, beside the write's own reads). */
   private fence(sessionId: string, token: number | undefined): Fence {
-    checkToken(token);
+    checkToken(token, 'optional');
     const { authority, userId } = this;
     return new Fence(token, authority && (() => authority.grantOf({ userId, sessionId })), this.ctx.metrics);
   }
@@ -290,7 +285,7 @@ class UserStore implements SessionStore {
 
   async save(sessionId: string, key: string, value: unknown, options: SaveOptions = {}) {
     this.ids(sessionId, key);
-    checkToken(options.token);
+    checkToken(options.token, 'optional');
     const body = jsonBody(value);
     const { driver } = this.ctx;
     const cas = driver.capabilities.conditionalOverwrite;
@@ -370,7 +365,7 @@ class UserStore implements SessionStore {
 
   async appendList(sessionId: string, key: string, items: readonly unknown[], options: AppendOptions) {
     this.ids(sessionId, key);
-    checkToken(options.token);
+    checkToken(options.token, 'optional');
     checkItems(items, 1, MAX_APPEND_ITEMS, this.ctx.maxValueBytes);
     const { expectedCount, writeId } = options;
     if (!Number.isSafeInteger(expectedCount) || expectedCount < 0) {
@@ -392,7 +387,7 @@ class UserStore implements SessionStore {
 
   async saveList(sessionId: string, key: string, items: readonly unknown[], options: ListSaveOptions = {}) {
     this.ids(sessionId, key);
-    checkToken(options.token);
+    checkToken(options.token, 'optional');
     checkItems(items, 0, Number.MAX_SAFE_INTEGER, this.ctx.maxValueBytes);
     if (options.ifHash !== undefined && !isHash(options.ifHash))
       throw new ValidationError('ifHash', 'must be a list hash (sha256:<64 hex>)');
@@ -405,7 +400,7 @@ class UserStore implements SessionStore {
   async truncateList(sessionId: string, key: string, options: TruncateOptions) {
     this.ids(sessionId, key);
     if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'required');
-    checkToken(options.token);
+    checkToken(options.token, 'optional');
     const { count, expectedHash, writeId } = options;
     if (!Number.isSafeInteger(count) || count < 0)
       throw new ValidationError('count', 'must be a non-negative integer');
@@ -519,7 +514,7 @@ class UserStore implements SessionStore {
 
   async commitValueUpload(sessionId: string, key: string, uploadId: string, options: SaveOptions = {}) {
     this.ids(sessionId, key);
-    checkToken(options.token);
+    checkToken(options.token, 'optional');
     return this.workspaces.commitValueUpload(sessionId, key, uploadId, (value) =>
       this.save(sessionId, key, value, options),
     );

@@ -9,10 +9,6 @@
  * (and, for a single PUT, its MD5). Objects in an archive class are restored before a URL is given.
  */
 import { randomBytes } from 'node:crypto';
-import { ObjectArchivedError, ObjectNotFoundError } from '../drivers/errors.js';
-import type { ObjectInfo, PresignedRequest } from '../drivers/types.js';
-import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
-import { CONTENT_ENCODINGS, type ContentEncoding } from './encoding.js';
 import {
   PartialDeleteError,
   RestoreInProgressError,
@@ -20,11 +16,16 @@ import {
   UploadMismatchError,
   UploadNotFoundError,
   ValidationError,
-} from './errors.js';
-import { decodeId, type UserLayout } from './ids.js';
-import { parseIJson } from './ijson.js';
-import { MAX_SINGLE_BYTES, MAX_UPLOAD_PARTS, MD5_PATTERN, MIN_PART_BYTES, SHA256_PATTERN } from './limits.js';
-import type { Sessions } from './sessions.js';
+} from '../contract/errors.js';
+import { decodeId } from '../contract/ids.js';
+import { parseIJson } from '../contract/json.js';
+import {
+  MAX_SINGLE_BYTES,
+  MAX_UPLOAD_PARTS,
+  MD5_PATTERN,
+  MIN_PART_BYTES,
+  SHA256_PATTERN,
+} from '../contract/limits.js';
 import type {
   DirectRequest,
   StorageTier,
@@ -32,7 +33,13 @@ import type {
   WorkspaceInfo,
   WorkspaceUpload,
   WorkspaceUploadRequest,
-} from './types.js';
+} from '../contract/types.js';
+import { ObjectArchivedError, ObjectNotFoundError } from '../drivers/errors.js';
+import type { ObjectInfo, PresignedRequest } from '../drivers/types.js';
+import { CONTENT_ENCODINGS, type ContentEncoding } from '../util/encoding.js';
+import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
+import type { UserLayout } from './layout.js';
+import type { Sessions } from './sessions.js';
 import type { Fence } from './write-path.js';
 
 /** Backend storage classes of each tier. */

@@ -13,36 +13,10 @@
  *   body, so that a reused Idempotency-Key or commitId with another body is told from a replay.
  */
 import { createHash } from 'node:crypto';
+import { CommitMismatchError, FencedError } from '../contract/errors.js';
+import type { CommitIdentity, LockGrant } from '../contract/lock.js';
+import type { MetricsSink } from '../contract/types.js';
 import type { ObjectInfo, ObjectStoreDriver } from '../drivers/types.js';
-import { CommitMismatchError, FencedError } from './errors.js';
-import { canonicalJson } from './hash.js';
-import type { MetricsSink } from './types.js';
-
-/** A commit's identity as a lease records it (released or renewed with it). */
-export interface CommitIdentity {
-  readonly commitId: string;
-  /** `commitDigest` of its body. */
-  readonly digest: string;
-}
-
-/** What the lock says of a session now. */
-export interface LockGrant {
-  /** The last token granted for the session. */
-  readonly token: number;
-  /** A lease holds it and has not expired. */
-  readonly live: boolean;
-  /** The commit the lease last recorded (on release or renewal), if any. */
-  readonly commit?: CommitIdentity;
-}
-
-/** The session's authority over tokens: the lock, read with a consistent read (DynamoDB GetItem, a map lookup). */
-export interface TokenAuthority {
-  /** The session's lock item now, or undefined when it has none. */
-  grantOf(key: {
-    readonly userId: string | null;
-    readonly sessionId: string;
-  }): Promise<LockGrant | undefined>;
-}
 
 /**
  * The fencing check of one write: the lock read (started when the fence is made, so it runs in
@@ -176,11 +150,6 @@ export async function putValue(
 // ---- a request's identity ------------------------------------------------------------------------
 
 const hex8 = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 8);
-
-/** SHA-256 (hex) of the JCS of a request body: what a replay under the same key must match. */
-export function requestDigest(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body)).digest('hex');
-}
 
 /**
  * The record a list write leaves among the list's last writes: 8 hex digits naming the request

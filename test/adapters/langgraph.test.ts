@@ -11,9 +11,9 @@ import { deltaChannelHistoryTests, specTest } from '@langchain/langgraph-checkpo
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { langgraphBench } from '../../bench/frameworks/langgraph.js';
 import { storeKey, threadSession } from '../../lib/adapters/langgraph.js';
+import { SessionNotFoundError } from '../../lib/contract/errors.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { AgentStateSaver } from '../../lib/entries/langgraph.js';
-import { SessionNotFoundError } from '../../lib/store/errors.js';
 import { readmeExample } from '../package/readme-examples.js';
 import { localApi } from './langgraph-api.js';
 

@@ -19,9 +19,9 @@ import {
 } from '@openai/agents-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { CommitPartialError } from '../../lib/contract/errors.js';
+import { EMPTY_HASH } from '../../lib/contract/hash.js';
 import { OpenAIAgentsSession } from '../../lib/entries/openai-agents.js';
-import { CommitPartialError } from '../../lib/store/errors.js';
-import { EMPTY_HASH } from '../../lib/store/hash.js';
 import {
   type Call,
   type CountingClient,

@@ -5,8 +5,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createHttpClient } from '../../lib/client/index.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { paths } from '../../lib/protocol/paths.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { FAKE_TIMERS, fakeFetch, never, problem, scriptedServer, until } from './helpers.js';
 
 const reasonOf = (signal: AbortSignal) => signal.reason as unknown;

@@ -4,7 +4,7 @@
  * value it sent, the save succeeded; a value someone else wrote is still a failed precondition.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PreconditionFailedError } from '../../lib/store/errors.js';
+import { PreconditionFailedError } from '../../lib/contract/errors.js';
 import { localApi } from './helpers.js';
 
 type Api = Awaited<ReturnType<typeof localApi>>;

@@ -8,13 +8,13 @@ import type { AddressInfo } from 'node:net';
 import type { vi } from 'vitest';
 import { createHttpClient, type HttpClientOptions, type HttpSessionStore } from '../../lib/client/index.js';
 import { loadConfig } from '../../lib/config.js';
+import type { SessionStore } from '../../lib/contract/types.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { createStateStore } from '../../lib/store/store.js';
-import type { SessionStore } from '../../lib/store/types.js';
 import { hsToken, SECRET } from '../http/harness.js';
 
 /** A node:http server answering with `handler` (which may leave a request unanswered). */

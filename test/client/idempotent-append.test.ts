@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createHttpClient } from '../../lib/client/index.js';
+import { AppendConflictError, BackendError } from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../lib/protocol/schemas.js';
-import { AppendConflictError, BackendError } from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { FAKE_TIMERS, fakeFetch, localApi, never, problem, until } from './helpers.js';
 
 type Api = Awaited<ReturnType<typeof localApi>>;

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient, ListChangedError } from '../../lib/client/index.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { fakeFetch, localApi } from './helpers.js';
 
 const big = (i: number) => ({ role: 'tool', n: i, content: `${i} ${'x'.repeat(10_000)}` });

@@ -6,8 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createHttpClient } from '../../lib/client/index.js';
-import { BackendError } from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
+import { BackendError } from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { FAKE_TIMERS, fakeFetch } from './helpers.js';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);

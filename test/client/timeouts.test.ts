@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createHttpClient, RequestTimeoutError } from '../../lib/client/index.js';
-import { BackendError } from '../../lib/store/errors.js';
+import { BackendError } from '../../lib/contract/errors.js';
 import { FAKE_TIMERS, scriptedServer, until } from './helpers.js';
 
 describe('typed client: per-request timeout', () => {

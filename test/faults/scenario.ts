@@ -6,11 +6,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BackendError, ContendedError } from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { createOssDriver } from '../../lib/drivers/oss.js';
 import { createS3Driver } from '../../lib/drivers/s3.js';
 import { createDynamoDbLock, createLockTable } from '../../lib/lock/dynamodb.js';
-import { BackendError, ContendedError } from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore } from '../../lib/store/store.js';
 import { startDynamoFront } from '../servers/dynamo-front.js';
 import { startOssFront } from '../servers/oss-front.js';

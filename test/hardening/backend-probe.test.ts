@@ -5,13 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { BackendUnsafeError } from '../../lib/contract/errors.js';
 import { ObjectNotFoundError } from '../../lib/drivers/errors.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createOssDriver } from '../../lib/drivers/oss.js';
 import { createS3Driver } from '../../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { BackendUnsafeError } from '../../lib/store/errors.js';
 import { GUARANTEES, probeKeyPattern, verifiedDriver } from '../../lib/store/probe.js';
 import { type ApiHarness, nodeHarness } from '../http/harness.js';
 import { frontControl } from '../servers/control.js';

@@ -5,8 +5,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createHttpClient } from '../../lib/client/index.js';
-import { AppendConflictError, BackendError, ContendedError } from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
+import { AppendConflictError, BackendError, ContendedError } from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 
 const problem = (code: string, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify({ type: 'about:blank', title: code, status: 409, code, detail: code }), {

@@ -7,13 +7,13 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createHttpClient, ListChangedError, PayloadTooLargeError } from '../../lib/client/index.js';
 import { loadConfig } from '../../lib/config.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import type { SessionStore } from '../../lib/contract/types.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore } from '../../lib/store/store.js';
-import type { SessionStore } from '../../lib/store/types.js';
 import { hsToken, SECRET } from '../http/harness.js';
 
 const MIB = 1024 * 1024;

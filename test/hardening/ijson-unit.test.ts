@@ -5,9 +5,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../lib/store/errors.js';
-import { canonicalJson } from '../../lib/store/hash.js';
-import { MAX_DEPTH, parseIJson } from '../../lib/store/ijson.js';
+import { ValidationError } from '../../lib/contract/errors.js';
+import { canonicalJson } from '../../lib/contract/hash.js';
+import { MAX_DEPTH, parseIJson } from '../../lib/contract/json.js';
 
 const parse = (text: string | Uint8Array) => parseIJson(typeof text === 'string' ? Buffer.from(text) : text);
 

@@ -10,12 +10,12 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient, type HttpSessionStore } from '../../lib/client/index.js';
 import { loadConfig } from '../../lib/config.js';
+import { canonicalJson, chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import { MAX_DEPTH } from '../../lib/contract/json.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { canonicalJson, chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
-import { MAX_DEPTH } from '../../lib/store/ijson.js';
 import { hsToken, SECRET } from '../http/harness.js';
 
 /** An object with exactly these own members, `__proto__` included (a literal would set the prototype). */

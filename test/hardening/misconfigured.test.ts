@@ -7,12 +7,12 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from '../../lib/config.js';
+import type { SessionLock } from '../../lib/contract/lock.js';
 import { createOssDriver } from '../../lib/drivers/oss.js';
 import { createS3Driver } from '../../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createDynamoDbLock } from '../../lib/lock/dynamodb.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import type { SessionLock } from '../../lib/lock/types.js';
 import { type ApiHarness, nodeHarness } from '../http/harness.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 

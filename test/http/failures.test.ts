@@ -1,11 +1,11 @@
 /** Backend failures and gateway-made errors: the right problem, no internals, the same typed errors in the client. */
 import { describe, expect, it } from 'vitest';
 import { createHttpClient, PayloadTooLargeError, UnauthorizedError } from '../../lib/client/index.js';
+import { BackendError } from '../../lib/contract/errors.js';
 import { ObjectStoreError } from '../../lib/drivers/errors.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { BackendError } from '../../lib/store/errors.js';
 import { nodeHarness } from './harness.js';
 
 function failing(retryable: boolean): ObjectStoreDriver {

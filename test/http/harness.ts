@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { createLocalJWKSet, exportJWK, SignJWT } from 'jose';
 import { loadConfig } from '../../lib/config.js';
+import type { SessionLock } from '../../lib/contract/lock.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
@@ -16,7 +17,6 @@ import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { type App, createApp } from '../../lib/http/app.js';
 import { bearerJwtAuth, platformClaimsAuth } from '../../lib/http/auth.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import type { SessionLock } from '../../lib/lock/types.js';
 
 export interface Answer {
   status: number;

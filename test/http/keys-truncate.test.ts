@@ -7,17 +7,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import { createMemoryLock } from '../../lib/lock/memory.js';
-import { encodeUrlId } from '../../lib/protocol/url-ids.js';
 import {
   FencedError,
   ListPreconditionFailedError,
   ListTooShortError,
   SessionNotFoundError,
   ValidationError,
-} from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
+} from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
+import { encodeUrlId } from '../../lib/protocol/url-ids.js';
 import { localApi } from '../client/helpers.js';
 import { type ApiHarness, apiGatewayHarness, functionComputeHarness, nodeHarness } from './harness.js';
 

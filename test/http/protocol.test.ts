@@ -12,28 +12,6 @@ import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambd
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient } from '../../lib/client/index.js';
 import { loadConfig } from '../../lib/config.js';
-import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
-import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
-import { withRequestId } from '../../lib/http/adapters/guard.js';
-import { createNodeServer } from '../../lib/http/adapters/node.js';
-import { type App, createApp } from '../../lib/http/app.js';
-import { HttpProblem, toProblem } from '../../lib/http/problems.js';
-import { compileRoutes, createRouter, ROUTES } from '../../lib/http/router.js';
-import type { Route } from '../../lib/http/routes/route.js';
-import type { HttpResponse } from '../../lib/http/types.js';
-import { createMemoryLock } from '../../lib/lock/memory.js';
-import { LockConflictError, LockLostError } from '../../lib/lock/types.js';
-import {
-  PATHS,
-  PayloadTooLargeError,
-  PROBLEM_CODES,
-  PROBLEMS,
-  type ProblemCode,
-  ProtocolError,
-  paths,
-  UnauthorizedError,
-} from '../../lib/protocol/index.js';
 import {
   AppendConflictError,
   BackendError,
@@ -45,6 +23,8 @@ import {
   CorruptValueError,
   FencedError,
   IdempotencyKeyReusedError,
+  LockConflictError,
+  LockLostError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
   StoreError,
@@ -52,8 +32,29 @@ import {
   UploadMismatchError,
   UploadNotFoundError,
   ValidationError,
-} from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
+} from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
+import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
+import { withRequestId } from '../../lib/http/adapters/guard.js';
+import { createNodeServer } from '../../lib/http/adapters/node.js';
+import { type App, createApp } from '../../lib/http/app.js';
+import { HttpProblem, toProblem } from '../../lib/http/problems.js';
+import { compileRoutes, createRouter, ROUTES } from '../../lib/http/router.js';
+import type { Route } from '../../lib/http/routes/route.js';
+import type { HttpResponse } from '../../lib/http/types.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
+import {
+  PATHS,
+  PayloadTooLargeError,
+  PROBLEM_CODES,
+  PROBLEMS,
+  type ProblemCode,
+  ProtocolError,
+  paths,
+  UnauthorizedError,
+} from '../../lib/protocol/index.js';
 import {
   type Answer,
   type ApiHarness,

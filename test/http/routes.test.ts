@@ -2,11 +2,11 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { openApiDocument } from '../../lib/http/openapi.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { encodeUrlId } from '../../lib/protocol/url-ids.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import {
   type ApiHarness,
   apiGatewayHarness,

@@ -10,13 +10,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpClientOptions } from '../../lib/client/index.js';
+import {
+  CommitMismatchError,
+  CommitPartialError,
+  CommitPreconditionError,
+  LockConflictError,
+} from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { createFsDriver } from '../../lib/drivers/fs.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { LockConflictError } from '../../lib/lock/types.js';
 import { encodeUrlId } from '../../lib/protocol/url-ids.js';
-import { CommitMismatchError, CommitPartialError, CommitPreconditionError } from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { localApi } from '../client/helpers.js';
 import { counting, withFaults } from '../store/wrappers.js';
 import { type ApiHarness, apiGatewayHarness, functionComputeHarness, nodeHarness } from './harness.js';

@@ -8,10 +8,10 @@ import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SessionLock } from '../../lib/contract/lock.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import type { SessionLock } from '../../lib/lock/types.js';
 import {
   type ApiHarness,
   apiGatewayHarness,

@@ -1,8 +1,8 @@
 /** The lock conformance suite: every `SessionLock` (in-process, DynamoDB on dynalite) passes it. */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { LockConflictError, type LockKey, LockLostError, type SessionLock } from '../../lib/lock/types.js';
-import { ValidationError } from '../../lib/store/errors.js';
+import { LockConflictError, LockLostError, ValidationError } from '../../lib/contract/errors.js';
+import type { LockKey, SessionLock } from '../../lib/contract/lock.js';
 
 /** A lock under test, on a clock the test moves. */
 export interface LockHarness {

@@ -1,10 +1,10 @@
 import { DeleteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
+import { FencedError } from '../../lib/contract/errors.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import { lockName } from '../../lib/lock/common.js';
 import { createDynamoDbLock, createLockTable } from '../../lib/lock/dynamodb.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { lockName } from '../../lib/lock/types.js';
-import { FencedError } from '../../lib/store/errors.js';
 import { createStateStore } from '../../lib/store/store.js';
 import { describeLockSuite } from './lock-suite.js';
 

@@ -2,11 +2,11 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { FencedError, LockConflictError, LockLostError } from '../../lib/contract/errors.js';
+import type { SessionLock } from '../../lib/contract/lock.js';
 import { createDynamoDbLock, createLockTable } from '../../lib/lock/dynamodb.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { LockConflictError, LockLostError, type SessionLock } from '../../lib/lock/types.js';
 import { withLock } from '../../lib/lock/with-lock.js';
-import { FencedError } from '../../lib/store/errors.js';
 import { createStateStore } from '../../lib/store/store.js';
 import { backends } from '../backends.js';
 

@@ -10,12 +10,11 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SignJWT } from 'jose';
 import { createHttpClient } from '../../lib/client/index.js';
 import { loadConfig } from '../../lib/config.js';
+import { AppendConflictError, LockConflictError } from '../../lib/contract/errors.js';
 import { createS3Driver } from '../../lib/drivers/s3.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { createDynamoDbLock, createLockTable } from '../../lib/lock/dynamodb.js';
-import { LockConflictError } from '../../lib/lock/types.js';
-import { AppendConflictError } from '../../lib/store/errors.js';
 
 export interface SoakOptions {
   agents: number;

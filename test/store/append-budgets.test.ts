@@ -6,12 +6,12 @@
  * across rollovers read back exactly, a lost append answer applied once, 16 racing appenders.
  */
 import { describe, expect, inject, it } from 'vitest';
+import { AppendConflictError } from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { ObjectStoreError } from '../../lib/drivers/errors.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createOssDriver } from '../../lib/drivers/oss.js';
 import type { AppendObjectOptions, ObjectStoreDriver } from '../../lib/drivers/types.js';
-import { AppendConflictError } from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 import { counting, kbItem, kbItems, measurer, roundTrips } from './wrappers.js';

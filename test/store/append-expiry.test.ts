@@ -6,8 +6,8 @@
  * 32-day reach, and the simulated lifecycle would delete them.
  */
 import { describe, expect, it } from 'vitest';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore } from '../../lib/store/store.js';
 
 const DAY = 24 * 60 * 60 * 1000;

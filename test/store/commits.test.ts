@@ -4,12 +4,6 @@
  * OSS front (append format) and s3rver (CAS format).
  */
 import { describe, expect, inject, it } from 'vitest';
-import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import { createOssDriver } from '../../lib/drivers/oss.js';
-import { createS3Driver } from '../../lib/drivers/s3.js';
-import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
-import { createMemoryLock } from '../../lib/lock/memory.js';
-import type { CommitRequest } from '../../lib/store/commits.js';
 import {
   BackendError,
   CommitMismatchError,
@@ -19,10 +13,15 @@ import {
   FencedError,
   PreconditionUnsupportedError,
   ValidationError,
-} from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
+} from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import type { CommitRequest, SessionStore } from '../../lib/contract/types.js';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import { createOssDriver } from '../../lib/drivers/oss.js';
+import { createS3Driver } from '../../lib/drivers/s3.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
 import { createStateStore, type ListFormatName } from '../../lib/store/store.js';
-import type { SessionStore } from '../../lib/store/types.js';
 import { s3rverOptions } from '../backends.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 import { roundTrips, withFaults } from './wrappers.js';

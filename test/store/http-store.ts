@@ -4,13 +4,14 @@
  */
 import type { AddressInfo } from 'node:net';
 import { createHttpClient } from '../../lib/client/index.js';
+import { checkId } from '../../lib/contract/ids.js';
+import type { SessionLock } from '../../lib/contract/lock.js';
+import type { StateStore } from '../../lib/contract/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { bearerJwtAuth } from '../../lib/http/auth.js';
 import { createRouter } from '../../lib/http/router.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import type { SessionLock } from '../../lib/lock/types.js';
-import { checkId } from '../../lib/store/ids.js';
-import { createStateStore, type StateStore, type StateStoreOptions } from '../../lib/store/store.js';
+import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { hsToken, SECRET } from '../http/harness.js';
 
 export async function httpStateStore(

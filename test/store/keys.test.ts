@@ -7,13 +7,13 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import { encodeId } from '../../lib/contract/ids.js';
+import type { ListKeysOptions, SessionStore } from '../../lib/contract/types.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import type { ListOptions, ObjectStoreDriver } from '../../lib/drivers/types.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
-import { encodeId } from '../../lib/store/ids.js';
 import { boundAfter, compareUtf8 } from '../../lib/store/keys.js';
 import { createStateStore } from '../../lib/store/store.js';
-import type { ListKeysOptions, SessionStore } from '../../lib/store/types.js';
 import { counting } from './wrappers.js';
 
 const PREFIX = 'agent-state/';

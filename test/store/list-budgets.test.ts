@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { growthTable, runGrowthBench } from '../../bench/growth-bench.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import type { SessionStore } from '../../lib/contract/types.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore } from '../../lib/store/store.js';
-import type { SessionStore } from '../../lib/store/types.js';
 import { kbItem, kbItems, measurer, roundTrips } from './wrappers.js';
 
 const KIB = 1024;

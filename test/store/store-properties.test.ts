@@ -4,11 +4,13 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { AppendConflictError, FencedError, PartialDeleteError } from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import { decodeId, encodeId } from '../../lib/contract/ids.js';
+import { LIMITS } from '../../lib/contract/limits.js';
 import { MAX_KEY_BYTES } from '../../lib/drivers/common.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import { AppendConflictError, FencedError, PartialDeleteError } from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
-import { decodeId, encodeId, LIMITS, layoutFor } from '../../lib/store/ids.js';
+import { layoutFor } from '../../lib/store/layout.js';
 import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { counting, faulty, roundTrips } from './wrappers.js';
 

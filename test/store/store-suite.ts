@@ -4,15 +4,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ObjectStoreError } from '../../lib/drivers/errors.js';
-import type {
-  AppendObjectOptions,
-  GetOptions,
-  ObjectStoreDriver,
-  PutOptions,
-} from '../../lib/drivers/types.js';
-import { createMemoryLock } from '../../lib/lock/memory.js';
-import { type CommitRequest, commitDigest } from '../../lib/store/commits.js';
 import {
   AppendConflictError,
   CommitMismatchError,
@@ -27,15 +18,18 @@ import {
   PreconditionUnsupportedError,
   SessionNotFoundError,
   ValidationError,
-} from '../../lib/store/errors.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
-import {
-  createStateStore,
-  type ListFormatName,
-  type StateStore,
-  type StateStoreOptions,
-} from '../../lib/store/store.js';
-import type { SessionStore, StoreCounter } from '../../lib/store/types.js';
+} from '../../lib/contract/errors.js';
+import { chainHash, commitDigest, EMPTY_HASH } from '../../lib/contract/hash.js';
+import type { CommitRequest, SessionStore, StateStore, StoreCounter } from '../../lib/contract/types.js';
+import { ObjectStoreError } from '../../lib/drivers/errors.js';
+import type {
+  AppendObjectOptions,
+  GetOptions,
+  ObjectStoreDriver,
+  PutOptions,
+} from '../../lib/drivers/types.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
+import { createStateStore, type ListFormatName, type StateStoreOptions } from '../../lib/store/store.js';
 import type { Backend } from '../backends.js';
 import { httpStateStore } from './http-store.js';
 import { type CountingDriver, counting } from './wrappers.js';

@@ -7,10 +7,10 @@
  * a session kept active on a fake clock for 40 days, under the lifecycle rules: it reads back whole.
  */
 import { describe, expect, it } from 'vitest';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import type { SessionStore } from '../../lib/contract/types.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import { chainHash, EMPTY_HASH } from '../../lib/store/hash.js';
 import { createStateStore, type ListFormatName } from '../../lib/store/store.js';
-import type { SessionStore } from '../../lib/store/types.js';
 import { seededRandom } from '../seeded-random.js';
 import { kbItems, measurer, roundTrips } from './wrappers.js';
 

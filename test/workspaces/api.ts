@@ -4,13 +4,13 @@
  */
 import type { AddressInfo } from 'node:net';
 import { createHttpClient, type HttpSessionStore } from '../../lib/client/index.js';
+import type { SessionLock } from '../../lib/contract/lock.js';
 import type { FsDriver } from '../../lib/drivers/fs.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { bearerJwtAuth } from '../../lib/http/auth.js';
 import { createRouter } from '../../lib/http/router.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import type { SessionLock } from '../../lib/lock/types.js';
 import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { hsToken, SECRET } from '../http/harness.js';
 

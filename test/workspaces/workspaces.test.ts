@@ -8,16 +8,16 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFsDriver } from '../../lib/drivers/fs.js';
-import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
-import { md5Base64 } from '../../lib/store/encoding.js';
 import {
   FencedError,
   PreconditionFailedError,
   RestoreInProgressError,
   UnsupportedOperationError,
   UploadMismatchError,
-} from '../../lib/store/errors.js';
+} from '../../lib/contract/errors.js';
+import { createFsDriver } from '../../lib/drivers/fs.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { md5Base64 } from '../../lib/util/encoding.js';
 import { type Backend, backends, s3Front } from '../backends.js';
 import { localBase, startWorkspaceApi, type WorkspaceApi } from './api.js';
 

@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { ValidationError } from '../../contract/errors.js';
 import { REQUEST_ID_HEADER } from '../../protocol/schemas.js';
-import { ValidationError } from '../../store/errors.js';
 import { toProblem } from '../problems.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
 

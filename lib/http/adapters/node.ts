@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ValidationError } from '../../store/errors.js';
+import { ValidationError } from '../../contract/errors.js';
 import { problem, toProblem } from '../problems.js';
 import { API_METHODS } from '../routes/index.js';
 import type { HttpHandler, HttpResponse } from '../types.js';

@@ -1,9 +1,9 @@
 /** Backends of the AWS entry point: S3 and the DynamoDB lock (only their SDKs are bundled). */
 import type { Config } from '../../config.js';
+import type { SessionLock } from '../../contract/lock.js';
 import { createS3Driver } from '../../drivers/s3.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
 import { createDynamoDbLock } from '../../lock/dynamodb.js';
-import type { SessionLock } from '../../lock/types.js';
 
 /** The S3 driver the configuration names. */
 export function s3DriverFrom(config: Config): ObjectStoreDriver {

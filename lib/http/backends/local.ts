@@ -1,10 +1,10 @@
 /** Backends of the local server: any the configuration names. */
 import type { Config } from '../../config.js';
+import type { SessionLock } from '../../contract/lock.js';
 import { createFsDriver, type FsDriver } from '../../drivers/fs.js';
 import { createMemoryDriver } from '../../drivers/memory.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
 import { createMemoryLock } from '../../lock/memory.js';
-import type { SessionLock } from '../../lock/types.js';
 import { ossDriverFrom } from './aliyun.js';
 import { dynamoDbLockFrom, s3DriverFrom } from './aws.js';
 

@@ -2,9 +2,10 @@
  * Lists: save whole, append items at the expected count, truncate to the first items (the removed
  * ones archived), read a page, delete (archived first).
  */
+
+import { chainHash } from '../../contract/hash.js';
 import { PATHS } from '../../protocol/paths.js';
 import { headers, queries, schemas } from '../../protocol/schemas.js';
-import { chainHash } from '../../store/hash.js';
 import { HttpProblem } from '../problems.js';
 import {
   FENCING_NOTE,

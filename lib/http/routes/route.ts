@@ -9,12 +9,11 @@
  */
 import type * as z from 'zod/mini';
 import type { CorsOrigins } from '../../config.js';
-import type { SessionLock } from '../../lock/types.js';
+import { chainHash } from '../../contract/hash.js';
+import type { SessionLock } from '../../contract/lock.js';
+import type { ListPage, SessionStore, StateStore } from '../../contract/types.js';
 import type { PathParams } from '../../protocol/paths.js';
 import type { ProblemCode } from '../../protocol/problems.js';
-import { chainHash } from '../../store/hash.js';
-import type { StateStore } from '../../store/store.js';
-import type { ListPage, SessionStore } from '../../store/types.js';
 import type { Authenticator } from '../auth.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
 

@@ -1,7 +1,8 @@
 /** Single values: save (optionally conditional), read (303 to a URL when too large), delete. */
+
+import type { SaveOptions } from '../../contract/types.js';
 import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
-import type { SaveOptions } from '../../store/types.js';
 import { HttpProblem } from '../problems.js';
 import { FENCING_NOTE, json, noContent, noneMatch, notModified, route, WRITE_PROBLEMS } from './route.js';
 

@@ -5,12 +5,12 @@
  * route's (lock.ts).
  */
 import type * as z from 'zod/mini';
-import { LockLostError } from '../../lock/types.js';
+import { LockLostError, ValidationError } from '../../contract/errors.js';
+import { commitDigest } from '../../contract/hash.js';
+import { checkSnapshot } from '../../contract/turns.js';
+import type { SessionStore, Snapshot, SnapshotRequest } from '../../contract/types.js';
 import { PATHS } from '../../protocol/paths.js';
 import { schemas } from '../../protocol/schemas.js';
-import { checkSnapshot, commitDigest, type Snapshot, type SnapshotRequest } from '../../store/commits.js';
-import { ValidationError } from '../../store/errors.js';
-import type { SessionStore } from '../../store/types.js';
 import { leaseJson } from './lock.js';
 import { fitPage, json, type RouteContext, route, WRITE_PROBLEMS } from './route.js';
 

@@ -3,9 +3,10 @@
  * values too large for a request body (uploaded, then committed as a save). The bytes go straight
  * between the caller and the object store; these routes only sign and check.
  */
+
+import type { WorkspaceInfo } from '../../contract/types.js';
 import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
-import type { WorkspaceInfo } from '../../store/types.js';
 import { HttpProblem, restoring } from '../problems.js';
 import { FENCING_NOTE, json, noContent, route, WRITE_PROBLEMS } from './route.js';
 import { saveConditions } from './state.js';

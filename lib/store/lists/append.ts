@@ -17,31 +17,17 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import {
-  ObjectConditionFailedError,
-  ObjectNotFoundError,
-  ObjectStoreError,
-  RangeNotSatisfiableError,
-} from '../../drivers/errors.js';
-import type { ListedObject, StoredObject } from '../../drivers/types.js';
-import {
-  backoff,
-  getOrUndefined,
-  jsonBody,
-  listAll,
-  MAX_WRITE_ATTEMPTS,
-  type StoreContext,
-} from '../context.js';
-import {
   AppendConflictError,
   BackendError,
   ContendedError,
   CorruptValueError,
   ListPreconditionFailedError,
-} from '../errors.js';
-import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
-import { decodeId, type UserLayout } from '../ids.js';
-import { HASH_PREFIX } from '../limits.js';
-import type { Marker, MarkerRead, Sessions, StateKeeper } from '../sessions.js';
+} from '../../contract/errors.js';
+import { chainHash, EMPTY_HASH, isHash } from '../../contract/hash.js';
+import { decodeId } from '../../contract/ids.js';
+import { jsonBody } from '../../contract/json.js';
+import { HASH_PREFIX } from '../../contract/limits.js';
+import { checkPage } from '../../contract/turns.js';
 import type {
   AppendOptions,
   ListAction,
@@ -49,11 +35,20 @@ import type {
   ListWriteResult,
   PageOptions,
   TruncateOptions,
-} from '../types.js';
+} from '../../contract/types.js';
+import {
+  ObjectConditionFailedError,
+  ObjectNotFoundError,
+  ObjectStoreError,
+  RangeNotSatisfiableError,
+} from '../../drivers/errors.js';
+import type { ListedObject, StoredObject } from '../../drivers/types.js';
+import { backoff, getOrUndefined, listAll, MAX_WRITE_ATTEMPTS, type StoreContext } from '../context.js';
+import type { UserLayout } from '../layout.js';
+import type { Marker, MarkerRead, Sessions, StateKeeper } from '../sessions.js';
 import { RECORD_ID } from '../write-path.js';
 import { Archives } from './archives.js';
 import {
-  checkPage,
   checkTruncate,
   emptyPage,
   type Fenced,

@@ -9,14 +9,16 @@
  * offset, holds the others, and it is the archive of that generation (the others are parts of it,
  * left to the archive lifecycle).
  */
+
+import { CorruptValueError } from '../../contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../contract/hash.js';
+import { jsonBody } from '../../contract/json.js';
+import { ARCHIVE_ID_PATTERN, HASH_PREFIX } from '../../contract/limits.js';
+import type { ArchiveInfo, ListPage, PageOptions } from '../../contract/types.js';
 import { ObjectConditionFailedError } from '../../drivers/errors.js';
-import { jsonBody, listAll, type StoreContext } from '../context.js';
-import { decodeBody, encodeBody } from '../encoding.js';
-import { CorruptValueError } from '../errors.js';
-import { chainHash, EMPTY_HASH } from '../hash.js';
-import { padNumber, type UserLayout } from '../ids.js';
-import { ARCHIVE_ID_PATTERN, HASH_PREFIX } from '../limits.js';
-import type { ArchiveInfo, ListPage, PageOptions } from '../types.js';
+import { decodeBody, encodeBody } from '../../util/encoding.js';
+import { listAll, type StoreContext } from '../context.js';
+import { padNumber, type UserLayout } from '../layout.js';
 import { readRestoring } from '../workspaces.js';
 import { pageOfItems } from './format.js';
 

@@ -11,23 +11,26 @@
  * item stay bounded. Every head write carries a write id: after a lost answer, a 412 or (Ceph RGW)
  * a 5xx, the head is read again, and the id there means the write landed.
  */
-import { ObjectConditionFailedError, ObjectNotFoundError, ObjectStoreError } from '../../drivers/errors.js';
-import type { ListedObject } from '../../drivers/types.js';
-import { backoff, getOrUndefined, jsonBody, MAX_WRITE_ATTEMPTS, type StoreContext } from '../context.js';
+
 import {
   AppendConflictError,
   BackendError,
   ContendedError,
   CorruptValueError,
   ListPreconditionFailedError,
-} from '../errors.js';
-import { chainHash, EMPTY_HASH, isHash } from '../hash.js';
-import { decodeId, type UserLayout } from '../ids.js';
+} from '../../contract/errors.js';
+import { chainHash, EMPTY_HASH, isHash } from '../../contract/hash.js';
+import { decodeId } from '../../contract/ids.js';
+import { jsonBody } from '../../contract/json.js';
+import { checkPage } from '../../contract/turns.js';
+import type { ListPage, ListWriteResult, PageOptions } from '../../contract/types.js';
+import { ObjectConditionFailedError, ObjectNotFoundError, ObjectStoreError } from '../../drivers/errors.js';
+import type { ListedObject } from '../../drivers/types.js';
+import { backoff, getOrUndefined, MAX_WRITE_ATTEMPTS, type StoreContext } from '../context.js';
+import type { UserLayout } from '../layout.js';
 import type { Marker, MarkerRead, Sessions, StateKeeper } from '../sessions.js';
-import type { ListPage, ListWriteResult, PageOptions } from '../types.js';
 import { Archives } from './archives.js';
 import {
-  checkPage,
   checkTruncate,
   emptyPage,
   type Fenced,

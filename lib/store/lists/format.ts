@@ -3,15 +3,14 @@
  * store only checks ids and options and delegates. Also the page arithmetic both formats share.
  */
 import { randomBytes } from 'node:crypto';
-import { jsonBody } from '../context.js';
 import {
   IdempotencyKeyReusedError,
   ListPreconditionFailedError,
   ListTooShortError,
-  ValidationError,
-} from '../errors.js';
-import { chainHash, EMPTY_HASH } from '../hash.js';
-import type { Marker, MarkerRead } from '../sessions.js';
+} from '../../contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../contract/hash.js';
+import { jsonBody } from '../../contract/json.js';
+import { checkPage } from '../../contract/turns.js';
 import type {
   AppendOptions,
   ListPage,
@@ -19,7 +18,8 @@ import type {
   ListWriteResult,
   PageOptions,
   TruncateOptions,
-} from '../types.js';
+} from '../../contract/types.js';
+import type { Marker, MarkerRead } from '../sessions.js';
 import { compareRecord, type Fence } from '../write-path.js';
 
 /** What `listKeys` shows of a list. */
@@ -173,16 +173,6 @@ export interface PageRange {
 }
 
 /** Checks paging options (`last` excludes `offset` and `limit`). */
-export function checkPage(page: PageOptions): void {
-  for (const field of ['offset', 'limit', 'last'] as const) {
-    const value = page[field];
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0))
-      throw new ValidationError(field, 'must be a non-negative integer');
-  }
-  if (page.last !== undefined && (page.offset !== undefined || page.limit !== undefined))
-    throw new ValidationError('last', 'cannot be combined with offset or limit');
-}
-
 /** The range a (checked) page asks for. */
 export function rangeOf(page: PageOptions, count: number): PageRange {
   if (page.last !== undefined) return { from: Math.max(0, count - page.last), to: count, keep: 'new' };

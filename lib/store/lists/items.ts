@@ -5,10 +5,12 @@
  * has a `~ref` or `~esc` member of its own is stored as `{ "~esc": item }`. Chain hashes fold in a
  * reference's leaf, so a list's hash is the same whatever is stored where.
  */
+
+import { chainLeaves, leafHash } from '../../contract/hash.js';
+import { jsonBody } from '../../contract/json.js';
+import { LIST_ITEM_OBJECT_BYTES } from '../../contract/limits.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
-import { getOrUndefined, jsonBody } from '../context.js';
-import { chainLeaves, leafHash } from '../hash.js';
-import { LIST_ITEM_OBJECT_BYTES } from '../limits.js';
+import { getOrUndefined } from '../context.js';
 
 export const ITEM_REF = '~ref';
 export const ITEM_LEAF = '~leaf';

@@ -117,3 +117,10 @@ function checkIJson(text: string): void {
     } else i++;
   }
 }
+
+/** The JSON text of a value as the store writes it; `ValidationError` for what is not JSON. */
+export function jsonBody(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (text === undefined) throw new ValidationError('value', 'must be a JSON value');
+  return text;
+}

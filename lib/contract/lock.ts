@@ -1,9 +1,35 @@
-/** The execution guard: leases with fencing tokens, one lock per (user, session). */
-import { StoreError, ValidationError } from '../store/errors.js';
-import { encodeId } from '../store/ids.js';
-import type { CommitIdentity, LockGrant, TokenAuthority } from '../store/write-path.js';
+/**
+ * The lock's vocabulary (docs/DESIGN.md, "Fencing"): leases with fencing tokens, one lock per
+ * (user, session), the lock as the store's authority over tokens, and the checks of what callers
+ * pass (owner, lease, wait, token).
+ */
+import { ValidationError } from './errors.js';
 
-export type { CommitIdentity, LockGrant };
+/** A commit's identity as a lease records it (released or renewed with it). */
+export interface CommitIdentity {
+  readonly commitId: string;
+  /** `commitDigest` of its body. */
+  readonly digest: string;
+}
+
+/** What the lock says of a session now. */
+export interface LockGrant {
+  /** The last token granted for the session. */
+  readonly token: number;
+  /** A lease holds it and has not expired. */
+  readonly live: boolean;
+  /** The commit the lease last recorded (on release or renewal), if any. */
+  readonly commit?: CommitIdentity;
+}
+
+/** The session's authority over tokens: the lock, read with a consistent read (DynamoDB GetItem, a map lookup). */
+export interface TokenAuthority {
+  /** The session's lock item now, or undefined when it has none. */
+  grantOf(key: {
+    readonly userId: string | null;
+    readonly sessionId: string;
+  }): Promise<LockGrant | undefined>;
+}
 
 /** A granted lease. */
 export interface Lease {
@@ -55,37 +81,12 @@ export interface SessionLock extends TokenAuthority {
   recordCommit(key: LockKey, token: number, commit: CommitIdentity): Promise<void>;
 }
 
-/** The lock is held by someone else (never says their token). */
-export class LockConflictError extends StoreError {
-  override name = 'LockConflictError';
-  constructor(
-    readonly holder: string,
-    readonly expiresAt: Date,
-  ) {
-    super(`lock held by ${holder} until ${expiresAt.toISOString()}`);
-  }
-}
-
-/** The caller no longer holds the lease it names. */
-export class LockLostError extends StoreError {
-  override name = 'LockLostError';
-  constructor(message = 'the lease is no longer held') {
-    super(message);
-  }
-}
-
 export const LEASE_MS = { min: 1000, max: 900_000, default: 60_000 } as const;
 export const WAIT_MS = { min: 0, max: 10_000, default: 0 } as const;
 /** A lease owner name: 1 to 128 characters of letters, digits and `._:-`. */
 export const OWNER_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 /** What `OWNER_PATTERN` asks for, as a refusal says it. */
 export const OWNER_RULE = 'must be 1 to 128 letters, digits or any of . _ : -';
-
-/** The stored name of a lock key, encoded as the store encodes ids. */
-export function lockName(key: LockKey): string {
-  const user = key.userId == null || key.userId.trim() === '' ? 'anon' : encodeId('userId', key.userId);
-  return `${user}/${encodeId('sessionId', key.sessionId)}`;
-}
 
 /** Checks an owner name. */
 export function checkOwner(owner: unknown, field = 'owner'): string {
@@ -113,8 +114,14 @@ export function checkWaitMs(waitMs: unknown): number {
   return value as number;
 }
 
-/** Checks a token passed back by a caller. */
-export function checkToken(token: unknown): number {
+/**
+ * Checks a fencing token: an integer from 0 below 2^53. The one rule, for the lock (where a token
+ * is required) and every write (`optional`: a write without a token is not fenced).
+ */
+export function checkToken(token: unknown): number;
+export function checkToken(token: unknown, optional: 'optional'): number | undefined;
+export function checkToken(token: unknown, optional?: 'optional'): number | undefined {
+  if (token === undefined && optional) return undefined;
   if (!Number.isSafeInteger(token) || (token as number) < 0) {
     throw new ValidationError('token', 'must be a non-negative integer below 2^53');
   }
@@ -124,33 +131,4 @@ export function checkToken(token: unknown): number {
 /** Whether a lease that runs until `expiresAt` (ms) still holds at `now`, `skewMs` of clock skew allowed. */
 export function leaseHolds(expiresAt: number, now: number, skewMs = 0): boolean {
   return expiresAt >= now - skewMs;
-}
-
-/** The next token: above the previous one, and never below the clock, so a lost counter cannot go back. */
-export function nextToken(previous: number | undefined, now: number): number {
-  return Math.max((previous ?? 0) + 1, now);
-}
-
-/**
- * Waits for a held lock with backoff and jitter, up to `waitMs`, by retrying `attempt`, which throws
- * `LockConflictError` while the lock is held.
- */
-export async function waitFor<T>(attempt: () => Promise<T>, waitMs: number, now: () => number): Promise<T> {
-  const deadline = now() + waitMs;
-  for (let round = 0; ; round++) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (!(error instanceof LockConflictError)) throw error;
-      const left = deadline - now();
-      if (left <= 0) throw error;
-      const untilFree = error.expiresAt.getTime() - now();
-      const pause = Math.min(
-        left,
-        Math.max(5, Math.random() * Math.min(250, 25 * 2 ** round)),
-        Math.max(5, untilFree),
-      );
-      await new Promise((resolve) => setTimeout(resolve, pause));
-    }
-  }
 }

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { HASH_PATTERN, HASH_PREFIX as PREFIX } from './limits.js';
+import type { CommitRequest } from './types.js';
 
 /** The hash of the empty list. */
 export const EMPTY_HASH = `${PREFIX}${createHash('sha256').update('').digest('hex')}`;
@@ -37,4 +38,14 @@ export function chainLeaves(from: string, leaves: readonly Uint8Array[]): string
 /** True for a well-formed hash string. */
 export function isHash(value: unknown): value is string {
   return typeof value === 'string' && HASH_PATTERN.test(value);
+}
+
+/** SHA-256 (hex) of the JCS of a request body: what a replay under the same key must match. */
+export function requestDigest(body: unknown): string {
+  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+}
+
+/** The digest of the commit's `values` and `lists` (`requestDigest`): what a retry must match. */
+export function commitDigest(request: CommitRequest): string {
+  return requestDigest({ values: request.values ?? [], lists: request.lists ?? [] });
 }

@@ -1,7 +1,11 @@
-/** Typed errors of the state store. Each carries the data a caller needs to decide what to do. */
-import type { BackendResource } from '../drivers/errors.js';
+/**
+ * Every error a caller can catch: the store's, the lock's and the HTTP protocol's, each defined
+ * once here (so `instanceof` holds across the package's entries). Each carries the data a caller
+ * needs to decide what to do.
+ */
 
-export type { BackendResource };
+/** What a deployment gives a backend: a missing or refused one is a configuration problem. */
+export type BackendResource = 'bucket' | 'table' | 'credentials';
 
 /** Base class of every store error. */
 export class StoreError extends Error {
@@ -291,5 +295,61 @@ export class CommitMismatchError extends StoreError {
         ? `commit ${commitId} was recorded with another body`
         : `commit ${commitId} was applied to ${kind} ${key} with another body`,
     );
+  }
+}
+
+// ---- the lock ----------------------------------------------------------------------------------
+
+/** The lock is held by someone else (never says their token). */
+export class LockConflictError extends StoreError {
+  override name = 'LockConflictError';
+  constructor(
+    readonly holder: string,
+    readonly expiresAt: Date,
+  ) {
+    super(`lock held by ${holder} until ${expiresAt.toISOString()}`);
+  }
+}
+
+/** The caller no longer holds the lease it names. */
+export class LockLostError extends StoreError {
+  override name = 'LockLostError';
+  constructor(message = 'the lease is no longer held') {
+    super(message);
+  }
+}
+
+// ---- the HTTP protocol -------------------------------------------------------------------------
+
+/** The request had no valid identity (401). */
+export class UnauthorizedError extends StoreError {
+  override name = 'UnauthorizedError';
+}
+
+/** The request or the answer was too large (413). */
+export class PayloadTooLargeError extends StoreError {
+  override name = 'PayloadTooLargeError';
+  constructor(
+    message: string,
+    readonly limit?: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * An answer that is not one the protocol allows for the request: a body that is not JSON or not of
+ * the declared schema, a status the route never answers, a route or method the server does not know
+ * (a proxy's page, a server of another version). Retrying does not help.
+ */
+export class ProtocolError extends BackendError {
+  override name = 'ProtocolError';
+  constructor(
+    message: string,
+    /** The answer's HTTP status. */
+    readonly status: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, false, options);
   }
 }

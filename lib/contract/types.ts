@@ -1,5 +1,9 @@
-/** The public types of the state store. The HTTP client implements the same `SessionStore`. */
-import type { CommitRequest, CommitResult, Snapshot, SnapshotRequest } from './commits.js';
+/**
+ * The public types of the state store: `SessionStore` (the library's store and the typed HTTP
+ * client both implement it) with every option and result, the turn's snapshot and commit included,
+ * and `StateStore`, what an engine gives the server.
+ */
+import type { TokenAuthority } from './lock.js';
 
 /** Options every write accepts. */
 export interface WriteOptions {
@@ -355,3 +359,106 @@ export type StoreCounter =
   | 'persistenceFailures'
   | 'manifestRepairs'
   | 'corruptObjects';
+
+// ---- a turn's snapshot ----------------------------------------------------------------------------------
+
+/** What a snapshot reads: values by key, lists by key (the `last` most recent items, or the whole list). */
+export interface SnapshotRequest {
+  readonly values?: readonly string[];
+  readonly lists?: ReadonlyArray<{ readonly key: string; readonly last?: number }>;
+}
+
+/**
+ * A value in a snapshot: present (with its etag), absent, or damaged; through HTTP, a value too
+ * large for the answer comes as a presigned `download` instead (the library never answers one).
+ */
+export type SnapshotValue =
+  | { readonly key: string; readonly value: unknown; readonly etag: string }
+  | { readonly key: string; readonly absent: true }
+  | { readonly key: string; readonly corrupt: true }
+  | {
+      readonly key: string;
+      readonly etag: string;
+      /** Bytes of the stored value. */
+      readonly size: number;
+      readonly download: DirectRequest;
+      readonly expiresAt: Date;
+    };
+
+/** A list in a snapshot: a page (an absent list is the empty page), or damaged. */
+export type SnapshotList =
+  | ({ readonly key: string } & ListPage)
+  | { readonly key: string; readonly corrupt: true };
+
+/** The answer of `snapshot`: `exists: false` (and no data) for an absent session, another user's included. */
+export interface Snapshot {
+  readonly exists: boolean;
+  readonly values: SnapshotValue[];
+  readonly lists: SnapshotList[];
+}
+
+// ---- commit ------------------------------------------------------------------------------------
+
+/** A value change of a commit: a save (optionally conditional) or a delete. */
+export type CommitValue =
+  | {
+      readonly key: string;
+      readonly value: unknown;
+      /** Write only if the current version is this one. */
+      readonly ifVersion?: string;
+      /** Write only if the value is absent. */
+      readonly ifAbsent?: boolean;
+      /**
+       * Not a condition: the version the caller read (a snapshot's etag). The commit tries it as
+       * `If-Match` instead of reading the value first; when it fails, it reads the value and
+       * writes as without it. Not with `ifVersion` or `ifAbsent`.
+       */
+      readonly seenVersion?: string;
+    }
+  | { readonly key: string; readonly delete: true };
+
+/** A list change of a commit: an append at a known end, a whole replacement, or a truncate. */
+export type CommitList =
+  | {
+      readonly key: string;
+      readonly append: readonly unknown[];
+      readonly expectedCount: number;
+      readonly expectedHash: string;
+    }
+  | { readonly key: string; readonly replace: readonly unknown[]; readonly expectedHash?: string }
+  | { readonly key: string; readonly truncate: number; readonly expectedHash: string };
+
+/** Every change of one turn. */
+export interface CommitRequest {
+  /** Names the commit (1 to 64 of `[A-Za-z0-9._:-]`): a retry with the same id and body is safe. */
+  readonly commitId: string;
+  /** The lease's fencing token: a stale one writes nothing at all. */
+  readonly token?: number;
+  readonly values?: readonly CommitValue[];
+  readonly lists?: readonly CommitList[];
+}
+
+/** What a commit did: each value's new etag (none for a delete), each list's action, count and hash. */
+export interface CommitResult {
+  readonly commitId: string;
+  readonly values: Array<{ readonly key: string; readonly etag?: string }>;
+  readonly lists: Array<{
+    readonly key: string;
+    readonly action: ListAction;
+    readonly count: number;
+    readonly hash: string;
+  }>;
+}
+
+// ---- an engine ---------------------------------------------------------------------------------
+
+/** The store: user-scoped stores, and the test-only truncate. */
+export interface StateStore {
+  /**
+   * The store of one user; null or blank is the anonymous user. `authority` replaces the store's
+   * own (the HTTP router passes its lock).
+   */
+  forUser(userId: string | null | undefined, options?: { readonly authority?: TokenAuthority }): SessionStore;
+  /** Deletes every session of every user under the prefix; only with `allowTruncate`. */
+  truncateAllSessions?(): Promise<void>;
+}

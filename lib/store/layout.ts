@@ -1,6 +1,6 @@
 /**
- * Ids, their encoding into object names, and the object layout (DESIGN.md, "Ids and limits" and
- * "Object layout"):
+ * The object layout (docs/DESIGN.md, "Ids and the object layout"): the only place that spells the
+ * names of the object-storage engine. Ids are encoded as lib/contract/ids.ts says.
  *
  *   <prefix><user>/<session>/<key>.json                 single value
  *   <prefix><user>/<session>/<key>.list.json            list materialization (the whole array)
@@ -14,90 +14,12 @@
  *   <prefix><user>/<session>/~ws~<inc>/<name>           workspace (a blob, kind=workspace)
  *   <prefix><user>/<session>/~wsu~<inc>/<name>          its pending upload (what was declared)
  *   <prefix><user>/<session>/~vu/<key>~<id>             a big single value uploaded, not yet committed
- *
- * An id made only of `[A-Za-z0-9._-]` (not `.`/`..`, not `anon` for a user, not ending in `.list`
- * or `.json` for a key) appears as it is; any other id is `!` + unpadded base64url of its UTF-8.
- * Encoded ids never contain `~` or `/`, so they cannot collide with the names the system adds, and
- * no two distinct (user, session, key) triples share an object.
+ *   <prefix><user>/<session>/~commits/<commitId>        the record of a commit made without a lease
  */
-import { ValidationError } from './errors.js';
+import { encodeId, userSegment } from '../contract/ids.js';
 
-/** Byte limits of DESIGN.md. */
-export const LIMITS = { userId: 128, sessionId: 180, key: 128, workspace: 128, prefix: 128 } as const;
-/** The user segment of the anonymous user. */
-export const ANONYMOUS = 'anon';
 /** Digits of generation and sequence numbers in names (2^53 has 16), so name order is number order. */
 const NUMBER_DIGITS = 16;
-
-/** An id written as itself, in object names and in URLs (and not `.` or `..`). */
-export const PLAIN_ID = /^[A-Za-z0-9._-]+$/;
-/** Unpadded base64url, the form of any other id (after `!` in object names, `~` in URLs). */
-export const BASE64URL = /^[A-Za-z0-9_-]+$/;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-type IdKind = 'userId' | 'sessionId' | 'key' | 'workspace';
-
-/** Refuses an id that is not a non-blank string of valid UTF-8 without control characters, within its limit. */
-export function checkId(kind: IdKind, id: unknown): string {
-  if (typeof id !== 'string') throw new ValidationError(kind, 'must be a string');
-  if (id.trim() === '') throw new ValidationError(kind, 'must not be empty or blank');
-  if (CONTROL.test(id)) throw new ValidationError(kind, 'must not contain control characters');
-  if (LONE_SURROGATE.test(id)) throw new ValidationError(kind, 'must be valid UTF-8 (no lone surrogates)');
-  if (Buffer.byteLength(id) > LIMITS[kind])
-    throw new ValidationError(kind, `must be at most ${LIMITS[kind]} bytes`);
-  return id;
-}
-
-/**
- * What is wrong with a key bound (a `listKeys` `prefix` or `startAfter`: a key or the start of one):
- * at most the key limit in bytes, valid UTF-8, no control characters; undefined when nothing is.
- * The store (keys.ts) and the HTTP query schema (lib/protocol/schemas.ts) apply the same rule.
- */
-export function keyBoundProblem(value: string): string | undefined {
-  if (Buffer.byteLength(value) > LIMITS.key) return `must be at most ${LIMITS.key} bytes`;
-  if (CONTROL.test(value)) return 'must not contain control characters';
-  if (LONE_SURROGATE.test(value)) return 'must be valid UTF-8 (no lone surrogates)';
-  return undefined;
-}
-
-/** Refuses a prefix that is over-long, has control characters, or does not end with `/` (unless empty). */
-export function checkPrefix(prefix: string): string {
-  if (Buffer.byteLength(prefix) > LIMITS.prefix)
-    throw new ValidationError('prefix', `at most ${LIMITS.prefix} bytes`);
-  if (CONTROL.test(prefix) || LONE_SURROGATE.test(prefix))
-    throw new ValidationError('prefix', 'invalid characters');
-  if (prefix !== '' && !prefix.endsWith('/')) throw new ValidationError('prefix', 'must end with "/"');
-  if (prefix.split('/').some((s) => s === '.' || s === '..'))
-    throw new ValidationError('prefix', 'no "." or ".." segments');
-  return prefix;
-}
-
-function needsEncoding(kind: IdKind, id: string): boolean {
-  if (!PLAIN_ID.test(id) || id === '.' || id === '..') return true;
-  if (kind === 'userId' && id === ANONYMOUS) return true;
-  if (kind === 'key' && (id.endsWith('.list') || id.endsWith('.json'))) return true;
-  return false;
-}
-
-/** The object-name segment of an id (checked first). */
-export function encodeId(kind: IdKind, id: string): string {
-  checkId(kind, id);
-  return needsEncoding(kind, id) ? `!${Buffer.from(id, 'utf8').toString('base64url')}` : id;
-}
-
-/** The id of an object-name segment; throws `ValidationError` for a segment `encodeId` cannot produce. */
-export function decodeId(kind: IdKind, segment: string): string {
-  let id = segment;
-  if (segment.startsWith('!')) {
-    const body = segment.slice(1);
-    if (!BASE64URL.test(body)) throw new ValidationError(kind, 'not an encoded id');
-    id = Buffer.from(body, 'base64url').toString('utf8');
-  }
-  if (encodeId(kind, id) !== segment) throw new ValidationError(kind, 'not an encoded id');
-  return id;
-}
 
 /** A generation or sequence number as it appears in names. */
 export function padNumber(n: number): string {
@@ -147,8 +69,7 @@ export interface UserLayout {
 
 /** The layout of one user's objects under `prefix`; a null or blank user is the anonymous user. */
 export function layoutFor(prefix: string, userId: string | null | undefined): UserLayout {
-  const user = userId == null || userId.trim() === '' ? ANONYMOUS : encodeId('userId', userId);
-  const root = `${prefix}${user}/`;
+  const root = `${prefix}${userSegment(userId)}/`;
   const session = (s: string) => `${root}${encodeId('sessionId', s)}/`;
   const key = (s: string, k: string) => `${session(s)}${encodeId('key', k)}`;
   return {

@@ -1,8 +1,11 @@
 /**
  * The patterns and limits the store enforces and the HTTP protocol (lib/protocol) publishes: each is
  * defined here once, in a module with no imports, so the store, the router and the typed client all
- * read the same value. Id byte limits are `LIMITS` in ids.ts; lease limits are in lib/lock/types.ts.
+ * read the same value. Lease limits are the lock's (lock.ts).
  */
+
+/** Byte limits of ids and the prefix (docs/DESIGN.md, "Ids and the object layout"). */
+export const LIMITS = { userId: 128, sessionId: 180, key: 128, workspace: 128, prefix: 128 } as const;
 
 /** The prefix of a list chain hash. */
 export const HASH_PREFIX = 'sha256:';
@@ -44,3 +47,5 @@ export const SHA256_PATTERN = /^[A-Za-z0-9+/]{43}=$/;
 
 /** Most keys of a snapshot or a commit (values and lists together). */
 export const MAX_TURN_KEYS = 100;
+/** Most list items of one commit (appends and replacements together). */
+export const MAX_COMMIT_ITEMS = MAX_APPEND_ITEMS;

@@ -1,0 +1,88 @@
+/**
+ * Ids (docs/DESIGN.md, "Ids and the object layout"): what a user, session, key or workspace id
+ * may be, and its encoding as one segment of a name. An id made only of `[A-Za-z0-9._-]` (not
+ * `.`/`..`, not `anon` for a user, not ending in `.list` or `.json` for a key) is written as it
+ * is; any other id is `!` + unpadded base64url of its UTF-8. Encoded ids never contain `~` or `/`,
+ * so they cannot collide with the names an engine adds, and no two distinct (user, session, key)
+ * triples share a name. The object store's names are lib/store/layout.ts.
+ */
+import { ValidationError } from './errors.js';
+import { LIMITS } from './limits.js';
+
+/** The user segment of the anonymous user. */
+export const ANONYMOUS = 'anon';
+
+/** An id written as itself, in object names and in URLs (and not `.` or `..`). */
+export const PLAIN_ID = /^[A-Za-z0-9._-]+$/;
+/** Unpadded base64url, the form of any other id (after `!` in object names, `~` in URLs). */
+export const BASE64URL = /^[A-Za-z0-9_-]+$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+type IdKind = 'userId' | 'sessionId' | 'key' | 'workspace';
+
+/** Refuses an id that is not a non-blank string of valid UTF-8 without control characters, within its limit. */
+export function checkId(kind: IdKind, id: unknown): string {
+  if (typeof id !== 'string') throw new ValidationError(kind, 'must be a string');
+  if (id.trim() === '') throw new ValidationError(kind, 'must not be empty or blank');
+  if (CONTROL.test(id)) throw new ValidationError(kind, 'must not contain control characters');
+  if (LONE_SURROGATE.test(id)) throw new ValidationError(kind, 'must be valid UTF-8 (no lone surrogates)');
+  if (Buffer.byteLength(id) > LIMITS[kind])
+    throw new ValidationError(kind, `must be at most ${LIMITS[kind]} bytes`);
+  return id;
+}
+
+/**
+ * What is wrong with a key bound (a `listKeys` `prefix` or `startAfter`: a key or the start of one):
+ * at most the key limit in bytes, valid UTF-8, no control characters; undefined when nothing is.
+ * The store (keys.ts) and the HTTP query schema (lib/protocol/schemas.ts) apply the same rule.
+ */
+export function keyBoundProblem(value: string): string | undefined {
+  if (Buffer.byteLength(value) > LIMITS.key) return `must be at most ${LIMITS.key} bytes`;
+  if (CONTROL.test(value)) return 'must not contain control characters';
+  if (LONE_SURROGATE.test(value)) return 'must be valid UTF-8 (no lone surrogates)';
+  return undefined;
+}
+
+/** Refuses a prefix that is over-long, has control characters, or does not end with `/` (unless empty). */
+export function checkPrefix(prefix: string): string {
+  if (Buffer.byteLength(prefix) > LIMITS.prefix)
+    throw new ValidationError('prefix', `at most ${LIMITS.prefix} bytes`);
+  if (CONTROL.test(prefix) || LONE_SURROGATE.test(prefix))
+    throw new ValidationError('prefix', 'invalid characters');
+  if (prefix !== '' && !prefix.endsWith('/')) throw new ValidationError('prefix', 'must end with "/"');
+  if (prefix.split('/').some((s) => s === '.' || s === '..'))
+    throw new ValidationError('prefix', 'no "." or ".." segments');
+  return prefix;
+}
+
+function needsEncoding(kind: IdKind, id: string): boolean {
+  if (!PLAIN_ID.test(id) || id === '.' || id === '..') return true;
+  if (kind === 'userId' && id === ANONYMOUS) return true;
+  if (kind === 'key' && (id.endsWith('.list') || id.endsWith('.json'))) return true;
+  return false;
+}
+
+/** The object-name segment of an id (checked first). */
+export function encodeId(kind: IdKind, id: string): string {
+  checkId(kind, id);
+  return needsEncoding(kind, id) ? `!${Buffer.from(id, 'utf8').toString('base64url')}` : id;
+}
+
+/** The id of an object-name segment; throws `ValidationError` for a segment `encodeId` cannot produce. */
+export function decodeId(kind: IdKind, segment: string): string {
+  let id = segment;
+  if (segment.startsWith('!')) {
+    const body = segment.slice(1);
+    if (!BASE64URL.test(body)) throw new ValidationError(kind, 'not an encoded id');
+    id = Buffer.from(body, 'base64url').toString('utf8');
+  }
+  if (encodeId(kind, id) !== segment) throw new ValidationError(kind, 'not an encoded id');
+  return id;
+}
+
+/** The name segment of a user: a null or blank user is the anonymous user. */
+export function userSegment(userId: string | null | undefined): string {
+  return userId == null || userId.trim() === '' ? ANONYMOUS : encodeId('userId', userId);
+}
