@@ -2,7 +2,9 @@
  * Configuration, read from the environment and validated once at cold start. A bad deploy fails at
  * start with the variable's name. Every variable is listed in the README.
  */
+
 import * as z from 'zod';
+import { DEFAULTS } from './contract/defaults.js';
 import type { BackendResource } from './contract/errors.js';
 import { DEFAULT_BODY_LIMIT_BYTES } from './contract/limits.js';
 
@@ -55,10 +57,10 @@ const schema = z
     PUBLIC_URL: z.url().optional(),
     STORE_BACKEND: z.enum(['fs', 'memory', 's3', 'oss']).default('fs'),
     DATA_DIR: z.string().min(1).default('./.data'),
-    STATE_PREFIX: z.string().default('agent-state/'),
-    RETENTION_DAYS: z.coerce.number().positive().default(30),
-    KEEPALIVE_MS: int(1000, 7 * 24 * 3600 * 1000).default(3600 * 1000),
-    STATE_GRACE_DAYS: int(1, 30).default(2),
+    STATE_PREFIX: z.string().default(DEFAULTS.prefix),
+    RETENTION_DAYS: z.coerce.number().positive().default(DEFAULTS.retentionDays),
+    KEEPALIVE_MS: int(1000, 7 * 24 * 3600 * 1000).default(DEFAULTS.keepAliveMs),
+    STATE_GRACE_DAYS: int(1, 30).default(DEFAULTS.stateGraceDays),
     S3_BUCKET: z.string().optional(),
     S3_ENDPOINT: z.url().optional(),
     S3_REGION: z.string().optional(),
@@ -79,7 +81,7 @@ const schema = z
     LOCK_TABLE: z.string().optional(),
     DYNAMODB_ENDPOINT: z.url().optional(),
     DYNAMODB_REGION: z.string().optional(),
-    LOCK_CLOCK_SKEW_MS: int(0, 60_000).default(500),
+    LOCK_CLOCK_SKEW_MS: int(0, 60_000).default(DEFAULTS.lockClockSkewMs),
     AUTH_JWT_SECRET: z.string().optional(),
     AUTH_JWKS_URL: z.url().optional(),
     AUTH_ISSUER: z.string().optional(),
@@ -89,12 +91,12 @@ const schema = z
     // Off when unset: no answer carries CORS headers and OPTIONS is answered as any other method.
     CORS_ORIGINS: corsOrigins.optional(),
     BODY_LIMIT_BYTES: int(1024, 32 * 1024 * 1024).default(DEFAULT_BODY_LIMIT_BYTES),
-    PRESIGN_EXPIRES_SECONDS: int(60, 7 * 24 * 3600).default(900),
-    ARCHIVE_ENCODING: z.enum(['identity', 'gzip', 'br']).default('gzip'),
+    PRESIGN_EXPIRES_SECONDS: int(60, 7 * 24 * 3600).default(DEFAULTS.presignExpiresSeconds),
+    ARCHIVE_ENCODING: z.enum(['identity', 'gzip', 'br']).default(DEFAULTS.archiveEncoding),
     // `reference`: also keep each list's whole array as `<key>.list.json` (the reference's layout).
-    LIST_JSON: z.enum(['off', 'reference']).default('off'),
-    RESTORE_DAYS: int(1, 30).default(1),
-    MAX_VALUE_BYTES: int(1024, 1024 * 1024 * 1024).default(64 * 1024 * 1024),
+    LIST_JSON: z.enum(['off', 'reference']).default(DEFAULTS.listJson),
+    RESTORE_DAYS: int(1, 30).default(DEFAULTS.restoreDays),
+    MAX_VALUE_BYTES: int(1024, 1024 * 1024 * 1024).default(DEFAULTS.maxValueBytes),
     MAX_BLOB_BYTES: int(1024, 4 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
     LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
     // Lambda only: X-Ray traces through Powertools Tracer (functions/aws/api.ts).

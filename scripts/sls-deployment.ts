@@ -19,7 +19,8 @@ type ResolveVariable = (variable: string) => Promise<unknown>;
 
 export async function awsDeployment(resolveVariable: ResolveVariable) {
   const given: Record<string, unknown> = {};
-  for (const p of DEPLOYMENT_PARAMETERS) given[p.name] = await resolveVariable(`param:${p.name}`);
+  // An absent parameter is null (the generator's default then applies).
+  for (const p of DEPLOYMENT_PARAMETERS) given[p.name] = await resolveVariable(`param:${p.name}, null`);
   const tracing = String(await resolveVariable('param:tracing'));
   if (tracing !== 'true' && tracing !== 'false')
     throw new DeploymentParameterError('tracing', `must be true or false, not ${JSON.stringify(tracing)}`);

@@ -21,6 +21,7 @@
  * The SDK is an optional peer: this module imports only its types, and the entry
  * (`agent-state-store/openai-agents`) hands over the few runtime values it needs.
  */
+
 import { createHash, randomUUID } from 'node:crypto';
 import type {
   AgentInputItem,
@@ -39,6 +40,7 @@ import {
 import { canonicalJson, EMPTY_HASH, leafHash } from '../contract/hash.js';
 import { MAX_APPEND_ITEMS } from '../contract/limits.js';
 import type { CommitList, ListPage } from '../contract/types.js';
+import { BACKOFF, backoff } from '../util/backoff.js';
 import { keyPages } from './pages.js';
 
 /** What the adapter needs of `@openai/agents-core` at run time (the entry passes the package). */
@@ -86,10 +88,6 @@ const isRef = (entry: unknown): entry is Ref =>
   entry !== null &&
   typeof (entry as Record<string, unknown>)[REF] === 'string' &&
   Object.keys(entry).length === 1;
-
-/** Before attempt `attempt` of a contended operation: from the third, a jittered pause (at most 100 ms). */
-const backoff = (attempt: number) =>
-  attempt < 3 ? undefined : new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 2 ** attempt)));
 
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '');
 const digestOf = (value: unknown) => leafHash(value).toString('hex');
@@ -195,7 +193,7 @@ export class OpenAIAgentsSession implements SessionHistoryTransactionAwareSessio
     const stored = await this.toStored(items);
     for (const batch of this.batches(stored)) {
       for (let attempt = 1; ; attempt++) {
-        await backoff(attempt);
+        await backoff(BACKOFF.contended, attempt);
         const at = this.end ?? { count: 0, hash: EMPTY_HASH };
         try {
           const result = await this.store.appendList(this.sessionId, this.listKey, batch, {
@@ -215,7 +213,7 @@ export class OpenAIAgentsSession implements SessionHistoryTransactionAwareSessio
   /** Removes and answers the last item (undefined when there is none), on the hash it read. */
   async popItem(): Promise<AgentInputItem | undefined> {
     for (let attempt = 1; ; attempt++) {
-      await backoff(attempt);
+      await backoff(BACKOFF.contended, attempt);
       const page = await this.store.getList<Stored>(this.sessionId, this.listKey, { last: 1 });
       const last = page.items.at(-1);
       if (page.count === 0 || last === undefined) {
@@ -266,7 +264,7 @@ export class OpenAIAgentsSession implements SessionHistoryTransactionAwareSessio
     let added: Stored[] | undefined;
     try {
       for (let attempt = 1; ; attempt++) {
-        await backoff(attempt);
+        await backoff(BACKOFF.contended, attempt);
         const snapshot = await this.store.snapshot(this.sessionId, {
           values: [opKey],
           // An append needs only the list's end; a replacement, the list whole.

@@ -9,9 +9,8 @@ import { request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { BackendError } from '../contract/errors.js';
+import { BACKOFF, backoffMs } from '../util/backoff.js';
 
-/** Longest backoff before a retry of an answer without `Retry-After`. */
-export const MAX_PAUSE_MS = 2000;
 /**
  * Longest `Retry-After` the client waits for itself; a longer one is not retried here, and the
  * caller gets the error (a retryable one) to wait as it sees fit.
@@ -150,7 +149,7 @@ export function pauseMs(attempt: number, response?: Response, honoured = false):
       ? retryAfterMs(response.headers.get('retry-after'))
       : undefined;
   if (asked !== undefined) return asked > MAX_RETRY_AFTER_MS ? undefined : asked * (1 + Math.random() / 5);
-  return Math.random() * Math.min(MAX_PAUSE_MS, 100 * 2 ** attempt);
+  return backoffMs(BACKOFF.transient, attempt);
 }
 
 /** Statuses whose answers have no body. */

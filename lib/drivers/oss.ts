@@ -19,7 +19,10 @@
  * `appendable` from `x-oss-object-type: Appendable`. OSS refuses to CopyObject an appendable object;
  * the driver reports that as `UnsupportedError`, as the other drivers do.
  */
+
 import OSS from 'ali-oss';
+import { DEFAULTS } from '../contract/defaults.js';
+import { BACKOFF, backoff } from '../util/backoff.js';
 import { BaseDriver, type PartOptions } from './base.js';
 import { bareEtag, encodeTags, mapBackendError, parseRestore, rangedBody, rangeHeader } from './common.js';
 import {
@@ -349,19 +352,22 @@ class OssDriver extends BaseDriver {
   }
 
   protected override async signGet(key: string, o: PresignOptions): Promise<string> {
-    return this.client.signatureUrl(key, { method: 'GET', expires: o.expiresIn ?? 900 });
+    return this.client.signatureUrl(key, {
+      method: 'GET',
+      expires: o.expiresIn ?? DEFAULTS.presignExpiresSeconds,
+    });
   }
 
   protected override async signPut(key: string, o: PresignOptions): Promise<string> {
     return this.client.signatureUrl(key, {
       method: 'PUT',
-      expires: o.expiresIn ?? 900,
+      expires: o.expiresIn ?? DEFAULTS.presignExpiresSeconds,
       ...(o.contentType ? { 'Content-Type': o.contentType } : {}),
     } as OSS.SignatureUrlOptions);
   }
 
   protected override async signUpload(key: string, o: PresignUploadOptions): Promise<PresignedRequest> {
-    return this.presigned(key, o.expiresIn ?? 900, {
+    return this.presigned(key, o.expiresIn ?? DEFAULTS.presignExpiresSeconds, {
       'content-length': String(o.contentLength),
       'content-md5': o.contentMd5,
       'content-type': o.contentType ?? 'application/octet-stream',
@@ -385,7 +391,7 @@ class OssDriver extends BaseDriver {
   ): Promise<PresignedRequest> {
     return this.presigned(
       key,
-      o.expiresIn ?? 900,
+      o.expiresIn ?? DEFAULTS.presignExpiresSeconds,
       { 'content-length': String(o.contentLength), 'content-md5': o.contentMd5 },
       { partNumber: String(partNumber), uploadId },
     );
@@ -511,7 +517,7 @@ function withRetries(client: OSS, attempts: number): OSS {
             return await pending;
           } catch (error) {
             if (attempt >= attempts || !transient(error)) throw error;
-            await new Promise((r) => setTimeout(r, Math.random() * Math.min(2000, 100 * 2 ** attempt)));
+            await backoff(BACKOFF.transient, attempt);
             return retry(attempt + 1, value.apply(target, args));
           }
         };

@@ -6,6 +6,7 @@
  * ConditionalRequestConflict (a concurrent write won the race) is re-read and retried once, then
  * reported as a failed precondition.
  */
+
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -29,6 +30,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { DEFAULTS } from '../contract/defaults.js';
 import { BaseDriver, type PartOptions } from './base.js';
 import {
   bareEtag,
@@ -401,7 +403,7 @@ class S3Driver extends BaseDriver {
 
   protected override signGet(key: string, o: PresignOptions): Promise<string> {
     return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.Bucket, Key: key }), {
-      expiresIn: o.expiresIn ?? 900,
+      expiresIn: o.expiresIn ?? DEFAULTS.presignExpiresSeconds,
     });
   }
 
@@ -409,7 +411,7 @@ class S3Driver extends BaseDriver {
     return getSignedUrl(
       this.client,
       new PutObjectCommand({ Bucket: this.Bucket, Key: key, ContentType: o.contentType }),
-      { expiresIn: o.expiresIn ?? 900 },
+      { expiresIn: o.expiresIn ?? DEFAULTS.presignExpiresSeconds },
     );
   }
 

@@ -3,11 +3,12 @@
  * - AWS: API Gateway's JWT authorizer verified the token; its claims arrive with the request;
  * - Function Compute and local: the function verifies the bearer JWT itself (jose), against the
  *   trigger's JWKS (FC) or an HS256 secret (local). `alg: none` and unexpected algorithms are refused.
- * A missing, invalid, expired, blank-claim or over-long-claim identity is 401. Only the local server,
+ * A missing, invalid or expired identity, or a user claim the id rule refuses (lib/contract/ids.ts), is 401. Only the local server,
  * with ALLOW_ANONYMOUS=true, lets a request without a token act as the anonymous user.
  */
 import { createRemoteJWKSet, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import { LIMITS } from '../contract/limits.js';
+import { ValidationError } from '../contract/errors.js';
+import { checkId } from '../contract/ids.js';
 import { HttpProblem } from './problems.js';
 import type { HttpRequest } from './types.js';
 
@@ -28,11 +29,14 @@ const unauthorized = (detail: string) =>
 function userFrom(claims: Readonly<Record<string, unknown>>, claim: string): string {
   const value = claims[claim];
   if (typeof value !== 'string' || value.trim() === '') throw unauthorized(`the token has no ${claim} claim`);
-  if (Buffer.byteLength(value) > LIMITS.userId)
-    throw unauthorized(`the ${claim} claim is over ${LIMITS.userId} bytes`);
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: a user id with control characters is refused
-  if (/[\u0000-\u001f\u007f]/.test(value)) throw unauthorized(`the ${claim} claim has control characters`);
-  return value;
+  try {
+    return checkId('userId', value);
+  } catch (error) {
+    // The id rule's refusal, answered as the identity's: 401, not 400.
+    if (error instanceof ValidationError)
+      throw unauthorized(`the ${claim} claim ${error.message.replace(/^userId: /, '')}`);
+    throw error;
+  }
 }
 
 /** Trusts the claims API Gateway's JWT authorizer verified. */

@@ -14,6 +14,7 @@
  * start (keep-alive against the grace and the retention) and as the provider would (S3's 30 days
  * before STANDARD_IA, objects expiring before they move).
  */
+import { DEFAULTS } from '../contract/defaults.js';
 import {
   DEFAULT_LIFECYCLE,
   type LifecycleBackend,
@@ -78,7 +79,7 @@ export const DEPLOYMENT_PARAMETERS: readonly DeploymentParameter[] = [
     kind: 'integer',
     min: 1000,
     max: 7 * DAY_MS,
-    default: 3_600_000,
+    default: DEFAULTS.keepAliveMs,
     description: 'Keep-alive interval: the marker and old state are refreshed at most once per interval',
   },
   days(

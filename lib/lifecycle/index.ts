@@ -10,6 +10,7 @@
  * - `kind=workspace` likewise, with its own class and days;
  * - incomplete multipart uploads are aborted after `abortMultipartDays`.
  */
+import { DEFAULTS } from '../contract/defaults.js';
 
 /** Backends that have lifecycle rules. */
 export type LifecycleBackend = 's3' | 'oss';
@@ -38,14 +39,14 @@ export interface LifecycleConfig {
 }
 
 export const DEFAULT_LIFECYCLE: LifecycleConfig = {
-  retentionDays: 30,
-  stateGraceDays: 2,
-  archiveTransitionDays: 30,
-  archiveRetentionDays: 365,
-  workspaceTransitionDays: 30,
-  workspaceRetentionDays: 180,
-  abortMultipartDays: 7,
-  prefix: 'agent-state/',
+  retentionDays: DEFAULTS.retentionDays,
+  stateGraceDays: DEFAULTS.stateGraceDays,
+  archiveTransitionDays: DEFAULTS.archiveTransitionDays,
+  archiveRetentionDays: DEFAULTS.archiveRetentionDays,
+  workspaceTransitionDays: DEFAULTS.workspaceTransitionDays,
+  workspaceRetentionDays: DEFAULTS.workspaceRetentionDays,
+  abortMultipartDays: DEFAULTS.abortMultipartDays,
+  prefix: DEFAULTS.prefix,
 };
 
 const CLASSES: Record<

@@ -2,6 +2,7 @@
 import { LockConflictError } from '../contract/errors.js';
 import { encodeId, userSegment } from '../contract/ids.js';
 import type { LockKey } from '../contract/lock.js';
+import { BACKOFF, backoffMs } from '../util/backoff.js';
 
 /** The stored name of a lock key, encoded as the store encodes ids. */
 export function lockName(key: LockKey): string {
@@ -27,11 +28,7 @@ export async function waitFor<T>(attempt: () => Promise<T>, waitMs: number, now:
       const left = deadline - now();
       if (left <= 0) throw error;
       const untilFree = error.expiresAt.getTime() - now();
-      const pause = Math.min(
-        left,
-        Math.max(5, Math.random() * Math.min(250, 25 * 2 ** round)),
-        Math.max(5, untilFree),
-      );
+      const pause = Math.min(left, backoffMs(BACKOFF.lockWait, round), Math.max(5, untilFree));
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }

@@ -9,6 +9,7 @@
  * less than a millisecond apart). So tokens strictly increase, and a counter lost to TTL restarts
  * from the clock, above every token issued before.
  */
+
 import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
@@ -22,6 +23,7 @@ import {
   UpdateItemCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
+import { DEFAULTS } from '../contract/defaults.js';
 import {
   type BackendResource,
   LockConflictError,
@@ -121,8 +123,8 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
     });
   const TableName = options.tableName;
   const now = options.now ?? Date.now;
-  const skew = options.clockSkewMs ?? 500;
-  const retentionMs = (options.retentionDays ?? 30) * DAY_MS;
+  const skew = options.clockSkewMs ?? DEFAULTS.lockClockSkewMs;
+  const retentionMs = (options.retentionDays ?? DEFAULTS.retentionDays) * DAY_MS;
   const report = options.onRequests ?? (() => {});
   const n = (v: number): AttributeValue => ({ N: String(v) });
   const s = (v: string): AttributeValue => ({ S: v });

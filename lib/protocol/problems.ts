@@ -1,13 +1,15 @@
 /**
- * The problem codes, defined once: each code's HTTP status, title, and the typed error the client
- * raises for it. The router answers every error as an RFC 9457 `application/problem+json` body with
- * one of these codes (lib/http/problems.ts builds it from this table); the client turns it back into
+ * The problem codes, defined once: each code's HTTP status, title, the typed errors the server
+ * answers with it and their wire form (`answers`), and the typed error the client raises for it
+ * (`error`). The router answers every error as an RFC 9457 `application/problem+json` body with one
+ * of these codes (lib/http/problems.ts looks it up with `answerOf`); the client turns it back into
  * the typed error with `problemError`.
  */
 import * as z from 'zod/mini';
 import {
   AppendConflictError,
   BackendError,
+  BackendUnsafeError,
   type CommitFailure,
   CommitMismatchError,
   CommitPartialError,
@@ -20,14 +22,18 @@ import {
   ListTooShortError,
   LockConflictError,
   LockLostError,
+  MisconfiguredBackendError,
+  PartialDeleteError,
   PayloadTooLargeError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
   ProtocolError,
+  SessionNotFoundError,
   type StoreError,
   UnauthorizedError,
   UnsupportedOperationError,
   UploadMismatchError,
+  UploadNotFoundError,
   ValidationError,
 } from '../contract/errors.js';
 
@@ -79,6 +85,23 @@ function failureOf(f: CommitFailureFields): CommitFailure {
   };
 }
 
+/** A typed error's class (any constructor signature). */
+// biome-ignore lint/suspicious/noExplicitAny: a class of any constructor
+type ErrorClass<E extends Error> = abstract new (...args: any[]) => E;
+
+/** The wire form of one typed error under a code: its detail, the members it adds, its headers. */
+export interface ProblemAnswer<E extends Error = Error> {
+  readonly raisedBy: ErrorClass<E>;
+  /** Only errors it holds for (a commit's 409 or 412, a retryable backend error). */
+  readonly when?: (error: E) => boolean;
+  readonly detail?: (error: E) => string;
+  readonly members?: (error: E, requestId: string) => Record<string, unknown>;
+  readonly headers?: (error: E) => Record<string, string>;
+}
+
+/** The answer of a typed error (checked against its class by `answer`). */
+const answer = <E extends Error>(a: ProblemAnswer<E>) => a as unknown as ProblemAnswer;
+
 /** One problem code. */
 export interface ProblemSpec {
   /** The HTTP status it is answered with. */
@@ -86,6 +109,8 @@ export interface ProblemSpec {
   readonly title: string;
   /** Whether its answer carries `Retry-After` (seconds; 1 unless the router says otherwise). */
   readonly retryAfter?: true;
+  /** The typed errors the server answers with this code (the first whose class and `when` match). */
+  readonly answers?: readonly ProblemAnswer[];
   /** The typed error the client raises for it: from the problem's members and its detail. */
   readonly error: (p: ProblemFields, detail: string, status: number) => StoreError;
 }
@@ -95,6 +120,13 @@ export const PROBLEMS = {
   'invalid-request': {
     status: 400,
     title: 'Invalid request',
+    answers: [
+      answer({
+        raisedBy: ListTooShortError,
+        members: (e) => ({ field: e.field, count: e.count, currentCount: e.currentCount }),
+      }),
+      answer({ raisedBy: ValidationError, members: (e) => ({ field: e.field }) }),
+    ],
     // The detail is the ValidationError's message, which already starts with the field. A truncate
     // asking for more items than the list has carries `count` (asked) and `currentCount`.
     error: (p, detail) => {
@@ -108,7 +140,16 @@ export const PROBLEMS = {
     },
   },
   unauthorized: { status: 401, title: 'Unauthorized', error: (_, detail) => new UnauthorizedError(detail) },
-  'not-found': { status: 404, title: 'Not found', error: (_, detail, s) => new ProtocolError(detail, s) },
+  'not-found': {
+    status: 404,
+    title: 'Not found',
+    answers: [
+      // Another user's session is absent too: the same answer, never 403.
+      answer({ raisedBy: SessionNotFoundError, detail: () => SESSION_NOT_FOUND }),
+      answer({ raisedBy: UploadNotFoundError }),
+    ],
+    error: (_, detail, s) => new ProtocolError(detail, s),
+  },
   'method-not-allowed': {
     status: 405,
     title: 'Method not allowed',
@@ -117,19 +158,65 @@ export const PROBLEMS = {
   'append-conflict': {
     status: 409,
     title: 'Append conflict',
+    answers: [answer({ raisedBy: AppendConflictError, members: (e) => ({ count: e.count, hash: e.hash }) })],
     error: (p) => new AppendConflictError(p.count ?? -1, p.hash ?? ''),
   },
-  fenced: { status: 409, title: 'Fenced', error: () => new FencedError(-1, -1) },
+  fenced: {
+    status: 409,
+    title: 'Fenced',
+    answers: [
+      answer({
+        raisedBy: FencedError,
+        detail: (e) =>
+          e.seen === null
+            ? 'token not granted: the lock holds no live lease with this token; nothing was written'
+            : 'a newer fencing token has been seen; nothing was written',
+      }),
+    ],
+    error: () => new FencedError(-1, -1),
+  },
   'lock-held': {
     status: 409,
     title: 'Lock held',
     retryAfter: true,
+    answers: [
+      answer({
+        raisedBy: LockConflictError,
+        detail: () => 'the session is locked by another owner',
+        members: (e) => ({ holder: e.holder, expiresAt: e.expiresAt.toISOString() }),
+        headers: (e) => ({
+          'retry-after': String(Math.max(1, Math.ceil((e.expiresAt.getTime() - Date.now()) / 1000))),
+        }),
+      }),
+    ],
     error: (p) => new LockConflictError(p.holder ?? '', new Date(p.expiresAt ?? 0)),
   },
-  'lock-lost': { status: 409, title: 'Lock lost', error: (_, detail) => new LockLostError(detail) },
+  'lock-lost': {
+    status: 409,
+    title: 'Lock lost',
+    answers: [answer({ raisedBy: LockLostError })],
+    error: (_, detail) => new LockLostError(detail),
+  },
   'precondition-failed': {
     status: 412,
     title: 'Precondition failed',
+    answers: [
+      answer({
+        raisedBy: CommitPreconditionError,
+        when: (e) => e.status === 412,
+        members: (e) => ({ commitId: e.commitId, failures: e.failures }),
+      }),
+      answer({
+        raisedBy: ListPreconditionFailedError,
+        detail: () => 'the list has another hash',
+        members: (e) => ({ currentHash: e.currentHash }),
+      }),
+      answer({
+        raisedBy: PreconditionFailedError,
+        detail: () => 'the value has another version',
+        members: (e) => ({ currentEtag: e.currentVersion }),
+      }),
+    ],
     // A commit's refusal names each failing key (`failures`); nothing was written.
     error: (p) =>
       p.failures !== undefined
@@ -141,17 +228,36 @@ export const PROBLEMS = {
   'commit-conflict': {
     status: 409,
     title: 'Commit conflict',
+    answers: [
+      answer({
+        raisedBy: CommitPreconditionError,
+        when: (e) => e.status === 409,
+        members: (e) => ({ commitId: e.commitId, failures: e.failures }),
+      }),
+    ],
     // A list of the commit moved on (its count): `failures` names each failing key; nothing written.
     error: (p) => new CommitPreconditionError(p.commitId ?? '', (p.failures ?? []).map(failureOf)),
   },
   'commit-partial': {
     status: 409,
     title: 'Commit partially applied',
+    answers: [
+      answer({
+        raisedBy: CommitPartialError,
+        members: (e) => ({ commitId: e.commitId, applied: e.applied, failed: e.failed }),
+      }),
+    ],
     error: (p) => new CommitPartialError(p.commitId ?? '', p.applied ?? [], (p.failed ?? []).map(failureOf)),
   },
   'commit-mismatch': {
     status: 409,
     title: 'Commit id reused with another body',
+    answers: [
+      answer({
+        raisedBy: CommitMismatchError,
+        members: (e) => ({ commitId: e.commitId, kind: e.kind, key: e.key }),
+      }),
+    ],
     error: (p) => new CommitMismatchError(p.commitId ?? '', p.kind ?? 'value', p.key ?? ''),
   },
   'payload-too-large': {
@@ -162,44 +268,76 @@ export const PROBLEMS = {
   'precondition-unsupported': {
     status: 501,
     title: 'Precondition unsupported',
+    answers: [
+      answer({
+        raisedBy: PreconditionUnsupportedError,
+        detail: (e) => `${e.backend} cannot evaluate this condition; nothing was written`,
+      }),
+    ],
     error: () => new PreconditionUnsupportedError('the server backend'),
   },
   'backend-unavailable': {
     status: 503,
     title: 'Backend unavailable',
     retryAfter: true,
+    answers: [
+      answer({ raisedBy: MisconfiguredBackendError, detail: () => BACKEND_UNAVAILABLE }),
+      answer({ raisedBy: BackendError, when: (e) => e.retryable, detail: () => BACKEND_UNAVAILABLE }),
+    ],
     error: (_, detail) => new BackendError(detail, true),
   },
   // Not BackendUnsafeError (the client does not know the backend): a BackendError no retry helps.
   'backend-unsafe': {
     status: 503,
     title: 'Backend does not honour write conditions',
+    answers: [answer({ raisedBy: BackendUnsafeError })],
     error: (_, detail) => new BackendError(detail, false),
   },
   contended: {
     status: 409,
     title: 'Contended',
     retryAfter: true,
+    answers: [
+      answer({ raisedBy: ContendedError }),
+      // A session or workspace delete that left objects behind (a write raced it): what was deleted
+      // is gone for every reader; a retried DELETE removes the rest.
+      answer({
+        raisedBy: PartialDeleteError,
+        detail: (e) =>
+          `deleted, but ${e.failures.length} objects could not be removed yet (a write raced the delete); retry the delete`,
+      }),
+    ],
     error: (_, detail) => new ContendedError(detail),
   },
   'idempotency-key-reused': {
     status: 422,
     title: 'Idempotency-Key reused for another request',
+    answers: [answer({ raisedBy: IdempotencyKeyReusedError })],
     error: () => new IdempotencyKeyReusedError(),
   },
   'upload-mismatch': {
     status: 422,
     title: 'Upload does not match',
+    answers: [answer({ raisedBy: UploadMismatchError })],
     error: (_, detail) => new UploadMismatchError(detail),
   },
   unsupported: {
     status: 501,
     title: 'Not supported by this backend',
+    answers: [answer({ raisedBy: UnsupportedOperationError })],
     error: () => new UnsupportedOperationError('direct transfer', 'the server backend'),
   },
   internal: {
     status: 500,
     title: 'Internal error',
+    answers: [
+      // Only that key is affected; the answer says which (a key the caller named), nothing else.
+      answer({
+        raisedBy: CorruptValueError,
+        detail: () => 'the stored value is corrupt',
+        members: (e, requestId) => ({ requestId, corruptKey: e.key }),
+      }),
+    ],
     error: (p, detail) =>
       p.corruptKey ? new CorruptValueError(p.corruptKey) : new BackendError(detail, true),
   },
@@ -207,6 +345,36 @@ export const PROBLEMS = {
 
 /** The detail of the `not-found` problem of an absent session (the client's `SessionNotFoundError`). */
 export const SESSION_NOT_FOUND = 'no such session';
+/** The detail of `backend-unavailable` (what failed stays in the log). */
+const BACKEND_UNAVAILABLE = 'the storage backend is unavailable; retry';
+
+/** A typed error's problem: the first row whose answer matches the error's class (most derived first). */
+export function answerOf(
+  error: Error,
+  requestId: string,
+):
+  | { code: ProblemCode; detail: string; members: Record<string, unknown>; headers: Record<string, string> }
+  | undefined {
+  for (
+    let proto = Object.getPrototypeOf(error);
+    proto && proto !== Error.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
+    for (const code of PROBLEM_CODES) {
+      const found = (PROBLEMS[code] as ProblemSpec).answers?.find(
+        (a) => a.raisedBy.prototype === proto && (a.when?.(error) ?? true),
+      );
+      if (found)
+        return {
+          code,
+          detail: found.detail?.(error) ?? error.message,
+          members: found.members?.(error, requestId) ?? {},
+          headers: found.headers?.(error) ?? {},
+        };
+    }
+  }
+  return undefined;
+}
 
 /** A problem code. */
 export type ProblemCode = keyof typeof PROBLEMS;

@@ -110,9 +110,3 @@ export async function listAll(driver: ObjectStoreDriver, prefix: string): Promis
 
 /** Most attempts of a write that keeps losing races to other writers. */
 export const MAX_WRITE_ATTEMPTS = 12;
-
-/** Waits before retry `attempt` (0-based): full jitter, 10 ms doubling, at most 400 ms. */
-export function backoff(attempt: number): Promise<void> {
-  const ceiling = Math.min(400, 10 * 2 ** attempt);
-  return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
-}

@@ -3,6 +3,7 @@
  * with none of its faults. `createStateStore(...).forUser(userId)` is the user-scoped `SessionStore`.
  */
 
+import { DEFAULTS } from '../contract/defaults.js';
 import {
   ContendedError,
   CorruptValueError,
@@ -123,10 +124,12 @@ export type ListFormatName = 'cas' | 'append';
 
 /** Creates a state store over a driver. */
 export function createStateStore(options: StateStoreOptions): StateStore {
-  const prefix = checkPrefix(options.prefix ?? 'agent-state/');
-  const retentionDays = options.retentionDays ?? 30;
+  const prefix = checkPrefix(options.prefix ?? DEFAULTS.prefix);
+  const retentionDays = options.retentionDays ?? DEFAULTS.retentionDays;
+  const keepAliveMs = options.keepAliveMs ?? DEFAULTS.keepAliveMs;
+  const stateGraceDays = options.stateGraceDays ?? DEFAULTS.stateGraceDays;
   if (!(retentionDays > 0)) throw new ValidationError('retentionDays', 'must be positive');
-  if ((options.stateGraceDays ?? 2) * DAY_MS <= 2 * (options.keepAliveMs ?? 3_600_000)) {
+  if (stateGraceDays * DAY_MS <= 2 * keepAliveMs) {
     throw new ValidationError('stateGraceDays', 'must be well over the keep-alive interval');
   }
   const { capabilities } = options.driver;
@@ -154,18 +157,18 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     driver: options.driver,
     prefix,
     retentionMs: retentionDays * DAY_MS,
-    keepAliveMs: options.keepAliveMs ?? 60 * 60 * 1000,
-    stateGraceMs: (options.stateGraceDays ?? 2) * DAY_MS,
+    keepAliveMs,
+    stateGraceMs: stateGraceDays * DAY_MS,
     listHeadBytes,
     listSealBytes,
     listLogBytes,
     retireAfterMs: options.retireAfterMs ?? 10 * 60 * 1000,
     maxCommitMs: options.maxCommitMs ?? 60_000,
-    archiveEncoding: options.archiveEncoding ?? 'gzip',
-    listJson: options.listJson ?? 'off',
-    presignExpiresIn: options.presignExpiresIn ?? 900,
-    restoreDays: options.restoreDays ?? 1,
-    maxValueBytes: options.maxValueBytes ?? 64 * 1024 * 1024,
+    archiveEncoding: options.archiveEncoding ?? DEFAULTS.archiveEncoding,
+    listJson: options.listJson ?? DEFAULTS.listJson,
+    presignExpiresIn: options.presignExpiresIn ?? DEFAULTS.presignExpiresSeconds,
+    restoreDays: options.restoreDays ?? DEFAULTS.restoreDays,
+    maxValueBytes: options.maxValueBytes ?? DEFAULTS.maxValueBytes,
     now: options.now ?? Date.now,
     metrics: options.metrics ?? { count: () => {} },
   };

@@ -346,6 +346,12 @@ for (const make of harnesses) {
       expect(res.json()).toMatchObject({ code: 'unauthorized' });
       expect((await api.call('   ', 'GET', '/v1/sessions')).status).toBe(401);
       expect((await api.call('u'.repeat(129), 'GET', '/v1/sessions')).status).toBe(401);
+      // The id rule decides (lib/contract/ids.ts); auth answers its refusal as 401, not 400.
+      for (const user of ['next\u0085line', 'lone\ud800surrogate', 'tab\there']) {
+        const refused = await api.call(user, 'GET', '/v1/sessions');
+        expect(refused.status, JSON.stringify(user)).toBe(401);
+        expect(refused.json()).toMatchObject({ code: 'unauthorized' });
+      }
     });
   });
 }

@@ -14,6 +14,7 @@
  * is created at position 0 (create-only) by whoever finds it missing, then the pointer
  * `.list.hash` (written without condition, so it may lag: readers follow seals) names it.
  */
+
 import { createHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import {
@@ -43,7 +44,8 @@ import {
   RangeNotSatisfiableError,
 } from '../../drivers/errors.js';
 import type { ListedObject, StoredObject } from '../../drivers/types.js';
-import { backoff, getOrUndefined, listAll, MAX_WRITE_ATTEMPTS, type StoreContext } from '../context.js';
+import { BACKOFF, backoff } from '../../util/backoff.js';
+import { getOrUndefined, listAll, MAX_WRITE_ATTEMPTS, type StoreContext } from '../context.js';
 import type { UserLayout } from '../layout.js';
 import type { Marker, MarkerRead, Sessions, StateKeeper } from '../sessions.js';
 import { RECORD_ID } from '../write-path.js';
@@ -950,7 +952,7 @@ export class AppendFormat implements ListFormat, StateKeeper {
         await driver.append(tail.name, out, { position: tail.size });
       } catch (error) {
         if (definite(error)) throw error;
-        if (!(error instanceof ObjectConditionFailedError)) await backoff(attempt);
+        if (!(error instanceof ObjectConditionFailedError)) await backoff(BACKOFF.storeRace, attempt);
         tail = await this.again(s, k, marker.inc, tail);
         continue;
       }

@@ -26,7 +26,8 @@ import { checkPage } from '../../contract/turns.js';
 import type { ListPage, ListWriteResult, PageOptions } from '../../contract/types.js';
 import { ObjectConditionFailedError, ObjectNotFoundError, ObjectStoreError } from '../../drivers/errors.js';
 import type { ListedObject } from '../../drivers/types.js';
-import { backoff, getOrUndefined, MAX_WRITE_ATTEMPTS, type StoreContext } from '../context.js';
+import { BACKOFF, backoff } from '../../util/backoff.js';
+import { getOrUndefined, MAX_WRITE_ATTEMPTS, type StoreContext } from '../context.js';
 import type { UserLayout } from '../layout.js';
 import type { Marker, MarkerRead, Sessions, StateKeeper } from '../sessions.js';
 import { Archives } from './archives.js';
@@ -678,7 +679,7 @@ export class CasFormat implements ListFormat, StateKeeper {
   ): Promise<ListWriteResult> {
     let current = first;
     for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
-      if (attempt > 0) await backoff(attempt);
+      if (attempt > 0) await backoff(BACKOFF.storeRace, attempt);
       const startedAt = performance.now();
       let plan: Plan;
       try {
