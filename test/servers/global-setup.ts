@@ -71,6 +71,11 @@ const run = promisify(execFile);
 
 /** Starts Ceph RGW with rgw.sh and creates the test bucket; or explains why the tier is skipped. */
 async function startRgw() {
+  if (process.env.RGW === 'off' && process.env.CI !== 'true') {
+    const skipped = 'RGW tier skipped: RGW=off';
+    console.log(skipped);
+    return { server: null, skipped, stop: async () => {} };
+  }
   const missing = RGW_BINARIES.filter(
     (bin) => !(process.env.PATH ?? '').split(':').some((dir) => existsSync(path.join(dir, bin))),
   );
