@@ -59,21 +59,28 @@ type Transfer = DirectTransfer & {
 const b64 = (data: Buffer | string) => Buffer.from(data).toString('base64url');
 const UPLOAD_ID = /^[0-9a-f]{32}$/;
 
-/**
- * Presigned transfers over an fs root, writing and reading through the driver's own functions. The
- * driver's base (base.ts) has checked every key and option before these are called.
- */
-export function fsTransfer(
-  root: string,
-  options: FsPresignOptions,
-  io: {
-    write(key: string, body: Uint8Array, o: PutOptions): Promise<{ etag: string }>;
-    read(key: string): Promise<StoredObject>;
-  },
-): Transfer {
+/** The driver's own writes and reads, which the transfers go through. */
+interface FsIo {
+  write(key: string, body: Uint8Array, o: PutOptions): Promise<{ etag: string }>;
+  read(key: string): Promise<StoredObject>;
+}
+
+const md5Of = (body: Uint8Array, encoding: 'hex' | 'base64') =>
+  createHash('md5').update(body).digest(encoding);
+
+/** An S3-style error answer. */
+const errorAnswer = (status: number, code: string, message: string): BlobAnswer => ({
+  status,
+  headers: { 'content-type': 'application/xml' },
+  body: Buffer.from(
+    `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`,
+  ),
+});
+
+/** Signs grants into URLs and verifies the tokens of URLs it signed. */
+function grantSigner(options: FsPresignOptions) {
   const secret = options.secret ?? randomBytes(32);
   const baseUrl = () => (typeof options.baseUrl === 'function' ? options.baseUrl() : options.baseUrl);
-  const uploads = path.join(root, '.uploads');
   const mac = (payload: string) => createHmac('sha256', secret).update(payload).digest();
 
   function presign(
@@ -100,6 +107,13 @@ export function fsTransfer(
     return grant.e * 1000 < Date.now() ? 'expired' : grant;
   }
 
+  return { presign, verify };
+}
+
+/** The multipart uploads kept under `<root>/.uploads/<id>/`: their folders, metadata and parts. */
+function uploadArea(root: string) {
+  const uploads = path.join(root, '.uploads');
+
   const uploadDir = (id: string) => {
     if (!UPLOAD_ID.test(id)) throw new ObjectNotFoundError(id, 'fs');
     return path.join(uploads, id);
@@ -111,16 +125,6 @@ export function fsTransfer(
     if (!parsed || parsed.key !== key) throw new ObjectNotFoundError(key, 'fs');
     return parsed;
   }
-
-  const md5Of = (body: Uint8Array, encoding: 'hex' | 'base64') =>
-    createHash('md5').update(body).digest(encoding);
-  const error = (status: number, code: string, message: string): BlobAnswer => ({
-    status,
-    headers: { 'content-type': 'application/xml' },
-    body: Buffer.from(
-      `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`,
-    ),
-  });
 
   async function listParts(key: string, id: string): Promise<UploadedPart[]> {
     await meta(key, id);
@@ -138,6 +142,61 @@ export function fsTransfer(
     }
     return parts.sort((a, b) => a.partNumber - b.partNumber);
   }
+
+  return { uploadDir, meta, listParts };
+}
+
+/** Answers a verified GET (or HEAD) grant: the object, or 404. */
+async function serveGet(io: FsIo, grant: Grant, method: string): Promise<BlobAnswer> {
+  const object = await io.read(grant.k).catch(() => undefined);
+  if (!object) return errorAnswer(404, 'NoSuchKey', 'The specified key does not exist.');
+  return {
+    status: 200,
+    headers: {
+      'content-type': object.contentType ?? 'application/octet-stream',
+      etag: `"${object.etag}"`,
+      ...(object.contentEncoding ? { 'content-encoding': object.contentEncoding } : {}),
+    },
+    body: method === 'HEAD' ? undefined : object.body,
+  };
+}
+
+/** Answers a verified PUT grant: checks the body against what was signed, then stores the object or part. */
+async function servePut(
+  io: FsIo,
+  area: ReturnType<typeof uploadArea>,
+  grant: Grant,
+  headers: Record<string, string>,
+  body: Uint8Array,
+): Promise<BlobAnswer> {
+  if (grant.len !== undefined && body.byteLength !== grant.len)
+    return errorAnswer(400, 'IncompleteBody', 'The body is not the length that was signed');
+  if (
+    grant.md5 !== undefined &&
+    (headers['content-md5'] !== grant.md5 || md5Of(body, 'base64') !== grant.md5)
+  )
+    return errorAnswer(400, 'BadDigest', 'The Content-MD5 you specified did not match what we received.');
+  if (grant.u !== undefined && grant.p !== undefined) {
+    const exists = await area.meta(grant.k, grant.u).catch(() => undefined);
+    if (!exists) return errorAnswer(404, 'NoSuchUpload', 'The specified upload does not exist.');
+    const file = path.join(area.uploadDir(grant.u), `part-${grant.p}`);
+    await fsp.writeFile(file, body);
+    const etag = md5Of(body, 'hex');
+    await fsp.writeFile(`${file}.md5`, etag);
+    return { status: 200, headers: { etag: `"${etag}"` } };
+  }
+  const { etag } = await io.write(grant.k, body, grant.o ?? {});
+  return { status: 200, headers: { etag: `"${etag}"` } };
+}
+
+/**
+ * Presigned transfers over an fs root, writing and reading through the driver's own functions. The
+ * driver's base (base.ts) has checked every key and option before these are called.
+ */
+export function fsTransfer(root: string, options: FsPresignOptions, io: FsIo): Transfer {
+  const { presign, verify } = grantSigner(options);
+  const area = uploadArea(root);
+  const { uploadDir, meta, listParts } = area;
 
   return {
     async presignGet(key, o = {}) {
@@ -201,40 +260,10 @@ export function fsTransfer(
 
     async serveBlob(method, token, headers, body) {
       const grant = verify(token);
-      if (grant === 'expired') return error(403, 'AccessDenied', 'Request has expired');
+      if (grant === 'expired') return errorAnswer(403, 'AccessDenied', 'Request has expired');
       if (!grant || grant.m !== (method === 'HEAD' ? 'GET' : method))
-        return error(403, 'SignatureDoesNotMatch', 'The request signature does not match');
-      if (grant.m === 'GET') {
-        const object = await io.read(grant.k).catch(() => undefined);
-        if (!object) return error(404, 'NoSuchKey', 'The specified key does not exist.');
-        return {
-          status: 200,
-          headers: {
-            'content-type': object.contentType ?? 'application/octet-stream',
-            etag: `"${object.etag}"`,
-            ...(object.contentEncoding ? { 'content-encoding': object.contentEncoding } : {}),
-          },
-          body: method === 'HEAD' ? undefined : object.body,
-        };
-      }
-      if (grant.len !== undefined && body.byteLength !== grant.len)
-        return error(400, 'IncompleteBody', 'The body is not the length that was signed');
-      if (
-        grant.md5 !== undefined &&
-        (headers['content-md5'] !== grant.md5 || md5Of(body, 'base64') !== grant.md5)
-      )
-        return error(400, 'BadDigest', 'The Content-MD5 you specified did not match what we received.');
-      if (grant.u !== undefined && grant.p !== undefined) {
-        const exists = await meta(grant.k, grant.u).catch(() => undefined);
-        if (!exists) return error(404, 'NoSuchUpload', 'The specified upload does not exist.');
-        const file = path.join(uploadDir(grant.u), `part-${grant.p}`);
-        await fsp.writeFile(file, body);
-        const etag = md5Of(body, 'hex');
-        await fsp.writeFile(`${file}.md5`, etag);
-        return { status: 200, headers: { etag: `"${etag}"` } };
-      }
-      const { etag } = await io.write(grant.k, body, grant.o ?? {});
-      return { status: 200, headers: { etag: `"${etag}"` } };
+        return errorAnswer(403, 'SignatureDoesNotMatch', 'The request signature does not match');
+      return grant.m === 'GET' ? serveGet(io, grant, method) : servePut(io, area, grant, headers, body);
     },
   };
 }

@@ -38,6 +38,7 @@ import {
   checkToken,
   checkWaitMs,
   type Lease,
+  type LockGrant,
   type LockKey,
   leaseHolds,
   type SessionLock,
@@ -112,54 +113,80 @@ export async function createLockTable(client: DynamoDBClient, tableName: string)
     .catch(() => undefined);
 }
 
-/** Creates a DynamoDB lock on an existing table. */
-export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
-  const client =
-    options.client ??
-    new DynamoDBClient({
-      region: options.region ?? process.env.AWS_REGION ?? 'us-east-1',
-      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-      ...(options.credentials ? { credentials: options.credentials } : {}),
-    });
-  const TableName = options.tableName;
-  const now = options.now ?? Date.now;
-  const skew = options.clockSkewMs ?? DEFAULTS.lockClockSkewMs;
-  const retentionMs = (options.retentionDays ?? DEFAULTS.retentionDays) * DAY_MS;
-  const report = options.onRequests ?? (() => {});
-  const n = (v: number): AttributeValue => ({ N: String(v) });
-  const s = (v: string): AttributeValue => ({ S: v });
-  /** The update of a commit's identity (`commitId`, `commitDigest`), or nothing. */
-  const recording = (
-    commit: CommitIdentity | undefined,
-  ): { set: string; values: Record<string, AttributeValue> } =>
-    commit
-      ? {
-          set: ', commitId = :commitId, commitDigest = :commitDigest',
-          values: { ':commitId': s(commit.commitId), ':commitDigest': s(commit.digest) },
-        }
-      : { set: '', values: {} };
+const n = (v: number): AttributeValue => ({ N: String(v) });
+const s = (v: string): AttributeValue => ({ S: v });
 
-  function toLease(item: Record<string, AttributeValue> | undefined, leaseMs: number): Lease {
-    return {
-      owner: item?.owner?.S ?? '',
-      token: Number(item?.token?.N),
-      expiresAt: new Date(Number(item?.expiresAt?.N)),
-      leaseMs,
-    };
+type Item = Record<string, AttributeValue>;
+
+/** The update of a commit's identity (`commitId`, `commitDigest`), or nothing. */
+function recording(commit: CommitIdentity | undefined): { set: string; values: Item } {
+  return commit
+    ? {
+        set: ', commitId = :commitId, commitDigest = :commitDigest',
+        values: { ':commitId': s(commit.commitId), ':commitDigest': s(commit.digest) },
+      }
+    : { set: '', values: {} };
+}
+
+function toLease(item: Item | undefined, leaseMs: number): Lease {
+  return {
+    owner: item?.owner?.S ?? '',
+    token: Number(item?.token?.N),
+    expiresAt: new Date(Number(item?.expiresAt?.N)),
+    leaseMs,
+  };
+}
+
+/** The lock's calls on its table (`createDynamoDbLock` names their deployment errors). */
+class DynamoDbLock implements SessionLock {
+  readonly #client: DynamoDBClient;
+  readonly #table: string;
+  readonly #now: () => number;
+  readonly #skew: number;
+  readonly #retentionMs: number;
+  readonly #report: NonNullable<DynamoDbLockOptions['onRequests']>;
+
+  constructor(client: DynamoDBClient, options: DynamoDbLockOptions) {
+    this.#client = client;
+    this.#table = options.tableName;
+    this.#now = options.now ?? Date.now;
+    this.#skew = options.clockSkewMs ?? DEFAULTS.lockClockSkewMs;
+    this.#retentionMs = (options.retentionDays ?? DEFAULTS.retentionDays) * DAY_MS;
+    this.#report = options.onRequests ?? (() => {});
+  }
+
+  /** The TTL of an item granted or renewed at `t`: after the session's retention, plus a day. */
+  #ttl(t: number): AttributeValue {
+    return n(Math.ceil((t + this.#retentionMs + DAY_MS) / 1000));
+  }
+
+  /** A lock item, read consistently. */
+  async #item(name: string): Promise<Item | undefined> {
+    const { Item: item } = await this.#client.send(
+      new GetItemCommand({ TableName: this.#table, Key: { lockKey: s(name) }, ConsistentRead: true }),
+    );
+    return item;
+  }
+
+  /** Whether a lock item has a holder whose lease holds at `t` (default: the clock now). */
+  #held(item: Item | undefined, t?: number): boolean {
+    return (
+      item?.owner?.S !== undefined && leaseHolds(Number(item.expiresAt?.N), t ?? this.#now(), this.#skew)
+    );
   }
 
   /** One grant attempt; counts its requests into `used`. */
-  async function grant(name: string, owner: string, explicit: boolean, leaseMs: number, used: { n: number }) {
-    const t = now();
+  async #grant(name: string, owner: string, explicit: boolean, leaseMs: number, used: { n: number }) {
+    const t = this.#now();
     const common = {
       ':owner': s(owner),
       ':exp': n(t + leaseMs),
       ':version': s(randomUUID()),
-      ':ttl': n(Math.ceil((t + retentionMs + DAY_MS) / 1000)),
-      ':expired': n(t - skew),
+      ':ttl': this.#ttl(t),
+      ':expired': n(t - this.#skew),
     };
     const free = '(attribute_not_exists(lockKey) OR attribute_not_exists(#owner) OR expiresAt < :expired)';
-    const attempts: Array<[string, string, Record<string, AttributeValue>]> = [
+    const attempts: Array<[string, string, Item]> = [
       // Almost always: the clock is above the counter, and the token becomes the clock.
       [', #token = :now', `${free} AND (attribute_not_exists(#token) OR #token < :now)`, { ':now': n(t) }],
       // Grants less than a millisecond apart: the counter + 1.
@@ -174,9 +201,9 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
       try {
         const names: Record<string, string> =
           token.includes('#token') || condition.includes('#token') ? { '#token': 'token' } : {};
-        const out = await client.send(
+        const out = await this.#client.send(
           new UpdateItemCommand({
-            TableName,
+            TableName: this.#table,
             Key: { lockKey: s(name) },
             UpdateExpression: `SET #owner = :owner, expiresAt = :exp, version = :version, #ttl = :ttl, leaseMs = :lease${token}`,
             ConditionExpression: condition,
@@ -191,142 +218,157 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
       }
     }
     used.n++;
-    const current = await client.send(
-      new GetItemCommand({ TableName, Key: { lockKey: s(name) }, ConsistentRead: true }),
-    );
-    const item = current.Item;
-    if (item?.owner?.S !== undefined && leaseHolds(Number(item.expiresAt?.N), t, skew)) {
-      throw new LockConflictError(item.owner.S, new Date(Number(item.expiresAt?.N)));
+    const item = await this.#item(name);
+    if (this.#held(item, t)) {
+      throw new LockConflictError(item?.owner?.S as string, new Date(Number(item?.expiresAt?.N)));
     }
     // Released or expired between our attempts: let the caller retry at once.
     throw new LockConflictError('', new Date(t));
   }
 
-  const lock: SessionLock = {
-    async acquire(key: LockKey, o: AcquireOptions = {}) {
-      const leaseMs = checkLeaseMs(o.leaseMs);
-      const waitMs = checkWaitMs(o.waitMs);
-      const owner = o.owner === undefined ? randomUUID() : checkOwner(o.owner);
-      const name = lockName(key);
-      const used = { n: 0 };
-      try {
-        return await waitFor(() => grant(name, owner, o.owner !== undefined, leaseMs, used), waitMs, now);
-      } finally {
-        report('acquire', used.n);
-      }
-    },
-
-    async renew(key, owner, token, o = {}) {
-      checkOwner(owner);
-      checkToken(token);
-      const leaseMs = checkLeaseMs(o.leaseMs);
-      const t = now();
-      const commit = recording(o.commit);
-      report('renew', 1);
-      try {
-        const out = await client.send(
-          new UpdateItemCommand({
-            TableName,
-            Key: { lockKey: s(lockName(key)) },
-            UpdateExpression: `SET expiresAt = :exp, version = :version, #ttl = :ttl, leaseMs = :lease${commit.set}`,
-            ConditionExpression: '#owner = :owner AND #token = :token',
-            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#ttl': 'ttl' },
-            ExpressionAttributeValues: {
-              ':owner': s(owner),
-              ':token': n(token),
-              ':exp': n(t + leaseMs),
-              ':version': s(randomUUID()),
-              ':ttl': n(Math.ceil((t + retentionMs + DAY_MS) / 1000)),
-              ':lease': n(leaseMs),
-              ...commit.values,
-            },
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        return toLease(out.Attributes, leaseMs);
-      } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) throw new LockLostError();
-        throw error;
-      }
-    },
-
-    async release(key, owner, token, o = {}) {
-      checkOwner(owner);
-      checkToken(token);
-      const name = lockName(key);
-      const commit = recording(o.commit);
-      let requests = 1;
-      try {
-        // The counter stays: only the holder is removed.
-        await client.send(
-          new UpdateItemCommand({
-            TableName,
-            Key: { lockKey: s(name) },
-            UpdateExpression: `REMOVE #owner SET expiresAt = :zero, version = :version${commit.set}`,
-            ConditionExpression: '#owner = :owner AND #token = :token',
-            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
-            ExpressionAttributeValues: {
-              ':owner': s(owner),
-              ':token': n(token),
-              ':zero': n(0),
-              ':version': s(randomUUID()),
-              ...commit.values,
-            },
-          }),
-        );
-      } catch (error) {
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        requests++;
-        const current = await client.send(
-          new GetItemCommand({ TableName, Key: { lockKey: s(name) }, ConsistentRead: true }),
-        );
-        const item = current.Item;
-        const held = item?.owner?.S !== undefined && leaseHolds(Number(item.expiresAt?.N), now(), skew);
-        if (held) throw new LockLostError('another owner holds the lock');
-      } finally {
-        report('release', requests);
-      }
-    },
-
-    async recordCommit(key, token, commit) {
-      checkToken(token);
-      const update = recording(commit);
-      report('recordCommit', 1);
-      try {
-        await client.send(
-          new UpdateItemCommand({
-            TableName,
-            Key: { lockKey: s(lockName(key)) },
-            UpdateExpression: `SET version = :version${update.set}`,
-            ConditionExpression: 'attribute_exists(#owner) AND #token = :token AND expiresAt >= :expired',
-            ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
-            ExpressionAttributeValues: {
-              ':token': n(token),
-              ':expired': n(now() - skew),
-              ':version': s(randomUUID()),
-              ...update.values,
-            },
-          }),
-        );
-      } catch (error) {
-        // The lease is gone: nothing to record it in (the commit's own records remain).
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      }
-    },
-
-    async grantOf(key) {
-      report('grantOf', 1);
-      const { Item: item } = await client.send(
-        new GetItemCommand({ TableName, Key: { lockKey: s(lockName(key)) }, ConsistentRead: true }),
+  async acquire(key: LockKey, o: AcquireOptions = {}): Promise<Lease> {
+    const leaseMs = checkLeaseMs(o.leaseMs);
+    const waitMs = checkWaitMs(o.waitMs);
+    const owner = o.owner === undefined ? randomUUID() : checkOwner(o.owner);
+    const name = lockName(key);
+    const used = { n: 0 };
+    try {
+      return await waitFor(
+        () => this.#grant(name, owner, o.owner !== undefined, leaseMs, used),
+        waitMs,
+        this.#now,
       );
-      const token = Number(item?.token?.N);
-      if (!item || !Number.isSafeInteger(token)) return undefined;
-      const live = item.owner?.S !== undefined && leaseHolds(Number(item.expiresAt?.N), now(), skew);
-      const commitId = item.commitId?.S;
-      const digest = item.commitDigest?.S;
-      return { token, live, ...(commitId && digest ? { commit: { commitId, digest } } : {}) };
-    },
-  };
+    } finally {
+      this.#report('acquire', used.n);
+    }
+  }
+
+  async renew(
+    key: LockKey,
+    owner: string,
+    token: number,
+    o: { leaseMs?: number; commit?: CommitIdentity } = {},
+  ): Promise<Lease> {
+    checkOwner(owner);
+    checkToken(token);
+    const leaseMs = checkLeaseMs(o.leaseMs);
+    const t = this.#now();
+    const commit = recording(o.commit);
+    this.#report('renew', 1);
+    try {
+      const out = await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { lockKey: s(lockName(key)) },
+          UpdateExpression: `SET expiresAt = :exp, version = :version, #ttl = :ttl, leaseMs = :lease${commit.set}`,
+          ConditionExpression: '#owner = :owner AND #token = :token',
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token', '#ttl': 'ttl' },
+          ExpressionAttributeValues: {
+            ':owner': s(owner),
+            ':token': n(token),
+            ':exp': n(t + leaseMs),
+            ':version': s(randomUUID()),
+            ':ttl': this.#ttl(t),
+            ':lease': n(leaseMs),
+            ...commit.values,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return toLease(out.Attributes, leaseMs);
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) throw new LockLostError();
+      throw error;
+    }
+  }
+
+  async release(
+    key: LockKey,
+    owner: string,
+    token: number,
+    o: { commit?: CommitIdentity } = {},
+  ): Promise<void> {
+    checkOwner(owner);
+    checkToken(token);
+    const name = lockName(key);
+    const commit = recording(o.commit);
+    let requests = 1;
+    try {
+      // The counter stays: only the holder is removed.
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { lockKey: s(name) },
+          UpdateExpression: `REMOVE #owner SET expiresAt = :zero, version = :version${commit.set}`,
+          ConditionExpression: '#owner = :owner AND #token = :token',
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':owner': s(owner),
+            ':token': n(token),
+            ':zero': n(0),
+            ':version': s(randomUUID()),
+            ...commit.values,
+          },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      requests++;
+      if (this.#held(await this.#item(name))) throw new LockLostError('another owner holds the lock');
+    } finally {
+      this.#report('release', requests);
+    }
+  }
+
+  async recordCommit(key: LockKey, token: number, commit: CommitIdentity): Promise<void> {
+    checkToken(token);
+    const update = recording(commit);
+    this.#report('recordCommit', 1);
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.#table,
+          Key: { lockKey: s(lockName(key)) },
+          UpdateExpression: `SET version = :version${update.set}`,
+          ConditionExpression: 'attribute_exists(#owner) AND #token = :token AND expiresAt >= :expired',
+          ExpressionAttributeNames: { '#owner': 'owner', '#token': 'token' },
+          ExpressionAttributeValues: {
+            ':token': n(token),
+            ':expired': n(this.#now() - this.#skew),
+            ':version': s(randomUUID()),
+            ...update.values,
+          },
+        }),
+      );
+    } catch (error) {
+      // The lease is gone: nothing to record it in (the commit's own records remain).
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  async grantOf(key: LockKey): Promise<LockGrant | undefined> {
+    this.#report('grantOf', 1);
+    const item = await this.#item(lockName(key));
+    const token = Number(item?.token?.N);
+    if (!item || !Number.isSafeInteger(token)) return undefined;
+    const live = this.#held(item);
+    const commitId = item.commitId?.S;
+    const digest = item.commitDigest?.S;
+    return { token, live, ...(commitId && digest ? { commit: { commitId, digest } } : {}) };
+  }
+}
+
+/** Creates a DynamoDB lock on an existing table. */
+export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
+  const client =
+    options.client ??
+    new DynamoDBClient({
+      region: options.region ?? process.env.AWS_REGION ?? 'us-east-1',
+      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+      ...(options.credentials ? { credentials: options.credentials } : {}),
+    });
+  const lock = new DynamoDbLock(client, options);
+  const TableName = options.tableName;
   // A missing table or refused credentials is a deployment problem: say so, whatever the call.
   const named = (error: unknown): never => {
     const code = (error as { name?: string })?.name ?? '';

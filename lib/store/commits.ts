@@ -25,7 +25,7 @@ import {
 } from '../contract/errors.js';
 import { chainHash, commitDigest, EMPTY_HASH } from '../contract/hash.js';
 import { jsonBody } from '../contract/json.js';
-import type { CommitIdentity } from '../contract/lock.js';
+import type { CommitIdentity, LockGrant } from '../contract/lock.js';
 import { checkCommit, checkSnapshot } from '../contract/turns.js';
 import type {
   CommitList,
@@ -50,7 +50,7 @@ import {
 } from './context.js';
 import type { UserLayout } from './layout.js';
 import type { ListFormat, ListPeek } from './lists/format.js';
-import type { Marker, Sessions } from './sessions.js';
+import type { Marker, MarkerRead, Sessions } from './sessions.js';
 import { committedEtag, type Fence, putValue, recordId } from './write-path.js';
 
 /** A commit record's identity, when it is of incarnation `inc`. */
@@ -78,6 +78,29 @@ type ListPlan = {
   readonly writeId: string;
   done?: ListWriteResult;
 };
+
+/** A commit after its one round trip of reads: the plan of each change, and what it found. */
+interface PlannedCommit {
+  readonly s: string;
+  readonly commitId: string;
+  readonly token: number | undefined;
+  readonly identity: CommitIdentity;
+  readonly fence: Fence;
+  /** The one conditional value written first and alone (its If-Match is its own precheck). */
+  readonly fast: CommitValue | undefined;
+  /** The marker as read, and the live one it found. */
+  readonly read: MarkerRead;
+  readonly live: Marker | undefined;
+  readonly values: readonly ValuePlan[];
+  readonly lists: readonly ListPlan[];
+  /** The commit's own record, being read (a commit without a lease). */
+  readonly record: Promise<Settled<StoredObject | undefined>> | undefined;
+  /** The lock's grant, being read. */
+  readonly grant: Promise<Settled<LockGrant | undefined>>;
+}
+
+/** A key a commit wrote. */
+type Applied = { kind: 'value' | 'list'; key: string };
 
 /** Snapshots and commits of one user's sessions. */
 export class Commits {
@@ -135,6 +158,33 @@ export class Commits {
   }
 
   async commit(s: string, request: CommitRequest): Promise<CommitResult> {
+    const planned = await this.plan(s, request);
+    // ---- 1. what this commit id already did (a replay), and a changed body -----------------------
+    const { failures, recorded } = await this.replayed(planned);
+    // A replay of a commit that landed whole answers it again, whoever holds the lease now.
+    if (landed(planned) && (planned.values.length > 0 || planned.lists.length > 0)) return resultOf(planned);
+    // ---- 2. fencing: a stale token writes nothing at all ----------------------------------------
+    if (await this.fencedReplay(planned)) return resultOf(planned);
+    // ---- 3. every other precondition, on what was read -----------------------------------------
+    await this.checkValues(planned, failures);
+    if (landed(planned)) return resultOf(planned);
+    // ---- 4. the writes: the marker (only when it must change), the record, the values, the lists --
+    const creates =
+      planned.values.some(
+        (p) => !p.done && 'value' in p.change && p.read && !inIncarnation(p.head, planned.live),
+      ) || planned.lists.some((p) => !p.done && p.peek.creates && !('truncate' in p.change));
+    const written = await this.sessions.forWrite(s, planned.read, planned.fence, creates);
+    if (planned.record && !recorded) await this.writeRecord(s, written.inc, planned.identity);
+    const applied = await this.writeValues(planned, written);
+    await this.writeLists(planned, written, applied);
+    return resultOf(planned);
+  }
+
+  /**
+   * Checks a commit and reads, in one round trip, the marker, the values to check, the lists to
+   * change and the lock: the plan of each change.
+   */
+  private async plan(s: string, request: CommitRequest): Promise<PlannedCommit> {
     checkCommit(request);
     const { driver } = this.ctx;
     const cas = driver.capabilities.conditionalOverwrite;
@@ -157,7 +207,6 @@ export class Commits {
     // A save with the version the caller read tries it as If-Match instead of a HEAD (same rule).
     const hinted = (v: CommitValue) => cas && unread && 'value' in v && v.seenVersion !== undefined;
 
-    // ---- one round trip: the marker, the values to check, the lists to change, the lock ---------
     const marker = this.sessions.read(s);
     const heads = values.map((v) =>
       v === fast || hinted(v) ? undefined : settle(headOrUndefined(driver, this.layout.value(s, v.key))),
@@ -169,24 +218,40 @@ export class Commits {
     const read = unwrap(await settle(marker));
     const gotHeads = await Promise.all(heads);
     const gotPeeks = await Promise.all(peeks);
-    const live = read.live;
-    const valuePlans: ValuePlan[] = values.map((change, i) => {
-      const got = gotHeads[i];
-      const head = got === undefined ? undefined : unwrap(got);
-      return { change, name: this.layout.value(s, change.key), head, read: got !== undefined };
-    });
-    const listPlans: ListPlan[] = lists.map((change, i) => ({
-      change,
-      peek: unwrap(gotPeeks[i] as Settled<ListPeek>),
-      writeId: recordId(`${commitId}\n${change.key}`, identity.digest),
-    }));
-    /** The value's object in this incarnation (another's is a leftover: absent). */
-    const current = (plan: ValuePlan) =>
-      plan.head && plan.head.metadata.inc === live?.inc ? plan.head : undefined;
+    return {
+      s,
+      commitId,
+      token,
+      identity,
+      fence,
+      fast,
+      read,
+      live: read.live,
+      values: values.map((change, i) => {
+        const got = gotHeads[i];
+        const head = got === undefined ? undefined : unwrap(got);
+        return { change, name: this.layout.value(s, change.key), head, read: got !== undefined };
+      }),
+      lists: lists.map((change, i) => ({
+        change,
+        peek: unwrap(gotPeeks[i] as Settled<ListPeek>),
+        writeId: recordId(`${commitId}\n${change.key}`, identity.digest),
+      })),
+      record,
+      grant,
+    };
+  }
 
-    // ---- 1. what this commit id already did (a replay), and a changed body -----------------------
-    for (const plan of valuePlans) {
-      const object = current(plan);
+  /**
+   * Marks what this commit id already did (`done`: a replay), and answers the lists' failing
+   * preconditions and the commit's own record; the same id with another body is `CommitMismatchError`.
+   */
+  private async replayed(
+    planned: PlannedCommit,
+  ): Promise<{ failures: CommitFailure[]; recorded: CommitIdentity | undefined }> {
+    const { commitId, identity, live } = planned;
+    for (const plan of planned.values) {
+      const object = inIncarnation(plan.head, live);
       // A delete whose value is gone has nothing to do (deletes record nothing: a retry finds it so).
       if ('delete' in plan.change && !object) plan.done = {};
       const etag = committedEtag(object, identity, plan.change.key);
@@ -194,60 +259,57 @@ export class Commits {
     }
     const failures: CommitFailure[] = [];
     const verdicts = await Promise.all(
-      listPlans.map((plan) => settle(this.checkList(plan.change, plan.peek, plan.writeId, commitId))),
+      planned.lists.map((plan) => settle(this.checkList(plan.change, plan.peek, plan.writeId, commitId))),
     );
-    for (const [i, plan] of listPlans.entries()) {
+    for (const [i, plan] of planned.lists.entries()) {
       const verdict = unwrap(verdicts[i] as Settled<Awaited<ReturnType<Commits['checkList']>>>);
       if (verdict === 'apply') continue;
       if ('failure' in verdict) failures.push(verdict.failure);
       else plan.done = verdict.done;
     }
     // A body that shares no key with the first: the commit's own record (in the lease, or an object).
-    const recorded = record && live ? recordOf(unwrap(await record), live.inc) : undefined;
-    const leased = unwrap(await grant)?.commit;
+    const recorded = planned.record && live ? recordOf(unwrap(await planned.record), live.inc) : undefined;
+    const leased = unwrap(await planned.grant)?.commit;
     for (const seen of [recorded, leased])
       if (seen?.commitId === commitId && seen.digest !== identity.digest)
         throw new CommitMismatchError(commitId, 'commit', '');
-    const result = (): CommitResult => ({
-      commitId,
-      values: valuePlans.map((p) => ({ key: p.change.key, ...(p.done?.etag ? { etag: p.done.etag } : {}) })),
-      lists: listPlans.map((p) => {
-        const { action, count, hash } = p.done as ListWriteResult;
-        return { key: p.change.key, action, count, hash };
-      }),
-    });
-    // A replay of a commit that landed whole answers it again, whoever holds the lease now.
-    const landed = () => valuePlans.every((p) => p.done) && listPlans.every((p) => p.done);
-    if (landed() && (values.length > 0 || lists.length > 0)) return result();
+    return { failures, recorded };
+  }
 
-    // ---- 2. fencing: a stale token writes nothing at all ----------------------------------------
+  /**
+   * The fencing check: passes (false), or refuses a stale token, unless the commit is a replay that
+   * landed whole (true): its values not read (the fast path, a seenVersion) are read on this
+   * refusal's path, and it is answered if every key records this commit.
+   */
+  private async fencedReplay(planned: PlannedCommit): Promise<boolean> {
+    const { identity, live } = planned;
     try {
-      await fence.check(
+      await planned.fence.check(
         live?.token,
-        ...valuePlans.map((p) => storedToken(current(p))),
-        ...listPlans.map((p) => p.peek.token),
+        ...planned.values.map((p) => storedToken(inIncarnation(p.head, live))),
+        ...planned.lists.map((p) => p.peek.token),
       );
+      return false;
     } catch (error) {
-      // A replay whose values were not read (the fast path, a seenVersion): read them now, on
-      // this refusal's path, and answer it if every key records this commit.
-      const notRead = valuePlans.filter((p) => !p.read && !p.done);
+      const notRead = planned.values.filter((p) => !p.read && !p.done);
       if (!(error instanceof FencedError) || notRead.length === 0 || !live) throw error;
-      const seen = await Promise.all(notRead.map((p) => headOrUndefined(driver, p.name)));
+      const seen = await Promise.all(notRead.map((p) => headOrUndefined(this.ctx.driver, p.name)));
       notRead.forEach((plan, i) => {
-        const object = seen[i];
-        const etag =
-          object?.metadata.inc === live.inc ? committedEtag(object, identity, plan.change.key) : undefined;
+        const etag = committedEtag(inIncarnation(seen[i], live), identity, plan.change.key);
         if (etag !== undefined) plan.done = { etag };
       });
-      if (landed()) return result();
+      if (landed(planned)) return true;
       throw error;
     }
+  }
 
-    // ---- 3. every other precondition, on what was read -----------------------------------------
-    for (const plan of valuePlans) {
+  /** The values' preconditions, on what was read: `CommitPreconditionError` names every failing key. */
+  private async checkValues(planned: PlannedCommit, failures: CommitFailure[]): Promise<void> {
+    const { fast, live, identity } = planned;
+    for (const plan of planned.values) {
       if (plan.done) continue;
       const { change } = plan;
-      const object = current(plan);
+      const object = inIncarnation(plan.head, live);
       if ('delete' in change) continue;
       if (change === fast && !live) {
         // No session: no value has that version (and nothing is created for a failing commit).
@@ -266,54 +328,40 @@ export class Commits {
           currentVersion: object?.etag ?? null,
         });
     }
-    if (failures.length > 0) {
-      // The fast path's value was not read: on this failure path it is (one HEAD), so that every
-      // failing key is named.
-      const unread = valuePlans.find((p) => !p.read && !p.done && live && p.change === fast);
-      if (unread && 'value' in unread.change) {
-        const head = await headOrUndefined(driver, unread.name);
-        const object = head && head.metadata.inc === live?.inc ? head : undefined;
-        const done = committedEtag(object, identity, unread.change.key) !== undefined;
-        if (!done && object?.etag !== unread.change.ifVersion)
-          failures.push({
-            kind: 'value',
-            key: unread.change.key,
-            reason: 'version',
-            currentVersion: object?.etag ?? null,
-          });
-      }
-      throw new CommitPreconditionError(commitId, failures);
+    if (failures.length === 0) return;
+    // The fast path's value was not read: on this failure path it is (one HEAD), so that every
+    // failing key is named.
+    const unread = planned.values.find((p) => !p.read && !p.done && live && p.change === fast);
+    if (unread && 'value' in unread.change) {
+      const object = inIncarnation(await headOrUndefined(this.ctx.driver, unread.name), live);
+      const done = committedEtag(object, identity, unread.change.key) !== undefined;
+      if (!done && object?.etag !== unread.change.ifVersion)
+        failures.push({
+          kind: 'value',
+          key: unread.change.key,
+          reason: 'version',
+          currentVersion: object?.etag ?? null,
+        });
     }
-    if (landed()) return result();
+    throw new CommitPreconditionError(planned.commitId, failures);
+  }
 
-    // ---- 4. the writes: the marker (only when it must change), the record, the values, the lists --
-    const creates =
-      valuePlans.some((p) => !p.done && 'value' in p.change && p.read && !current(p)) ||
-      listPlans.some((p) => !p.done && p.peek.creates && !('truncate' in p.change));
-    const written = await this.sessions.forWrite(s, read, fence, creates);
-    if (record && !recorded) await this.writeRecord(s, written.inc, identity);
-    const applied: Array<{ kind: 'value' | 'list'; key: string }> = [];
+  /**
+   * Writes the values not done: the fast path's first and alone, then the others together. Answers
+   * what was applied; a failure throws (a refusal when nothing was written, else `CommitPartialError`).
+   */
+  private async writeValues(planned: PlannedCommit, written: Marker): Promise<Applied[]> {
+    const { s, identity, fence } = planned;
+    const applied: Applied[] = [];
     const failed: CommitFailure[] = [];
-    const pending = valuePlans.filter((p) => !p.done);
-    /** The refusal of a commit whose value writes all failed: nothing of it is written. */
-    const refused = (failures: readonly (CommitFailure & { seen?: number })[]) => {
-      const fencedBy = failures.find((f) => f.reason === 'fenced');
-      if (fencedBy && token !== undefined) {
-        this.ctx.metrics.count('fencedWrites');
-        return new FencedError(token, fencedBy.seen ?? token + 1);
-      }
-      return new CommitPreconditionError(
-        commitId,
-        failures.map(({ seen: _, ...f }) => f),
-      );
-    };
-    const first = pending.find((p) => p.change === fast);
+    const pending = planned.values.filter((p) => !p.done);
+    const first = pending.find((p) => p.change === planned.fast);
     // A hinted value whose hint failed was not there as seen: it may create it (the marker then).
-    const creating = () => this.sessions.forWrite(s, read, fence, true);
+    const creating = () => this.sessions.forWrite(s, planned.read, fence, true);
     if (first) {
       const outcome = await this.writeValue(first, written, identity, fence, creating);
       // The first write of the commit: nothing is written yet.
-      if ('failure' in outcome) throw refused([{ ...outcome.failure, seen: outcome.seen }]);
+      if ('failure' in outcome) throw this.refusal(planned, [{ ...outcome.failure, seen: outcome.seen }]);
       first.done = outcome.done;
       applied.push({ kind: 'value', key: first.change.key });
     }
@@ -340,12 +388,37 @@ export class Commits {
     // A list that indexes values never points at one not written: no list change after a failure.
     if (error !== undefined) throw error;
     if (failed.length > 0)
-      throw applied.length === 0 ? refused(failed) : new CommitPartialError(commitId, applied, failed);
+      throw applied.length === 0
+        ? this.refusal(planned, failed)
+        : new CommitPartialError(planned.commitId, applied, failed);
+    return applied;
+  }
 
-    const listWrites = await Promise.all(
-      listPlans.map((plan) => (plan.done ? undefined : settle(this.writeList(s, plan, written, fence)))),
+  /** The refusal of a commit whose value writes all failed: nothing of it is written. */
+  private refusal(planned: PlannedCommit, failures: readonly (CommitFailure & { seen?: number })[]) {
+    const { token } = planned;
+    const fencedBy = failures.find((f) => f.reason === 'fenced');
+    if (fencedBy && token !== undefined) {
+      this.ctx.metrics.count('fencedWrites');
+      return new FencedError(token, fencedBy.seen ?? token + 1);
+    }
+    return new CommitPreconditionError(
+      planned.commitId,
+      failures.map(({ seen: _, ...f }) => f),
     );
-    for (const [i, plan] of listPlans.entries()) {
+  }
+
+  /** Writes the lists not done, after the values (`applied`, added to); a failure is `CommitPartialError`. */
+  private async writeLists(planned: PlannedCommit, written: Marker, applied: Applied[]): Promise<void> {
+    const { s } = planned;
+    const failed: CommitFailure[] = [];
+    let error: unknown;
+    const listWrites = await Promise.all(
+      planned.lists.map((plan) =>
+        plan.done ? undefined : settle(this.writeList(s, plan, written, planned.fence)),
+      ),
+    );
+    for (const [i, plan] of planned.lists.entries()) {
       const got = listWrites[i];
       if (!got) continue;
       if ('value' in got) {
@@ -358,8 +431,7 @@ export class Commits {
       else error ??= got.error;
     }
     if (error !== undefined) throw error;
-    if (failed.length > 0) throw new CommitPartialError(commitId, applied, failed);
-    return result();
+    if (failed.length > 0) throw new CommitPartialError(planned.commitId, applied, failed);
   }
 
   /** The commit record of a commit without a lease (+1 GET in the commit's first round trip). */
@@ -467,7 +539,7 @@ export class Commits {
     } catch (error) {
       if (!(error instanceof ObjectConditionFailedError)) throw error;
       const now = await headOrUndefined(driver, name);
-      const mine = now && now.metadata.inc === marker.inc ? now : undefined;
+      const mine = inIncarnation(now, marker);
       // This commit id wrote it meanwhile (a concurrent retry of the same commit).
       const etag = committedEtag(mine, identity, change.key);
       if (etag !== undefined) return { done: { etag } };
@@ -558,3 +630,27 @@ function unwrap<T>(settled: Settled<T>): T {
 }
 
 const tokenOf = (object: ObjectInfo | undefined): number => storedToken(object) ?? -1;
+
+/** A value's object in the incarnation of `marker` (another's is a leftover: absent). */
+function inIncarnation(head: ObjectInfo | undefined, marker: Marker | undefined): ObjectInfo | undefined {
+  return head && head.metadata.inc === marker?.inc ? head : undefined;
+}
+
+/** Whether every change of a commit is done (a replay of a commit that landed). */
+const landed = (planned: PlannedCommit) =>
+  planned.values.every((p) => p.done) && planned.lists.every((p) => p.done);
+
+/** A commit's answer, from its plans once all are done. */
+function resultOf(planned: PlannedCommit): CommitResult {
+  return {
+    commitId: planned.commitId,
+    values: planned.values.map((p) => ({
+      key: p.change.key,
+      ...(p.done?.etag ? { etag: p.done.etag } : {}),
+    })),
+    lists: planned.lists.map((p) => {
+      const { action, count, hash } = p.done as ListWriteResult;
+      return { key: p.change.key, action, count, hash };
+    }),
+  };
+}

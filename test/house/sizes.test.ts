@@ -14,11 +14,7 @@ const BEING_SPLIT = new Set([
   'lib/client/index.ts',
   'lib/store/lists/append.ts',
   'lib/store/lists/cas.ts',
-  'agentStateSaverClass',
   'createHttpClient',
-  'fsTransfer',
-  'createDynamoDbLock',
-  'commit',
 ]);
 
 function sources(dir: string): string[] {
