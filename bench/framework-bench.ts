@@ -1,5 +1,5 @@
 /**
- * The framework adapters' operations (issue 17): each adapter's steady state prepared through the
+ * The framework adapters' operations: each adapter's steady state prepared through the
  * typed client against the HTTP API served in-process (s3 driver, S3 front over s3rver, counted by
  * a proxy; the memory lock), then each operation called `repeat` times: HTTP calls counted at the
  * client's fetch, S3 requests at the proxy, means per call and $ per million calls at list prices.

@@ -1,5 +1,5 @@
 /**
- * Bytes written while a list grows by appends of 1, 50 or 1,000 items (docs/DESIGN.md, "Levels"):
+ * Bytes written while a list grows by appends of 1, 50 or 1,000 items (docs/DESIGN.md, "CAS format": levels):
  * the bytes of its segments or logs over the list's own bytes (L), and its largest head write, each
  * against its ceiling. Counted at the driver by object name (segments `.list~g~`, logs `.list~l~`,
  * heads `.list.hash`), on the s3 driver (CAS) and the oss driver (the append format).

@@ -227,7 +227,7 @@ try {
       '',
       '## Framework adapters',
       '',
-      `Each adapter of issue 17 (\`agent-state-store/langgraph\`, \`/openai-agents\`, \`/strands\`) on the typed client, against the HTTP API served in-process over the s3 driver (S3 front over s3rver, a counting proxy in front; the memory lock): a steady state prepared first (\`bench/frameworks/\`), then each operation called ${frameworkRepeat} times. HTTP calls are counted at the client's fetch, S3 requests at the proxy; means per call. $ per million calls: S3 at list prices plus $1.87 per HTTP call per million (API Gateway and Lambda, as the turn's).`,
+      `Each framework adapter (\`agent-state-store/langgraph\`, \`/openai-agents\`, \`/strands\`) on the typed client, against the HTTP API served in-process over the s3 driver (S3 front over s3rver, a counting proxy in front; the memory lock): a steady state prepared first (\`bench/frameworks/\`), then each operation called ${frameworkRepeat} times. HTTP calls are counted at the client's fetch, S3 requests at the proxy; means per call. $ per million calls: S3 at list prices plus $1.87 per HTTP call per million (API Gateway and Lambda, as the turn's).`,
       '',
       frameworks,
       '',

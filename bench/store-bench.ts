@@ -52,7 +52,7 @@ export const DYNAMO_PRICES = { write: 0.625 / 1e6, read: 0.125 / 1e6 };
  */
 export const HTTP_CALL_DOLLARS = 1.0 / 1e6 + 0.2 / 1e6 + 0.0000133334 * 0.5 * 0.1;
 
-/** The two-call turn's ceilings (issue 16, CAS format on S3): PUT, GET with ifVersion, round trips. */
+/** The two-call turn's ceilings (CAS format on S3): PUT, GET with ifVersion, round trips. */
 export const TURN_API_CEILINGS = {
   putClass: 2.05,
   getClass: 5.1,
@@ -675,7 +675,7 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
           return out;
         },
       );
-      // The same turn in two HTTP calls (issue 16) through the typed client and the HTTP API
+      // The same turn in two HTTP calls through the typed client and the HTTP API
       // served in-process over the same store and lock: begin = lease + snapshot, commit =
       // changes + release. The client's calls are counted at its fetch.
       // Twice: the save with the snapshot's etag as `ifVersion`, and without a condition (the

@@ -147,7 +147,7 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
     expect(reference?.mean).toMatchObject({ ddbWrites: 2, ddbReads: 0 });
   });
 
-  it('the turn in two calls (begin + commit, issue 16): ≤ 2.05 PUT, ≤ 5.1 GET with ifVersion, 0 LIST, 2 DynamoDB writes, ≤ 4.1 round trips; the whole stack costs less than six calls', () => {
+  it('the turn in two calls (begin + commit): ≤ 2.05 PUT, ≤ 5.1 GET with ifVersion, 0 LIST, 2 DynamoDB writes, ≤ 4.1 round trips; the whole stack costs less than six calls', () => {
     const api = result.turns.find((t) => t.pattern === 'turn-api');
     const six = result.turns.find((t) => t.pattern === 'ours');
     if (!api || !six) throw new Error('no turns');

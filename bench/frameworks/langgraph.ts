@@ -1,5 +1,5 @@
 /**
- * The LangGraph.js adapter's operations as the bench measures them (issue 17): `AgentStateSaver`
+ * The LangGraph.js adapter's operations as the bench measures them: `AgentStateSaver`
  * on the typed client, called as LangGraph's loop calls it (`put` of the next checkpoint with its
  * parent's config, `putWrites` of a task, `getTuple` of the latest), and `list` as the state
  * history reads it, with and without a metadata `filter`.

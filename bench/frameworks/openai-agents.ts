@@ -1,5 +1,5 @@
 /**
- * The OpenAI Agents SDK (JS) adapter's operations as the bench measures them (issue 17): the
+ * The OpenAI Agents SDK (JS) adapter's operations as the bench measures them: the
  * `Session` of `agent-state-store/openai-agents` on a conversation of `HISTORY` items, and one
  * whole `run()` turn of an agent (a scripted model answering at once) on it.
  *

@@ -1,5 +1,5 @@
 /**
- * The Strands Agents (TS) adapter's operations as the bench measures them (issue 17): the SDK's own
+ * The Strands Agents (TS) adapter's operations as the bench measures them: the SDK's own
  * `SessionManager` on `createStrandsStorage(client)`, saving and reading snapshots of a real
  * `Agent` holding a 20-message conversation, and the storage's `list` above the sessions.
  *

@@ -1,5 +1,5 @@
 /**
- * One framework adapter's operations as the bench measures them (issue 17): each adapter's module
+ * One framework adapter's operations as the bench measures them: each adapter's module
  * prepares a steady state through the typed client, then answers its operations; the bench counts
  * the HTTP calls and S3 requests of each `run` (called `repeat` times, means printed).
  */

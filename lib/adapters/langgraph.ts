@@ -1,5 +1,5 @@
 /**
- * The LangGraph.js checkpoint saver over the typed HTTP client (issue 17, part 1). A thread is a
+ * The LangGraph.js checkpoint saver over the typed HTTP client. A thread is a
  * session; in it, per checkpoint namespace:
  *
  *   i:["<ns>"]         the namespace's checkpoint index: a list, one entry per `put` (id, parent,

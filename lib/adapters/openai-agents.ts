@@ -1,5 +1,5 @@
 /**
- * The OpenAI Agents SDK (JS) `Session` on the store (issue 17, part 2): a conversation's items are
+ * The OpenAI Agents SDK (JS) `Session` on the store: a conversation's items are
  * one list of a store session, written only by the list's conditional operations, so that nothing
  * a racing writer adds is lost and an item of any size is held.
  *

@@ -1,5 +1,5 @@
 /**
- * The framework adapters' optional peer dependencies (issue 17): each adapter entry loads its
+ * The framework adapters' optional peer dependencies: each adapter entry loads its
  * framework through `importPeer`, so importing the entry without the framework installed throws a
  * `MissingPeerError` naming the package to install instead of a bare module-resolution failure.
  */

@@ -1,5 +1,5 @@
 /**
- * The Strands Agents (TypeScript) adapter (issue 17): the SDK's unified `Storage` of
+ * The Strands Agents (TypeScript) adapter: the SDK's unified `Storage` of
  * `@strands-agents/sdk/storage` (raw bytes under `/`-separated keys) on a `SessionStore` (the typed
  * HTTP client, or the library store).
  *

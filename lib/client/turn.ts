@@ -1,5 +1,5 @@
 /**
- * A turn of the typed client (issue 16, part 6): what `beginTurn` answered (the lease and the
+ * A turn of the typed client: what `beginTurn` answered (the lease and the
  * snapshot), the changes buffered since, and `commit`, which sends them all in one call. A read
  * after a buffered change sees the change.
  */

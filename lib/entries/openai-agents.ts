@@ -1,5 +1,5 @@
 /**
- * `agent-state-store/openai-agents`: the OpenAI Agents SDK (JS) `Session` on the store (issue 17).
+ * `agent-state-store/openai-agents`: the OpenAI Agents SDK (JS) `Session` on the store.
  * `@openai/agents-core` is an optional peer: importing this entry without it installed throws a
  * `MissingPeerError` naming the package.
  *

@@ -1,5 +1,5 @@
 /**
- * Snapshots and commits (docs/DESIGN.md, "Snapshots and commits"; issue 16, parts 2 and 4): a
+ * Snapshots and commits (docs/DESIGN.md, "Snapshots and commits"): a
  * whole agent turn's reads in one call and its writes in one call. The HTTP layer grants and
  * releases the lease around them; here a commit only carries the lease's fencing token.
  *

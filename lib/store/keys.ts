@@ -31,14 +31,14 @@ import { ObjectNotFoundError } from '../drivers/errors.js';
 import type { ListedObject, ObjectInfo } from '../drivers/types.js';
 import { mapLimited } from '../util/map-limited.js';
 import type { StoreContext } from './context.js';
-import type { UserLayout } from './layout.js';
+import { NAME, type UserLayout } from './layout.js';
 import type { ListFormat } from './lists/format.js';
 import type { Sessions } from './sessions.js';
 
 /** The characters of plain ids, in byte order. */
 const PLAIN_CHARS = '-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz';
-const VALUE_SUFFIX = '.json';
-const LIST_SUFFIX = '.list.hash';
+const VALUE_SUFFIX = NAME.value;
+const LIST_SUFFIX = NAME.listHead;
 /** Requests `listKeys` has in flight at once for the values and lists of a page. */
 const PARALLEL = 64;
 
@@ -186,7 +186,7 @@ export class Keys {
           const groups = bytes.subarray(0, bytes.length - (bytes.length % 3)).toString('base64url');
           let cursor: string | undefined;
           do {
-            const page = await driver.list({ prefix: `${folder}!${groups}`, delimiter: '~', cursor });
+            const page = await driver.list({ prefix: `${folder}!${groups}`, delimiter: NAME.delimiter, cursor });
             for (const object of page.objects) take(object);
             cursor = page.nextCursor;
           } while (cursor);
@@ -207,7 +207,7 @@ export class Keys {
       if (!plainDone) {
         const page = await driver.list({
           prefix: `${folder}${plainPrefix}`,
-          delimiter: '~',
+          delimiter: NAME.delimiter,
           ...(cursor === undefined && startAfter !== undefined ? { startAfter } : {}),
           ...(cursor !== undefined ? { cursor } : {}),
         });

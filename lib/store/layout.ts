@@ -1,21 +1,9 @@
 /**
- * The object layout (docs/DESIGN.md, "Ids and the object layout"): the only place that spells the
- * names of the object-storage engine. Ids are encoded as lib/contract/ids.ts says.
- *
- *   <prefix><user>/<session>/<key>.json                 single value
- *   <prefix><user>/<session>/<key>.list.json            list materialization (the whole array)
- *   <prefix><user>/<session>/<key>.list.hash            list head (CAS format) or pointer (append format)
- *   <prefix><user>/<session>/<key>.list~g~<inc>~<gen>~<first>~<last>~<hash>  sealed segment (CAS format)
- *   <prefix><user>/<session>/<key>.list~i~<inc>~<gen>~<n>~<hash>   a list item over 1 MiB (CAS format)
- *   <prefix><user>/<session>/<key>.list~l~<inc>~<gen>~<seq>~<tag>  list log or segment (append format)
- *   <prefix><user>/<session>/<key>.list~a~<inc>~<gen>   archived list (generation <gen>)
- *   <prefix><user>/~sessions/<session>                  session marker
- *   <prefix><user>/~deleted/<session>                   tombstone of a session deleted with a token
- *   <prefix><user>/<session>/~ws~<inc>/<name>           workspace (a blob, kind=workspace)
- *   <prefix><user>/<session>/~wsu~<inc>/<name>          its pending upload (what was declared)
- *   <prefix><user>/<session>/~vu/<key>~<id>             a big single value uploaded, not yet committed
- *   <prefix><user>/<session>/~commits/<commitId>        the record of a commit made without a lease
+ * The object layout (docs/DESIGN.md, "Ids and the object layout", which lists every name): the
+ * only place that spells the names of the object-storage engine, and tells a name's kind from its
+ * spelling. Ids are encoded as lib/contract/ids.ts says.
  */
+import { randomBytes } from 'node:crypto';
 import { encodeId, userSegment } from '../contract/ids.js';
 
 /** Digits of generation and sequence numbers in names (2^53 has 16), so name order is number order. */
@@ -97,3 +85,37 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     commitRecord: (s, commitId) => `${session(s)}~commits/${encodeId('key', commitId)}`,
   };
 }
+
+/** The endings and marks of names in a session folder, for the readers that tell kinds apart. */
+export const NAME = {
+  /** A single value: `<key>.json`. */
+  value: '.json',
+  /** A list's head (CAS) or pointer (append): `<key>.list.hash`. */
+  listHead: '.list.hash',
+  /** A list's materialization (the whole array): `<key>.list.json`, never a key of its own. */
+  listJson: '.list.json',
+  /** Inside the name of an archived list: `<key>.list~a~…`. */
+  archive: '.list~a~',
+  /** The start of a workspace folder in a session folder: `~ws~<inc>/`. */
+  workspaces: '~ws~',
+  /** What separates a key from what the store adds to it (and the `~` folders): the listing delimiter. */
+  delimiter: '~',
+} as const;
+
+/** Whether a name in a session folder is a single value's (`.json`, not a list's materialization). */
+export const isValueName = (name: string) => name.endsWith(NAME.value) && !name.endsWith(NAME.listJson);
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** The backend probe's objects: a random user's random session's values, under the store's prefix. */
+export const probeNames = {
+  /** A fresh session folder: `<prefix><24 hex>/<24 hex>/`. */
+  session: (prefix: string) => `${prefix}${hex(12)}/${hex(12)}/`,
+  /** A fresh value of that session: `<session><8 hex>.json`. */
+  value: (session: string) => `${session}${hex(4)}.json`,
+  /** Every name the probe may write under `prefix`. */
+  pattern(prefix: string): RegExp {
+    const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    return new RegExp(`^${escaped}[0-9a-f]{24}/[0-9a-f]{24}/[0-9a-f]{8}\\.json$`);
+  },
+};

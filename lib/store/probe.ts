@@ -25,11 +25,12 @@
  * (4 creates, 4 appends, 2 deletes); fs and memory 7 calls (create, 3 writes that must fail, the
  * creating append, 2 deletes). It adds about 2 round trips to the first write after a cold start.
  */
-import { randomBytes } from 'node:crypto';
+
 import { BackendError, BackendUnsafeError } from '../contract/errors.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { DriverCapabilities, ObjectStoreDriver } from '../drivers/types.js';
 import { backendError } from './context.js';
+import { probeNames } from './layout.js';
 
 /** A guarantee a driver may declare, and how it is raced (and, in process, asked to refuse). */
 interface Guarantee {
@@ -83,26 +84,21 @@ export const GUARANTEES: readonly Guarantee[] = [
 /** A well-formed etag no object has: 32 hex digits, as an MD5 etag. */
 const WRONG_ETAG = '0'.repeat(32);
 
-/** The probe's object names under `prefix`: a random user's random session's values. */
-export function probeKeyPattern(prefix: string): RegExp {
-  const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`^${escaped}[0-9a-f]{24}/[0-9a-f]{24}/[0-9a-f]{8}\\.json$`);
-}
-
-const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+/** The probe's object names under `prefix` (layout.ts). */
+export const probeKeyPattern = (prefix: string) => probeNames.pattern(prefix);
 
 /** The object a guarantee is probed on: the shared one, or (`own`) a fresh one of the session, noted in `written`. */
 function targetOf(guarantee: Guarantee, key: string, session: string, written: string[]): string {
   if (!guarantee.own) return key;
-  const target = `${session}${hex(4)}.json`;
+  const target = probeNames.value(session);
   written.unshift(target);
   return target;
 }
 
 /** Runs the probe once against `driver`: resolves when every declared guarantee held. */
 export async function probeGuarantees(driver: ObjectStoreDriver, prefix: string): Promise<void> {
-  const session = `${prefix}${hex(12)}/${hex(12)}/`;
-  const key = `${session}${hex(4)}.json`;
+  const session = probeNames.session(prefix);
+  const key = probeNames.value(session);
   const inProcess = driver.name === 'fs' || driver.name === 'memory';
   let broken: string | undefined;
   /** Every probe object written (or perhaps written), deleted at the end, the shared one last. */

@@ -12,7 +12,7 @@ import { decodeId } from '../contract/ids.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ListedObject } from '../drivers/types.js';
 import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
-import type { UserLayout } from './layout.js';
+import { isValueName, NAME, type UserLayout } from './layout.js';
 import type { Fence } from './write-path.js';
 
 /** A live session marker. */
@@ -202,12 +202,12 @@ export class Sessions {
       (o) =>
         !kept.has(o.key) &&
         !o.key.slice(prefix.length).includes('/') &&
-        !o.key.includes('.list~a~') &&
+        !o.key.includes(NAME.archive) &&
         o.lastModified.getTime() < cutoff,
     );
     const { driver } = this.ctx;
     for (const object of old) {
-      const mutable = object.key.endsWith('.list.hash') || object.key.endsWith('.json');
+      const mutable = object.key.endsWith(NAME.listHead) || object.key.endsWith(NAME.value);
       const refresh =
         mutable && driver.capabilities.conditionalOverwrite
           ? this.rewriteInPlace(object.key)
@@ -241,14 +241,15 @@ export class Sessions {
   async markIfEmpty(sessionId: string, marker: Marker, listLive: (key: string) => Promise<boolean>) {
     if (marker.empty) return;
     const folder = this.layout.session(sessionId);
-    const page = await this.ctx.driver.list({ prefix: folder, delimiter: '~' });
-    if (page.nextCursor || page.prefixes.some((p) => p.slice(folder.length).startsWith('~ws~'))) return;
+    const page = await this.ctx.driver.list({ prefix: folder, delimiter: NAME.delimiter });
+    if (page.nextCursor || page.prefixes.some((p) => p.slice(folder.length).startsWith(NAME.workspaces)))
+      return;
     const names = page.objects.map((o) => o.key.slice(folder.length));
-    if (names.some((name) => name.endsWith('.json') && !name.endsWith('.list.json'))) return;
-    for (const name of names.filter((n) => n.endsWith('.list.hash'))) {
+    if (names.some(isValueName)) return;
+    for (const name of names.filter((n) => n.endsWith(NAME.listHead))) {
       let key: string;
       try {
-        key = decodeId('key', name.slice(0, -'.list.hash'.length));
+        key = decodeId('key', name.slice(0, -NAME.listHead.length));
       } catch {
         return; // not a name this store wrote: something is there
       }
@@ -318,7 +319,7 @@ export class Sessions {
       if (error instanceof ObjectConditionFailedError) return undefined;
       throw error;
     }
-    const stale = leftovers.filter((name) => !name.includes('.list~a~'));
+    const stale = leftovers.filter((name) => !name.includes(NAME.archive));
     if (stale.length > 0) {
       const { failed } = await driver.deleteMany(stale);
       // Leftovers are invisible (other incarnation); one that could not be deleted is only garbage.

@@ -1,5 +1,5 @@
 /**
- * Helpers of the LangGraph adapter's tests (issue 17): the local API in-process on the memory or
+ * Helpers of the LangGraph adapter's tests: the local API in-process on the memory or
  * the fs driver (optionally behind a driver wrapper, to fail writes on purpose), and typed clients
  * of any user whose fetch counts the HTTP calls.
  */

@@ -1,5 +1,5 @@
 /**
- * The LangGraph.js saver (issue 17, part 1) against the local API in-process: LangGraph's own
+ * The LangGraph.js saver against the local API in-process: LangGraph's own
  * validation suite (through its library entry, with the opt-in delta-channel history tests) on the
  * memory and the fs driver, the HTTP budgets counted on the client's fetch, a put stopped between
  * its two writes, a 200-byte namespace and a 300-byte thread id, and deleteThread.

@@ -1,5 +1,5 @@
 /**
- * Helpers of the OpenAI Agents SDK adapter's tests (issue 17): the local API started in-process
+ * Helpers of the OpenAI Agents SDK adapter's tests: the local API started in-process
  * (the memory driver, or the fs driver whose presigned URLs the same server answers, for items too
  * large for a request body), clients whose HTTP calls are counted, and a scripted model.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 17, part 2: the OpenAI Agents SDK (JS) `Session` on the store, against the local API
+ * The OpenAI Agents SDK (JS) `Session` on the store, against the local API
  * started in-process. It behaves as the SDK's own `MemorySession` (its tests ported below), runs a
  * real `run()` with a scripted model and a tool approval across a reloaded session, keeps an append
  * racing a `popItem` (the truncate is conditional), round-trips a 5 MB item, and each operation

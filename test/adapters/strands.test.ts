@@ -1,5 +1,5 @@
 /**
- * The Strands Agents (TS) adapter (issue 17): the SDK's unified `Storage` on the HTTP client,
+ * The Strands Agents (TS) adapter: the SDK's unified `Storage` on the HTTP client,
  * against the local API (memory driver), with the client's HTTP calls counted.
  *
  * The SessionManager part ports the assertions of strands-agents/sdk-typescript at commit

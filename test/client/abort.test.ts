@@ -1,5 +1,5 @@
 /**
- * Issue 15, `AbortSignal` on every call: an aborted call rejects with the signal's reason at once,
+ * `AbortSignal` on every call: an aborted call rejects with the signal's reason at once,
  * before it starts, while it waits for an answer (even from a fetch that ignores the signal), while
  * it waits between retries, and during direct transfers to and from the object store.
  */

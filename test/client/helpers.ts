@@ -1,5 +1,5 @@
 /**
- * Helpers of the client behaviour tests (issue 15): a scripted node:http server (one that may
+ * Helpers of the client behaviour tests: a scripted node:http server (one that may
  * never answer), a fake fetch that records what the client sent, and the local API on the memory
  * driver with its store at hand.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 15, `Idempotency-Key`: every append the client sends carries one, generated once per
+ * `Idempotency-Key`: every append the client sends carries one, generated once per
  * logical append (an `appendList` call, or the append a `saveList` turns into) and sent unchanged
  * on every retry; with it an append is retried after a lost answer (a network error, a 5xx, a
  * timeout). Until the server remembers keys, a 409 `append-conflict` whose count and hash are

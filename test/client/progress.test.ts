@@ -1,5 +1,5 @@
 /**
- * Issue 15, progress of workspace transfers: `onProgress(done, total)` counts the bytes of the
+ * progress of workspace transfers: `onProgress(done, total)` counts the bytes of the
  * stored (compressed) body, from (0, total), as each part of an upload or each chunk of a download
  * completes, to a last call with `done === total`. Against the local server, whose fs storage
  * answers the presigned URLs (as under `npm start`).

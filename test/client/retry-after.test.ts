@@ -1,5 +1,5 @@
 /**
- * Issue 15, `Retry-After` honoured on 429 and 503 (delay-seconds or an HTTP date): never retried
+ * `Retry-After` honoured on 429 and 503 (delay-seconds or an HTTP date): never retried
  * sooner than asked (jitter adds up to a fifth), not retried at all when it asks for more than 10 s,
  * instead of the plain backoff (at most 200 ms before the second attempt), for the retries the
  * client makes: idempotent calls, appends, direct transfers.

@@ -1,5 +1,5 @@
 /**
- * Issue 15, per-request timeout: every attempt has `timeoutMs` (default 30 s) to be answered, its
+ * per-request timeout: every attempt has `timeoutMs` (default 30 s) to be answered, its
  * body included; a timed-out attempt of an idempotent call is retried like a network error, one of
  * any other call is a `RequestTimeoutError` (a retryable `BackendError`) at once.
  */

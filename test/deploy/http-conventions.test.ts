@@ -1,5 +1,5 @@
 /**
- * serverless.yml and the HTTP conventions (issue 19, part 5), as osls resolves it (`serverless
+ * serverless.yml and the HTTP conventions, as osls resolves it (`serverless
  * print`, offline: the resolution `serverless package` runs): the HTTP API's CORS follows the
  * `corsOrigins` parameter (off by default, the lists of lib/http/cors.ts, a malformed origin refused
  * with the parameter's name) and so do the functions' CORS_ORIGINS; every operation of the API has

@@ -125,7 +125,7 @@ describe('AWS: serverless package', () => {
       expect({ key, fn, role }).toEqual({ key, fn: `${family}LambdaFunction`, role: roles[family] });
       mapped[key] = fn;
     }
-    // Issue 16: the keys of a session (a LIST of its folder: ListBucket on the state prefix) in the
+    // The keys of a session (a LIST of its folder: ListBucket on the state prefix) in the
     // sessions family, truncate with the other list writes.
     expect(mapped['GET /v1/sessions/{sessionId}/keys']).toBe('SessionsLambdaFunction');
     expect(mapped['POST /v1/sessions/{sessionId}/lists/{key}/truncate']).toBe('ListsLambdaFunction');
@@ -162,7 +162,7 @@ describe('AWS: serverless package', () => {
       lock.find((s: { Action: unknown }) => JSON.stringify(s.Action).includes('dynamodb')).Resource,
     ).toEqual({ 'Fn::GetAtt': ['LockTable', 'Arn'] });
     expect(JSON.stringify(statements('PublicRole'))).not.toMatch(/s3:|dynamodb/);
-    // Issue 16: the turns family has the state prefix's objects and the lock table's two actions.
+    // The turns family has the state prefix's objects and the lock table's two actions.
     const turns = statements('TurnsRole');
     const turnsText = JSON.stringify(turns);
     expect(turnsText).toContain('/agent-state/*');

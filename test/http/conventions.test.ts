@@ -1,5 +1,5 @@
 /**
- * The HTTP conventions (issue 19, part 5) through each adapter (local node:http, API Gateway v2
+ * The HTTP conventions through each adapter (local node:http, API Gateway v2
  * events, FC 3 events): CORS with configured origins (preflights, the headers of actual answers,
  * off by default), gzip and brotli answers over 1 KB with the ETag kept and `Vary: Accept-Encoding`,
  * conditional reads (If-None-Match -> 304) of values and lists, and HEAD on a value. Every call

@@ -1,5 +1,5 @@
 /**
- * Issue 16, parts 1 and 5 over HTTP: `GET /v1/sessions/{sessionId}/keys` and
+ * Over HTTP: `GET /v1/sessions/{sessionId}/keys` and
  * `POST /v1/sessions/{sessionId}/lists/{key}/truncate`, through each adapter (local node:http, API
  * Gateway v2 events, FC 3 events), with `offset` in the archives answer; then the typed client's
  * `listKeys` and `truncateList` (Dates, typed errors, a lost answer retried with the same

@@ -1,5 +1,5 @@
 /**
- * Issue 15, "one protocol module": every answer carries X-Request-Id (router answers through all
+ * "one protocol module": every answer carries X-Request-Id (router answers through all
  * three adapters, and the answers the adapters make themselves); every typed error the client
  * raises carries it; an answer that is not what the protocol says is a ProtocolError; and every
  * problem code of the table goes from the server's problem to the client's typed error of its class.

@@ -1,5 +1,5 @@
 /**
- * Issue 16, parts 2 to 4 and 6 over HTTP: `POST …/snapshot`, `POST …/turns` (the lease, then the
+ * Over HTTP: `POST …/snapshot`, `POST …/turns` (the lease, then the
  * snapshot) and `POST …/commits` (every change, the lease released or renewed), through each
  * adapter (local node:http, API Gateway v2 events, FC 3 events); then the typed client's
  * `beginTurn` → buffered changes → `commit`, retried with the same commitId after a lost answer.

@@ -1,5 +1,5 @@
 /**
- * Issue 18: the AgentScope Java client (clients/java), an `AgentStateStore` over this API. This
+ * The AgentScope Java client (clients/java), an `AgentStateStore` over this API. This
  * file starts the local API in-process twice: on the memory driver, requiring tokens; and on the
  * fs driver (a temporary folder, its presigned URLs served by the same server), allowing anonymous
  * access too. It mints a token per user the JUnit tests act as, and runs clients/java/build.sh

@@ -6,13 +6,15 @@ import { lockName } from '../../lib/lock/common.js';
 import { createDynamoDbLock, createLockTable } from '../../lib/lock/dynamodb.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { createStateStore } from '../../lib/store/store.js';
+import { onTier } from '../backends.js';
 import { describeLockSuite } from './lock-suite.js';
 
-describeLockSuite('memory', async () => {
-  const clock = { t: Date.now() };
-  const now = () => clock.t;
-  return { lock: createMemoryLock({ now }), clock, forget: async () => createMemoryLock({ now }) };
-});
+if (onTier('fast'))
+  describeLockSuite('memory', async () => {
+    const clock = { t: Date.now() };
+    const now = () => clock.t;
+    return { lock: createMemoryLock({ now }), clock, forget: async () => createMemoryLock({ now }) };
+  });
 
 /** A client of dynalite and a fresh lock table on it. */
 async function dynaliteTable() {
@@ -26,24 +28,25 @@ async function dynaliteTable() {
   return { client, tableName };
 }
 
-describeLockSuite('dynamodb (dynalite)', async () => {
-  const { client, tableName } = await dynaliteTable();
-  const clock = { t: Date.now() };
-  const make = () => createDynamoDbLock({ tableName, client, now: () => clock.t });
-  return {
-    lock: make(),
-    clock,
-    forget: async (key) => {
-      // As DynamoDB's TTL would: the whole item, counter included, is gone.
-      await client.send(
-        new DeleteItemCommand({ TableName: tableName, Key: { lockKey: { S: lockName(key) } } }),
-      );
-      return make();
-    },
-  };
-});
+if (onTier('servers'))
+  describeLockSuite('dynamodb (dynalite)', async () => {
+    const { client, tableName } = await dynaliteTable();
+    const clock = { t: Date.now() };
+    const make = () => createDynamoDbLock({ tableName, client, now: () => clock.t });
+    return {
+      lock: make(),
+      clock,
+      forget: async (key) => {
+        // As DynamoDB's TTL would: the whole item, counter included, is gone.
+        await client.send(
+          new DeleteItemCommand({ TableName: tableName, Key: { lockKey: { S: lockName(key) } } }),
+        );
+        return make();
+      },
+    };
+  });
 
-describe('the store with the DynamoDB lock as its authority (dynalite)', () => {
+describe.runIf(onTier('servers'))('the store with the DynamoDB lock as its authority (dynalite)', () => {
   it('a token the lock never granted, a released lease and a stale one write nothing; the granted one writes, reading the lock once per write', async () => {
     const { client, tableName } = await dynaliteTable();
     const reads: number[] = [];

@@ -8,11 +8,11 @@ import { createDynamoDbLock, createLockTable } from '../../lib/lock/dynamodb.js'
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { withLock } from '../../lib/lock/with-lock.js';
 import { createStateStore } from '../../lib/store/store.js';
-import { backends } from '../backends.js';
+import { backends, onTier } from '../backends.js';
 
 const key = () => ({ userId: 'u', sessionId: `s-${randomUUID()}` });
 
-describe('withLock', () => {
+describe.runIf(onTier('fast'))('withLock', () => {
   afterEach(() => {
     vi.useRealTimers();
   });
@@ -93,7 +93,8 @@ describe('withLock', () => {
   });
 });
 
-describe('fencing end to end: lock and store together', () => {
+// Memory and fs with dynalite in the servers tier (they have no server of their own), RGW in its tier.
+describe.runIf(onTier('servers', 'rgw'))('fencing end to end: lock and store together', () => {
   const dynamo = () =>
     new DynamoDBClient({
       endpoint: inject('servers').dynamodb,
@@ -101,7 +102,7 @@ describe('fencing end to end: lock and store together', () => {
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     });
 
-  for (const backend of backends()) {
+  for (const backend of onTier('servers') ? backends(['fast', 'servers']) : backends()) {
     it(`a paused holder's late write is refused after a takeover, the new holder's data intact, on ${backend.name}`, async () => {
       const { driver, close } = await backend.make();
       const clock = { t: Date.now() };

@@ -1,26 +1,25 @@
 /**
- * A vitest reporter that prints, per issue, the time its suites took against their ceiling
- * (ceilings.ts): the sum of its files' durations, which overstates the wall time when files run in
+ * A vitest reporter that prints, per tier (test/tiers.ts), the time its files took against its
+ * ceiling: the sum of the files' durations, which overstates the wall time when files run in
  * parallel. Over a ceiling is reported, not failed: times on a shared machine are noise.
  */
-import path from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
-import { CEILINGS, ceilingOf } from './ceilings.js';
+import { TIERS } from '../tiers.js';
 
 export default class CeilingReporter implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
     const spent = new Map<string, number>();
     for (const module of modules) {
-      const group = ceilingOf(path.relative(process.cwd(), module.moduleId));
-      if (group) spent.set(group.issue, (spent.get(group.issue) ?? 0) + module.diagnostic().duration);
+      const name = module.project.name;
+      spent.set(name, (spent.get(name) ?? 0) + module.diagnostic().duration);
     }
-    const lines = CEILINGS.map((c) => {
-      const seconds = (spent.get(c.issue) ?? 0) / 1000;
-      return `  ${c.issue.padEnd(46)} ${seconds.toFixed(0).padStart(4)} s of ${c.seconds} s${seconds > c.seconds ? '  OVER' : ''}`;
+    const lines = TIERS.filter((t) => spent.has(t.name)).map((t) => {
+      const seconds = (spent.get(t.name) ?? 0) / 1000;
+      return `  ${t.name.padEnd(10)} ${seconds.toFixed(0).padStart(4)} s of ${t.seconds} s${seconds > t.seconds ? '  OVER' : ''}`;
     });
-    const total = CEILINGS.reduce((sum, c) => sum + c.seconds, 0);
+    const total = TIERS.reduce((sum, t) => sum + t.seconds, 0);
     console.log(
-      `Suite time per issue (ceilings add up to ${(total / 60).toFixed(1)} min):\n${lines.join('\n')}`,
+      `Suite time per tier (ceilings add up to ${(total / 60).toFixed(1)} min):\n${lines.join('\n')}`,
     );
   }
 }

@@ -4,8 +4,8 @@
  * - s3rver, behind the S3 front (conditional writes, tags, faults);
  * - the OSS front over the S3 front (OSS signatures, forbid-overwrite);
  * - dynalite (DynamoDB);
- * - Ceph RGW, a real S3 (test/servers/rgw.sh), when Ceph is installed. In CI (`CI=true`) it is
- *   required; elsewhere its absence skips the RGW tier with one line saying how to enable it.
+ * - Ceph RGW, a real S3 (test/servers/rgw.sh), for the `rgw` tier only (test/tiers.ts), which
+ *   vitest.config.ts leaves out where Ceph is not installed (never in CI).
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -17,6 +17,7 @@ import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
 import { createS3Client } from '../../lib/drivers/s3.js';
+import type { TierName } from '../tiers.js';
 import { startLocalBackends } from './local-backends.js';
 import { startOssFront } from './oss-front.js';
 
@@ -27,15 +28,16 @@ export const OSS_CREDENTIALS = { accessKeyId: 'LTAI-local-test', accessKeySecret
 
 declare module 'vitest' {
   export interface ProvidedContext {
+    /** The tier (vitest project) a file runs in. */
+    tier: TierName;
     servers: {
       s3rver: string;
       s3: string;
       oss: string;
       dynamodb: string;
       bucket: string;
-      /** Ceph RGW, or null when the tier is skipped (see `rgwSkipped`). */
+      /** Ceph RGW, in the rgw tier (null in the others). */
       rgw: { endpoint: string; accessKeyId: string; secretAccessKey: string; conf: string } | null;
-      rgwSkipped: string | null;
     };
   }
 }
@@ -47,7 +49,7 @@ export default async function setup(project: TestProject) {
   const ossFront = await startOssFront(s3Front.port, OSS_CREDENTIALS);
   const dynamoPort = local.dynamoPort;
 
-  const rgw = await startRgw();
+  const rgw = project.name === 'rgw' ? await startRgw() : { server: null, stop: async () => {} };
 
   project.provide('servers', {
     s3rver: `http://127.0.0.1:${s3rverPort}`,
@@ -56,7 +58,6 @@ export default async function setup(project: TestProject) {
     dynamodb: `http://127.0.0.1:${dynamoPort}`,
     bucket: TEST_BUCKET,
     rgw: rgw.server,
-    rgwSkipped: rgw.skipped,
   });
 
   return async () => {
@@ -69,22 +70,15 @@ export default async function setup(project: TestProject) {
 const RGW_BINARIES = ['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph-authtool', 'monmaptool'];
 const run = promisify(execFile);
 
-/** Starts Ceph RGW with rgw.sh and creates the test bucket; or explains why the tier is skipped. */
+/** Starts Ceph RGW with rgw.sh and creates the test bucket. */
 async function startRgw() {
-  if (process.env.RGW === 'off' && process.env.CI !== 'true') {
-    const skipped = 'RGW tier skipped: RGW=off';
-    console.log(skipped);
-    return { server: null, skipped, stop: async () => {} };
-  }
   const missing = RGW_BINARIES.filter(
     (bin) => !(process.env.PATH ?? '').split(':').some((dir) => existsSync(path.join(dir, bin))),
   );
-  if (missing.length > 0) {
-    const skipped = `RGW tier skipped: ${missing.join(', ')} not found. Enable it with: sudo apt-get install -y --no-install-recommends ceph-mon ceph-osd radosgw ceph-common`;
-    if (process.env.CI === 'true') throw new Error(`CI requires the RGW tier. ${skipped}`);
-    console.log(skipped);
-    return { server: null, skipped, stop: async () => {} };
-  }
+  if (missing.length > 0)
+    throw new Error(
+      `the RGW tier needs ${missing.join(', ')}: sudo apt-get install -y --no-install-recommends ceph-mon ceph-osd radosgw ceph-common`,
+    );
   const dir = await mkdtemp(path.join(tmpdir(), 'rgw-'));
   const script = path.join(import.meta.dirname, 'rgw.sh');
   const { stdout } = await run('bash', [script, 'up', dir], { timeout: 120_000 }).catch(
@@ -108,5 +102,5 @@ async function startRgw() {
   await client.send(new CreateBucketCommand({ Bucket: TEST_BUCKET }));
   client.destroy();
   console.log(`RGW tier: Ceph RGW at ${server.endpoint}`);
-  return { server, skipped: null, stop: () => run('bash', [script, 'down', dir]).then(() => undefined) };
+  return { server, stop: () => run('bash', [script, 'down', dir]).then(() => undefined) };
 }

@@ -6,8 +6,8 @@
 #   test/servers/rgw.sh down [DIR]   stop exactly the daemons `up` started, remove DIR
 #
 # DIR defaults to $RGW_DIR or a new temp folder (printed as RGW_DIR). Needs the Debian packages
-# ceph-mon ceph-osd radosgw ceph-common, and root (or a user allowed to run them). Settings and
-# quirks: ../shared/LOCAL-SERVERS.md, "Ceph RGW". RGW_LC_DEBUG_INTERVAL (default 10) sets how many
+# ceph-mon ceph-osd radosgw ceph-common, and root (or a user allowed to run them); the settings
+# below say why each is there. RGW_LC_DEBUG_INTERVAL (default 10) sets how many
 # seconds a lifecycle "day" lasts; RGW_LC_THREADS=true lets the gateway run lifecycle by itself.
 set -euo pipefail
 

@@ -22,7 +22,7 @@ import { createS3Driver } from '../../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { createStateStore, type ListFormatName } from '../../lib/store/store.js';
-import { s3rverOptions } from '../backends.js';
+import { onTier, s3rverOptions } from '../backends.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 import { roundTrips, withFaults } from './wrappers.js';
 
@@ -80,7 +80,7 @@ async function state(user: SessionStore, s: string) {
 }
 
 for (const listFormat of ['cas', 'append'] as const) {
-  describe(`snapshot and commit (memory, ${listFormat} lists)`, () => {
+  describe.runIf(onTier('fast'))(`snapshot and commit (memory, ${listFormat} lists)`, () => {
     it('snapshot: values with their etag, absent values, list pages with offset and baseHash, in one marker read', async () => {
       const { user, measure } = setup(listFormat);
       const { version } = await user.save('s', 'v', { plan: 'p' });
@@ -583,7 +583,7 @@ for (const listFormat of ['cas', 'append'] as const) {
   });
 }
 
-describe('snapshot and commit on the local servers', () => {
+describe.runIf(onTier('servers'))('snapshot and commit on the local servers', () => {
   it('OSS front (append format): a turn, its retry, a snapshot; ifVersion is refused as unsupported', async () => {
     const driver = createOssDriver({
       bucket: inject('servers').bucket,

@@ -1,5 +1,5 @@
 /**
- * `listKeys` on the memory driver, both list formats (issue 16): 1,190 keys, odd ones
+ * `listKeys` on the memory driver, both list formats: 1,190 keys, odd ones
  * among them (encoded, unicode, keys whose names sort against their keys' order), read back in the
  * UTF-8 order of the key by every combination of limit, cursor, prefix and startAfter, checked
  * against a model; the same with LIST pages cut to 7 entries (so page ends fall between a key's

@@ -722,9 +722,9 @@ export function describeStoreSuite(
       });
     });
 
-    // Issue 16: `listKeys` and `truncateList`, on every direct backend and through the typed HTTP
+    // `listKeys` and `truncateList`, on every direct backend and through the typed HTTP
     // client (GET …/keys, POST …/lists/{key}/truncate), which raises the same typed errors.
-    describe('keys and truncate (issue 16)', () => {
+    describe('keys and truncate', () => {
       const utf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
       /** Every write of any kind, deletes included. */
       const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
@@ -1035,7 +1035,7 @@ export function describeStoreSuite(
       });
     });
 
-    describe('snapshot and commit (issue 16)', () => {
+    describe('snapshot and commit', () => {
       /** Every write of any kind, deletes included. */
       const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
 

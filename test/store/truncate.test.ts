@@ -1,5 +1,5 @@
 /**
- * `truncateList` on the memory driver (issue 16), counted: truncating a 20,000-item list of 1 KB
+ * `truncateList` on the memory driver, counted: truncating a 20,000-item list of 1 KB
  * items to 19,000 reads and writes a small part of the list (the object the cut falls in, those
  * after it, the archive of the removed 1,000 items), where a whole-list save of the kept items
  * reads and writes all of it; in both formats, for a list made by one whole-list save and one grown

@@ -1,5 +1,5 @@
 /**
- * A whole agent turn in two calls (issue 16, parts 2 to 4): a snapshot of the keys a turn reads,
+ * A whole agent turn in two calls: a snapshot of the keys a turn reads,
  * begin (the lease, then the snapshot), and commit (every change, then the lease released or
  * renewed). The store does the reads and writes (lib/store/commits.ts); the lock is the lock
  * route's (lock.ts).

@@ -1,5 +1,5 @@
 /**
- * Issue 13, "every body is I-JSON": `parseIJson` alone. What it refuses and the field it names; that
+ * "every body is I-JSON": `parseIJson` alone. What it refuses and the field it names; that
  * it returns JSON.parse's value (own `__proto__` members included) for everything else; nesting
  * limits; and that a 4 MiB body takes milliseconds, not seconds.
  */

@@ -1,4 +1,4 @@
-/** Issue 13: `npm start` stops when it is signalled; no server is left behind holding the port. */
+/** `npm start` stops when it is signalled; no server is left behind holding the port. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';

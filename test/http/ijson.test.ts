@@ -1,5 +1,5 @@
 /**
- * Issue 13, "every body is I-JSON, and round-trips exactly", over HTTP: bodies that are not I-JSON
+ * "every body is I-JSON, and round-trips exactly", over HTTP: bodies that are not I-JSON
  * (RFC 7493) are refused with 400 and write nothing; any member name (`__proto__` and `constructor`
  * included) is stored and read back exactly; and the chain hash the server reports is the one the
  * typed client computes locally over what it sent.

@@ -1,5 +1,5 @@
 /**
- * Issue 13, "contended": a 409 `contended` answer guarantees nothing was written, so the typed client
+ * "contended": a 409 `contended` answer guarantees nothing was written, so the typed client
  * retries it whatever the method (POST included), within its attempts, waiting per Retry-After
  * (capped, jittered); when the attempts run out it raises `ContendedError`.
  */

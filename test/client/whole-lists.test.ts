@@ -1,5 +1,5 @@
 /**
- * Issue 13, "no read silently returns part of a list": the typed client reads a list (or an archive)
+ * "no read silently returns part of a list": the typed client reads a list (or an archive)
  * larger than the 4 MiB answer cap whole, returns the first snapshot while an appender runs, starts
  * again when the list is rewritten meanwhile, and gives up with `ListChangedError`.
  */

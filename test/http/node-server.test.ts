@@ -1,5 +1,5 @@
 /**
- * Issue 13: no request stops the node:http server. Raw sockets (fetch normalises the target); every
+ * No request stops the node:http server. Raw sockets (fetch normalises the target); every
  * case is followed by `GET /v1/health` on a new connection, which must still answer 200.
  */
 import http from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * Issue 13: the API Gateway and Function Compute adapters never throw. A malformed event is a 400
+ * The API Gateway and Function Compute adapters never throw. A malformed event is a 400
  * problem; an error thrown by the router is a 500 `internal` problem with the request id, logged once.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,0 +1,114 @@
+/**
+ * The test tiers (docs/DEVELOPING.md, "Test tiers"): vitest projects, each with the files it runs,
+ * the servers it starts and its time ceiling in CI. vitest.config.ts builds the projects from this
+ * list, the ceiling reporter prints each tier's time against its ceiling, and
+ * test/ceilings.test.ts checks that every test file is in a tier and that the ceilings add up to
+ * at most 15 minutes.
+ *
+ * A file may be in several tiers: `backends()` (test/backends.ts) gives each tier its own backends
+ * (fast: memory and fs; servers: s3rver and the OSS front; rgw: Ceph RGW), and a block that needs
+ * one tier runs under `describe.runIf(onTier('servers'))`.
+ */
+export type TierName = 'fast' | 'servers' | 'rgw' | 'java' | 'deploy';
+
+export interface Tier {
+  readonly name: TierName;
+  /** Test files (paths from the project root) or folders ending with `/`. */
+  readonly files: readonly string[];
+  /** Files of those folders it leaves to another tier. */
+  readonly exclude?: readonly string[];
+  /** The local servers it starts (test/servers/global-setup.ts): none, the local ones, or those and Ceph RGW. */
+  readonly servers: 'none' | 'local' | 'local+rgw';
+  /** About twice its time in a fresh-clone CI on this machine (2 cores). */
+  readonly seconds: number;
+}
+
+export const TIERS: readonly Tier[] = [
+  {
+    name: 'fast',
+    // Memory and fs, no server: the inner loop (`npm run test:fast`).
+    files: [
+      'test/house/',
+      'test/util/',
+      'test/contract/',
+      'test/ceilings.test.ts',
+      'test/http/',
+      'test/client/whole-lists.test.ts',
+      'test/client/contended.test.ts',
+      'test/client/abort.test.ts',
+      'test/client/conditional-save.test.ts',
+      'test/client/idempotent-append.test.ts',
+      'test/client/last-items.test.ts',
+      'test/client/progress.test.ts',
+      'test/client/retry-after.test.ts',
+      'test/client/timeouts.test.ts',
+      'test/drivers/memory.test.ts',
+      'test/drivers/fs.test.ts',
+      'test/lock/',
+      'test/store/store.test.ts',
+      'test/store/store-http.test.ts',
+      'test/store/keys.test.ts',
+      'test/store/truncate.test.ts',
+      'test/store/store-properties.test.ts',
+      'test/store/append-expiry.test.ts',
+      'test/store/commits.test.ts',
+      'test/workspaces/workspaces.test.ts',
+      'test/adapters/',
+      'test/openapi/document.test.ts',
+    ],
+    servers: 'none',
+    seconds: 150,
+  },
+  {
+    name: 'servers',
+    // s3rver behind the S3 front, the OSS front, dynalite: the backends' own behaviour and budgets.
+    files: [
+      'test/drivers/s3.test.ts',
+      'test/drivers/oss.test.ts',
+      'test/drivers/dynamodb-server.test.ts',
+      'test/drivers/transfer.test.ts',
+      'test/client/big-list-items.test.ts',
+      'test/lock/',
+      'test/store/store.test.ts',
+      'test/store/commits.test.ts',
+      'test/store/append-budgets.test.ts',
+      'test/store/list-budgets.test.ts',
+      'test/store/backend-probe.test.ts',
+      'test/workspaces/',
+      'test/faults/',
+      'test/soak/',
+      'test/bench-smoke.test.ts',
+    ],
+    servers: 'local',
+    seconds: 420,
+  },
+  {
+    name: 'rgw',
+    // Ceph RGW, a real S3 (required in CI).
+    files: [
+      'test/drivers/rgw.test.ts',
+      'test/drivers/transfer.test.ts',
+      'test/lock/with-lock.test.ts',
+      'test/store/store.test.ts',
+      'test/workspaces/',
+      'test/deploy/rgw-lifecycle.test.ts',
+    ],
+    servers: 'local+rgw',
+    seconds: 200,
+  },
+  { name: 'java', files: ['test/java/'], servers: 'none', seconds: 30 },
+  {
+    name: 'deploy',
+    // Packaging and deployment: the npm package, the templates, the OpenAPI tools.
+    files: ['test/package/', 'test/openapi/lint.test.ts', 'test/openapi/types.test.ts', 'test/deploy/'],
+    exclude: ['test/deploy/rgw-lifecycle.test.ts'],
+    servers: 'local',
+    seconds: 100,
+  },
+];
+
+/** Whether a test file (a path from the project root) is one of a tier's. */
+export function inTier(tier: Tier, file: string): boolean {
+  if (tier.exclude?.includes(file)) return false;
+  return tier.files.some((f) => (f.endsWith('/') ? file.startsWith(f) : file === f));
+}
