@@ -41,6 +41,7 @@ import { canonicalJson, EMPTY_HASH, leafHash } from '../contract/hash.js';
 import { MAX_APPEND_ITEMS } from '../contract/limits.js';
 import type { CommitList, ListPage } from '../contract/types.js';
 import { BACKOFF, backoff } from '../util/backoff.js';
+import { MIB } from '../util/units.js';
 import { keyPages } from './pages.js';
 
 /** What the adapter needs of `@openai/agents-core` at run time (the entry passes the package). */
@@ -74,8 +75,6 @@ export interface OpenAIAgentsSessionOptions {
    */
   readonly attempts?: number;
 }
-
-const MIB = 1024 * 1024;
 
 /** The member of a list entry that stands for an item saved as a value: the value's key. */
 const REF = 'agentStateStoreValue';

@@ -4,7 +4,7 @@
  * (lib/lifecycle/deployment.ts) all take their default from here, so a default is written once.
  */
 
-const MIB = 1024 * 1024;
+import { MIB } from '../util/units.js';
 
 export const DEFAULTS = {
   /** Prefix of every object name. */

@@ -4,6 +4,8 @@
  * read the same value. Lease limits are the lock's (lock.ts).
  */
 
+import { MIB } from '../util/units.js';
+
 /** Byte limits of ids and the prefix (docs/DESIGN.md, "Ids and the object layout"). */
 export const LIMITS = { userId: 128, sessionId: 180, key: 128, workspace: 128, prefix: 128 } as const;
 
@@ -19,6 +21,8 @@ export const ARCHIVE_ID_PATTERN = DECIMAL_PATTERN;
 
 /** A list write id (`appendList`'s `writeId`, HTTP `Idempotency-Key`): 1 to 64 of `[A-Za-z0-9._:-]`. */
 export const WRITE_ID_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+/** What `WRITE_ID_PATTERN` asks for, as a refusal says it. */
+export const WRITE_ID_RULE = 'must be 1 to 64 letters, digits or any of . _ : -';
 
 /** List items larger than this (as JSON) are stored as objects of their own, never merged. */
 export const LIST_ITEM_OBJECT_BYTES = 1024 * 1024;
@@ -30,7 +34,6 @@ export const MAX_SESSION_PAGE = 1000;
 /** Most keys one page of `listKeys` holds (and its default). */
 export const MAX_KEY_PAGE = 1000;
 
-const MIB = 1024 * 1024;
 /** Largest request body and answer by default (`BODY_LIMIT_BYTES`): Lambda's 6 MB counts the whole event. */
 export const DEFAULT_BODY_LIMIT_BYTES = 4 * MIB;
 /** Largest single PUT (S3 and OSS: 5 GiB), and largest part. */

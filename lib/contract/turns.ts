@@ -7,7 +7,7 @@ import { ValidationError } from './errors.js';
 import { isHash } from './hash.js';
 import { checkId } from './ids.js';
 import { jsonBody } from './json.js';
-import { MAX_COMMIT_ITEMS, MAX_TURN_KEYS, WRITE_ID_PATTERN } from './limits.js';
+import { MAX_COMMIT_ITEMS, MAX_TURN_KEYS, WRITE_ID_PATTERN, WRITE_ID_RULE } from './limits.js';
 import { checkToken } from './lock.js';
 import type { CommitRequest, PageOptions, SnapshotRequest } from './types.js';
 
@@ -54,7 +54,7 @@ export function checkCommit(request: CommitRequest): void {
   if (typeof request !== 'object' || request === null) throw new ValidationError('request', 'required');
   const { commitId, values = [], lists = [] } = request;
   if (typeof commitId !== 'string' || !WRITE_ID_PATTERN.test(commitId))
-    throw new ValidationError('commitId', 'must be 1 to 64 letters, digits or any of . _ : -');
+    throw new ValidationError('commitId', WRITE_ID_RULE);
   checkToken(request.token, 'optional');
   if (!Array.isArray(values)) throw new ValidationError('values', 'must be an array');
   if (!Array.isArray(lists)) throw new ValidationError('lists', 'must be an array');

@@ -31,6 +31,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { DEFAULTS } from '../contract/defaults.js';
+import { MIB } from '../util/units.js';
 import { BaseDriver, type PartOptions } from './base.js';
 import {
   bareEtag,
@@ -110,7 +111,6 @@ export interface S3DriverOptions {
   readonly partSizeBytes?: number;
 }
 
-const MIB = 1024 * 1024;
 /** Metadata carrying a multipart upload's tags on RGW, which drops them. */
 const RGW_TAGS = 'rgw-tagging';
 

@@ -14,7 +14,9 @@
  * start (keep-alive against the grace and the retention) and as the provider would (S3's 30 days
  * before STANDARD_IA, objects expiring before they move).
  */
+
 import { DEFAULTS } from '../contract/defaults.js';
+import { DAY_MS } from '../util/units.js';
 import {
   DEFAULT_LIFECYCLE,
   type LifecycleBackend,
@@ -25,8 +27,6 @@ import {
   renderOss,
   storageClassesOf,
 } from './index.js';
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** One deployment parameter. */
 export interface DeploymentParameter {

@@ -43,6 +43,7 @@ import {
   leaseHolds,
   type SessionLock,
 } from '../contract/lock.js';
+import { DAY_MS } from '../util/units.js';
 import { lockName, waitFor } from './common.js';
 
 /** Options of the DynamoDB lock. */
@@ -65,8 +66,6 @@ export interface DynamoDbLockOptions {
     requests: number,
   ) => void;
 }
-
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** DynamoDB's codes for a missing table and refused credentials. */
 const UNAVAILABLE = new Map<string, BackendResource>([

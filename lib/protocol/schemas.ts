@@ -17,6 +17,7 @@ import {
   MD5_PATTERN,
   SHA256_PATTERN,
   WRITE_ID_PATTERN,
+  WRITE_ID_RULE,
 } from '../contract/limits.js';
 import { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../contract/lock.js';
 import { Problem } from './problems.js';
@@ -337,7 +338,6 @@ const TOKEN_RULE = 'must be a decimal integer below 2^53';
 
 /** An `Idempotency-Key` header: the append's write id (1 to 64 letters, digits or any of `._:-`). */
 export const IDEMPOTENCY_KEY_PATTERN = WRITE_ID_PATTERN;
-const IDEMPOTENCY_KEY_RULE = 'must be 1 to 64 letters, digits or any of . _ : -';
 
 /** A string that must be present ('is required' otherwise). */
 const present = () =>
@@ -437,7 +437,7 @@ export const headers = {
   append: z.object({
     fencingToken: z.optional(fencingToken),
     idempotencyKey: z.optional(
-      meta(present().check(z.regex(IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE)), {
+      meta(present().check(z.regex(IDEMPOTENCY_KEY_PATTERN, WRITE_ID_RULE)), {
         description: 'one per logical append, the same on each retry of it',
       }),
     ),
@@ -449,7 +449,7 @@ export const headers = {
   truncate: z.object({
     fencingToken: z.optional(fencingToken),
     idempotencyKey: z.optional(
-      meta(present().check(z.regex(IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_RULE)), {
+      meta(present().check(z.regex(IDEMPOTENCY_KEY_PATTERN, WRITE_ID_RULE)), {
         description: 'one per logical truncate, the same on each retry of it',
       }),
     ),

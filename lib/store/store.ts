@@ -15,7 +15,7 @@ import {
 import { isHash, requestDigest } from '../contract/hash.js';
 import { checkId, checkPrefix, decodeId } from '../contract/ids.js';
 import { jsonBody } from '../contract/json.js';
-import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN } from '../contract/limits.js';
+import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN, WRITE_ID_RULE } from '../contract/limits.js';
 import { checkToken, type TokenAuthority } from '../contract/lock.js';
 import { checkPage } from '../contract/turns.js';
 import type {
@@ -38,6 +38,7 @@ import type {
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import type { ContentEncoding } from '../util/encoding.js';
+import { DAY_MS, KIB } from '../util/units.js';
 import { Commits } from './commits.js';
 import {
   backendError,
@@ -57,9 +58,6 @@ import type { ListFormat } from './lists/format.js';
 import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
 import { Workspaces } from './workspaces.js';
 import { Fence, putValue, recordId } from './write-path.js';
-
-const DAY_MS = 24 * 60 * 60 * 1000;
-const KIB = 1024;
 
 /** Options of `createStateStore`. */
 export interface StateStoreOptions {
@@ -375,7 +373,7 @@ class UserStore implements SessionStore {
       throw new ValidationError('expectedCount', 'must be a non-negative integer');
     }
     if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
-      throw new ValidationError('writeId', 'must be 1 to 64 letters, digits or any of . _ : -');
+      throw new ValidationError('writeId', WRITE_ID_RULE);
     const { expectedHash } = options;
     return this.lists.append(sessionId, key, items, {
       expectedCount,
@@ -410,7 +408,7 @@ class UserStore implements SessionStore {
     if (!isHash(expectedHash))
       throw new ValidationError('expectedHash', 'must be a list hash (sha256:<64 hex>)');
     if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
-      throw new ValidationError('writeId', 'must be 1 to 64 letters, digits or any of . _ : -');
+      throw new ValidationError('writeId', WRITE_ID_RULE);
     return this.lists.truncate(sessionId, key, {
       count,
       expectedHash,
