@@ -11,10 +11,8 @@ const MAX_FILE_LINES = 1000;
 const MAX_FUNCTION_LINES = 150;
 /** What is still over, being split: this list only shrinks. */
 const BEING_SPLIT = new Set([
-  'lib/client/index.ts',
   'lib/store/lists/append.ts',
   'lib/store/lists/cas.ts',
-  'createHttpClient',
 ]);
 
 function sources(dir: string): string[] {

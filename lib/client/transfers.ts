@@ -1,0 +1,381 @@
+/**
+ * Large state, which never goes through the API: workspaces are compressed here (gzip or brotli),
+ * then uploaded straight to the object store with the presigned PUT or parts the API signs, and
+ * downloaded the same way (streamed, counting progress in stored bytes); a value larger than a
+ * request body is uploaded the same way and committed, and a value larger than an answer is located.
+ */
+
+import { createReadStream, createWriteStream } from 'node:fs';
+import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createBrotliCompress, createBrotliDecompress, createGunzip, createGzip } from 'node:zlib';
+import type * as z from 'zod/mini';
+import {
+  ProtocolError,
+  RestoreInProgressError,
+  UploadNotFoundError,
+  ValidationError,
+} from '../contract/errors.js';
+import { MAX_UPLOAD_PARTS, MIN_PART_BYTES } from '../contract/limits.js';
+import type {
+  SaveOptions,
+  WorkspaceDownload,
+  WorkspaceInfo,
+  WorkspaceUpload,
+  WorkspaceUploadRequest,
+  WriteOptions,
+} from '../contract/types.js';
+import { paths } from '../protocol/paths.js';
+import { schemas } from '../protocol/schemas.js';
+import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 } from '../util/encoding.js';
+import { bodyOf, chunksOf, conditions, fail, fence, MIB, type Requests, tagged } from './requests.js';
+import type { Attempt } from './transport.js';
+import type { CallOptions, DownloadWorkspaceOptions, UploadWorkspaceOptions } from './types.js';
+
+/** Bytes to upload, read a part at a time. */
+interface Source {
+  readonly size: number;
+  read(offset: number, length: number): Promise<Uint8Array>;
+}
+
+const bytesSource = (body: Uint8Array): Source => ({
+  size: body.byteLength,
+  read: async (offset, length) => body.subarray(offset, offset + length),
+});
+
+async function fileSource(handle: FileHandle): Promise<Source> {
+  const { size } = await handle.stat();
+  return {
+    size,
+    async read(offset, length) {
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buffer, 0, length, offset);
+      return buffer.subarray(0, bytesRead);
+    },
+  };
+}
+
+/** Runs `work`; when the call was aborted meanwhile, rejects with the signal's reason instead. */
+async function abortable<T>(signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+  signal?.throwIfAborted();
+  try {
+    return await work();
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    throw error;
+  }
+}
+
+const workspaceOf = (x: z.output<typeof schemas.Workspace>): WorkspaceInfo => ({
+  ...x,
+  lastModified: new Date(x.lastModified),
+});
+
+/** The direct transfers of the client: values too large for the API, and workspaces. */
+export class Transfers {
+  constructor(private readonly requests: Requests) {}
+
+  async createValueUpload(
+    sessionId: string,
+    key: string,
+    request: { size: number; md5: string },
+    o?: CallOptions,
+  ) {
+    const response = await this.requests.call('POST', paths.valueUploads(sessionId, key), {
+      body: request,
+      call: o,
+    });
+    if (response.status !== 201) return fail(response);
+    const started = await bodyOf(response, schemas.ValueUpload, 'createValueUpload');
+    return { ...started, expiresAt: new Date(started.expiresAt) };
+  }
+
+  async commitValueUpload(
+    sessionId: string,
+    key: string,
+    uploadId: string,
+    o: SaveOptions & CallOptions = {},
+  ) {
+    const response = await this.requests.call('POST', paths.valueUpload(sessionId, key, uploadId), {
+      headers: conditions(o),
+      call: o,
+    });
+    if (response.status === 404) throw tagged(new UploadNotFoundError(uploadId), response);
+    if (response.status !== 200) return fail(response);
+    return { version: (await bodyOf(response, schemas.Etag, 'commitValueUpload')).etag };
+  }
+
+  /** A value too large for a request body: uploaded straight to the store, then committed as a save. */
+  async uploadValue(sessionId: string, key: string, bytes: Uint8Array, o: SaveOptions & CallOptions) {
+    const started = await this.createValueUpload(
+      sessionId,
+      key,
+      { size: bytes.length, md5: md5Base64(bytes) },
+      o,
+    );
+    await this.requests.direct(started.upload, { body: bytes, call: o });
+    return this.commitValueUpload(sessionId, key, started.uploadId, o);
+  }
+
+  /** Where a value too large for an answer is stored; undefined when there is no such value. */
+  async locateValue(sessionId: string, key: string, o?: CallOptions) {
+    const response = await this.requests.call('GET', paths.value(sessionId, key), { call: o });
+    if (response.status === 404) return undefined;
+    if (response.status === 202) throw tagged(new RestoreInProgressError(`value ${key}`), response);
+    if (response.status !== 303) {
+      if (response.status !== 200) return fail(response);
+      await response.body?.cancel();
+      throw tagged(new ValidationError('key', 'the value is small enough to be read with get'), response);
+    }
+    const located = await bodyOf(response, schemas.ValueLocation, 'locateValue');
+    return {
+      download: located.download,
+      version: located.etag,
+      size: located.size,
+      expiresAt: new Date(located.expiresAt),
+    };
+  }
+
+  async createWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    request: WorkspaceUploadRequest,
+    o?: WriteOptions & CallOptions,
+  ): Promise<WorkspaceUpload> {
+    const response = await this.requests.call('POST', paths.workspaceUploads(sessionId, name), {
+      body: request,
+      headers: fence(o),
+      call: o,
+    });
+    if (response.status !== 201) return fail(response);
+    const upload = await bodyOf(response, schemas.WorkspaceUpload, 'createWorkspaceUpload');
+    return { ...upload, expiresAt: new Date(upload.expiresAt) };
+  }
+
+  async completeWorkspaceUpload(
+    sessionId: string,
+    name: string,
+    uploadId: string,
+    o?: WriteOptions & CallOptions,
+  ) {
+    const response = await this.requests.call('POST', paths.workspaceUpload(sessionId, name, uploadId), {
+      headers: fence(o),
+      call: o,
+    });
+    if (response.status === 404) throw tagged(new UploadNotFoundError(uploadId), response);
+    if (response.status !== 200) return fail(response);
+    return workspaceOf(await bodyOf(response, schemas.Workspace, 'completeWorkspaceUpload'));
+  }
+
+  async getWorkspace(
+    sessionId: string,
+    name: string,
+    o?: CallOptions,
+  ): Promise<WorkspaceDownload | undefined> {
+    const response = await this.requests.call('GET', paths.workspace(sessionId, name), { call: o });
+    if (response.status === 404) return undefined;
+    if (response.status === 202) {
+      const {
+        status: _,
+        detail: __,
+        ...info
+      } = await bodyOf(response, schemas.WorkspaceRestoring, 'getWorkspace');
+      return { ...workspaceOf(info), status: 'restoring' };
+    }
+    if (response.status !== 200) return fail(response);
+    const {
+      status: _,
+      download,
+      expiresAt,
+      ...info
+    } = await bodyOf(response, schemas.WorkspaceDownload, 'getWorkspace');
+    return { ...workspaceOf(info), status: 'ready', download, expiresAt: new Date(expiresAt) };
+  }
+
+  async listWorkspaces(sessionId: string, o?: CallOptions): Promise<WorkspaceInfo[]> {
+    const response = await this.requests.call('GET', paths.workspaces(sessionId), { call: o });
+    if (response.status !== 200) return fail(response);
+    return (await bodyOf(response, schemas.Workspaces, 'listWorkspaces')).workspaces.map(workspaceOf);
+  }
+
+  async deleteWorkspace(sessionId: string, name: string, o?: WriteOptions & CallOptions): Promise<void> {
+    const response = await this.requests.call('DELETE', paths.workspace(sessionId, name), {
+      headers: fence(o),
+      call: o,
+    });
+    if (response.status !== 204) await fail(response);
+  }
+
+  async uploadWorkspace(sessionId: string, name: string, data: Uint8Array, o: UploadWorkspaceOptions = {}) {
+    o.signal?.throwIfAborted();
+    const body = encodeBody(data, o.encoding ?? 'gzip');
+    return this.uploadSource(sessionId, name, bytesSource(body), o);
+  }
+
+  async uploadWorkspaceFile(sessionId: string, name: string, file: string, o: UploadWorkspaceOptions = {}) {
+    const encoding = o.encoding ?? 'gzip';
+    return abortable(o.signal, async () => {
+      // Compressed into a temporary file first: every part's size and MD5 are declared up front.
+      const dir = encoding === 'identity' ? undefined : await mkdtemp(path.join(tmpdir(), 'workspace-'));
+      const stored = dir ? path.join(dir, 'body') : file;
+      try {
+        if (dir) {
+          const compress = encoding === 'gzip' ? createGzip() : createBrotliCompress();
+          await pipeline(createReadStream(file), compress, createWriteStream(stored), {
+            ...(o.signal ? { signal: o.signal } : {}),
+          });
+        }
+        const handle = await open(stored, 'r');
+        try {
+          return await this.uploadSource(sessionId, name, await fileSource(handle), o);
+        } finally {
+          await handle.close();
+        }
+      } finally {
+        if (dir) await rm(dir, { recursive: true, force: true });
+      }
+    });
+  }
+
+  /**
+   * Uploads a body from a source straight to the object store: one PUT, or parts (at most 1,000,
+   * so parts grow with the body) sent `concurrency` at a time, each retried; then completes.
+   */
+  private async uploadSource(sessionId: string, name: string, source: Source, o: UploadWorkspaceOptions) {
+    const signal = o.signal;
+    const stored = {
+      size: source.size,
+      contentEncoding: o.encoding ?? 'gzip',
+      ...(o.storageClass ? { storageClass: o.storageClass } : {}),
+      ...(o.contentType ? { contentType: o.contentType } : {}),
+    };
+    const total = source.size;
+    let done = 0;
+    if (source.size <= (o.multipartAboveBytes ?? 16 * MIB)) {
+      const body = await source.read(0, source.size);
+      const started = await this.createWorkspaceUpload(
+        sessionId,
+        name,
+        { ...stored, md5: md5Base64(body), sha256: sha256Base64(body) },
+        o,
+      );
+      if (!started.upload) throw new ProtocolError('createWorkspaceUpload: no upload in the answer', 201);
+      o.onProgress?.(0, total);
+      await this.requests.direct(started.upload, { body, call: o });
+      o.onProgress?.(total, total);
+      return this.completeWorkspaceUpload(sessionId, name, started.uploadId, o);
+    }
+    const partBytes = Math.max(
+      MIN_PART_BYTES,
+      o.partBytes ?? 8 * MIB,
+      Math.ceil(source.size / MAX_UPLOAD_PARTS),
+    );
+    const parts: Array<{ offset: number; size: number; md5: string }> = [];
+    for (let offset = 0; offset < source.size; offset += partBytes) {
+      signal?.throwIfAborted();
+      const size = Math.min(partBytes, source.size - offset);
+      parts.push({ offset, size, md5: md5Base64(await source.read(offset, size)) });
+    }
+    const started = await this.createWorkspaceUpload(
+      sessionId,
+      name,
+      { ...stored, parts: parts.map((p) => ({ size: p.size, md5: p.md5 })) },
+      o,
+    );
+    const urls = started.parts ?? [];
+    if (urls.length !== parts.length)
+      throw new ProtocolError(
+        `createWorkspaceUpload: ${urls.length} part URLs for ${parts.length} parts`,
+        201,
+      );
+    o.onProgress?.(0, total);
+    let next = 0;
+    // The first part to fail stops the others: none starts, and those in flight are aborted.
+    const stop = new AbortController();
+    const partCall = { ...o, signal: signal ? AbortSignal.any([signal, stop.signal]) : stop.signal };
+    const worker = async () => {
+      while (next < urls.length && !stop.signal.aborted) {
+        const i = next++;
+        const part = parts[i] as (typeof parts)[number];
+        try {
+          partCall.signal.throwIfAborted();
+          const body = await source.read(part.offset, part.size);
+          await this.requests.direct(urls[i] as (typeof urls)[number], { body, call: partCall });
+        } catch (error) {
+          stop.abort(error);
+          throw error;
+        }
+        done += part.size;
+        o.onProgress?.(done, total);
+      }
+    };
+    await abortable(signal, async () => {
+      await Promise.all(Array.from({ length: Math.max(1, o.concurrency ?? 4) }, worker));
+    });
+    return this.completeWorkspaceUpload(sessionId, name, started.uploadId, o);
+  }
+
+  async downloadWorkspace(sessionId: string, name: string, o: DownloadWorkspaceOptions = {}) {
+    return this.download(sessionId, name, o, async (body, encoding) => {
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of body) chunks.push(chunk);
+      const bytes = new Uint8Array(Buffer.concat(chunks));
+      return encoding ? decodeBody(bytes, encoding as ContentEncoding) : bytes;
+    });
+  }
+
+  async downloadWorkspaceToFile(
+    sessionId: string,
+    name: string,
+    file: string,
+    o: DownloadWorkspaceOptions = {},
+  ) {
+    const written = await this.download(sessionId, name, o, async (body, encoding, clock) => {
+      const stream = Readable.from(body);
+      const out = createWriteStream(file);
+      const streams = { signal: clock.signal };
+      if (!encoding || encoding === 'identity') await pipeline(stream, out, streams);
+      else
+        await pipeline(stream, encoding === 'br' ? createBrotliDecompress() : createGunzip(), out, streams);
+      return true;
+    });
+    return written ?? false;
+  }
+
+  /**
+   * Streams a workspace straight from the object store into `consume` (given the stored bytes and
+   * the encoding to undo, none when fetch already decoded them), counting progress in stored bytes;
+   * undefined when there is no such workspace, `RestoreInProgressError` while archived.
+   */
+  private async download<T>(
+    sessionId: string,
+    name: string,
+    o: DownloadWorkspaceOptions,
+    consume: (body: AsyncIterable<Uint8Array>, encoding: string | undefined, clock: Attempt) => Promise<T>,
+  ): Promise<T | undefined> {
+    const found = await this.getWorkspace(sessionId, name, o);
+    if (!found) return undefined;
+    if (found.status === 'restoring') throw new RestoreInProgressError(`workspace ${name}`);
+    return this.requests.direct(found.download, { call: o, download: true }, async (response, clock) => {
+      // Only fetch decodes (node:http hands over the bytes as stored).
+      const decoded = this.requests.downloadsThroughFetch && response.headers.has('content-encoding');
+      const total = found.size;
+      let done = 0;
+      o.onProgress?.(0, total);
+      const progress = o.onProgress;
+      async function* counted() {
+        for await (const chunk of chunksOf(response, clock)) {
+          done += chunk.byteLength;
+          if (progress && !decoded && done < total) progress(done, total);
+          yield chunk;
+        }
+      }
+      const result = await consume(counted(), decoded ? undefined : found.contentEncoding, clock);
+      if (total > 0) progress?.(total, total);
+      return result;
+    });
+  }
+}

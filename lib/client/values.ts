@@ -1,0 +1,80 @@
+/**
+ * The client's single values: read (one too large for an answer is followed to where it is
+ * stored), saved (one too large for a request body is uploaded straight to the store and
+ * committed; a conditional save whose answer was lost is checked), deleted.
+ */
+
+import { ProtocolError, RestoreInProgressError } from '../contract/errors.js';
+import { canonicalJson } from '../contract/hash.js';
+import type { SaveOptions, Versioned, WriteOptions } from '../contract/types.js';
+import { paths } from '../protocol/paths.js';
+import { schemas } from '../protocol/schemas.js';
+import { bodyOf, conditions, fail, fence, type Requests, tagged } from './requests.js';
+import type { Transfers } from './transfers.js';
+import type { CallOptions } from './types.js';
+
+/** The value calls of the client. */
+export class Values {
+  constructor(
+    private readonly requests: Requests,
+    private readonly transfers: Transfers,
+  ) {}
+
+  async get<T>(sessionId: string, key: string, o?: CallOptions) {
+    return (await this.getVersioned<T>(sessionId, key, o))?.value;
+  }
+
+  async getVersioned<T>(sessionId: string, key: string, o?: CallOptions): Promise<Versioned<T> | undefined> {
+    const response = await this.requests.call('GET', paths.value(sessionId, key), { call: o });
+    if (response.status === 404) return undefined;
+    if (response.status === 202) throw tagged(new RestoreInProgressError(`value ${key}`), response);
+    if (response.status === 303) {
+      const located = await bodyOf(response, schemas.ValueLocation, 'get');
+      return { value: await this.requests.readStored<T>(located.download, o), version: located.etag };
+    }
+    if (response.status !== 200) return fail(response);
+    const etag = /^"([^"]*)"$/.exec(response.headers.get('etag') ?? '')?.[1];
+    if (etag === undefined)
+      throw tagged(new ProtocolError('get: the 200 answer has no strong ETag', response.status), response);
+    const version = etag;
+    // Any JSON value is a value: the schema only checks that the answer is JSON.
+    return { value: (await bodyOf(response, schemas.Value, 'get')) as T, version };
+  }
+
+  async save(
+    sessionId: string,
+    key: string,
+    value: unknown,
+    o: SaveOptions & CallOptions = {},
+  ): Promise<{ version: string }> {
+    const text = JSON.stringify(value);
+    if (text !== undefined && Buffer.byteLength(text) > this.requests.bodyLimit - 1024) {
+      // Too large for a request body: upload it straight to the store, then commit it as a save.
+      return this.transfers.uploadValue(sessionId, key, new Uint8Array(Buffer.from(text, 'utf8')), o);
+    }
+    const retried = { lost: false };
+    const response = await this.requests.call('PUT', paths.value(sessionId, key), {
+      body: value,
+      headers: conditions(o),
+      call: o,
+      retried,
+    });
+    if (response.status === 412 && retried.lost) {
+      // A conditional save whose answer was lost may have landed: then the value is ours.
+      const now = await this.getVersioned(sessionId, key, o);
+      if (now && canonicalJson(now.value) === canonicalJson(JSON.parse(text ?? 'null'))) {
+        return { version: now.version };
+      }
+    }
+    if (response.status !== 200) return fail(response);
+    return { version: (await bodyOf(response, schemas.Etag, 'save')).etag };
+  }
+
+  async deleteKey(sessionId: string, key: string, o?: WriteOptions & CallOptions): Promise<void> {
+    const response = await this.requests.call('DELETE', paths.value(sessionId, key), {
+      headers: fence(o),
+      call: o,
+    });
+    if (response.status !== 204) await fail(response);
+  }
+}
