@@ -1,9 +1,11 @@
 /**
  * What every list format offers the store (docs/DESIGN.md, "Lists"): one owner per format, the
- * store only checks ids and options and delegates. Also the page arithmetic both formats share.
+ * store only checks ids and options and delegates. Also what both formats share: the page
+ * arithmetic, the write records and their answers, and the reads and creates of their objects.
  */
 import { randomBytes } from 'node:crypto';
 import {
+  BackendError,
   IdempotencyKeyReusedError,
   ListPreconditionFailedError,
   ListTooShortError,
@@ -13,12 +15,15 @@ import { jsonBody } from '../../contract/json.js';
 import { checkPage } from '../../contract/turns.js';
 import type {
   AppendOptions,
+  ListAction,
   ListPage,
   ListSaveOptions,
   ListWriteResult,
   PageOptions,
   TruncateOptions,
 } from '../../contract/types.js';
+import { ObjectConditionFailedError } from '../../drivers/errors.js';
+import type { ObjectStoreDriver, StoredObject } from '../../drivers/types.js';
 import type { Marker, MarkerRead } from '../sessions.js';
 import { compareRecord, type Fence } from '../write-path.js';
 
@@ -118,10 +123,21 @@ export type ListAppend = Omit<AppendOptions, 'token'> & Fenced;
 export type ListSave = Omit<ListSaveOptions, 'token'> & Fenced;
 export type ListTruncate = Omit<TruncateOptions, 'token'> & Fenced;
 
+/** The content type of segments and logs (item lines). */
+export const NDJSON = 'application/x-ndjson';
+
 /** Write ids a list remembers with their answers (a replay older than that is recognised by its items). */
 export const KEPT_WRITES = 64;
 /** Attempts of a read whose objects vanished under it (retired meanwhile, or a concurrent session delete). */
 export const READ_ATTEMPTS = 3;
+
+/** `[write id, count after, hash after, action]`: what a replay of the write answers. */
+export type WriteRecord = readonly [string, number, string, ListAction];
+
+/** Write records as `[write id, answer]`, for `recordedAnswer`. */
+export function answersOf(writes: readonly WriteRecord[]): Array<readonly [string, ListWriteResult]> {
+  return writes.map((w) => [w[0], { action: w[3], count: w[1], hash: w[2] }] as const);
+}
 
 /** A write id for a write whose caller gave none. */
 export function newWriteId(): string {
@@ -172,7 +188,6 @@ export interface PageRange {
   readonly keep: 'old' | 'new';
 }
 
-/** Checks paging options (`last` excludes `offset` and `limit`). */
 /** The range a (checked) page asks for. */
 export function rangeOf(page: PageOptions, count: number): PageRange {
   if (page.last !== undefined) return { from: Math.max(0, count - page.last), to: count, keep: 'new' };
@@ -218,4 +233,26 @@ export function checkTruncate(
   if (options.count > count) throw new ListTooShortError(options.count, count);
   if (options.count === count) return { action: 'unchanged', count, hash };
   return undefined;
+}
+
+/** Refuses a body shorter than its object: a read that broke off, not damage (retryable). */
+export function checkWholeRead(object: StoredObject, name: string): void {
+  if (object.body.byteLength !== object.size) throw new BackendError(`short read of ${name}`, true);
+}
+
+/**
+ * Creates an object that never changes (create-only): one already there under its name holds the
+ * same bytes (a retry, or a racing writer that made the same object).
+ */
+export async function createOnce(
+  driver: ObjectStoreDriver,
+  name: string,
+  body: Buffer,
+  contentType: string,
+): Promise<void> {
+  try {
+    await driver.put(name, body, { contentType, tags: { kind: 'state' }, ifNoneMatch: '*' });
+  } catch (error) {
+    if (!(error instanceof ObjectConditionFailedError)) throw error;
+  }
 }
