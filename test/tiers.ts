@@ -51,6 +51,7 @@ export const TIERS: readonly Tier[] = [
       'test/store/truncate.test.ts',
       'test/store/store-properties.test.ts',
       'test/store/append-expiry.test.ts',
+      'test/store/append-codec.test.ts',
       'test/store/commits.test.ts',
       'test/workspaces/workspaces.test.ts',
       'test/adapters/',

@@ -186,7 +186,11 @@ export class Keys {
           const groups = bytes.subarray(0, bytes.length - (bytes.length % 3)).toString('base64url');
           let cursor: string | undefined;
           do {
-            const page = await driver.list({ prefix: `${folder}!${groups}`, delimiter: NAME.delimiter, cursor });
+            const page = await driver.list({
+              prefix: `${folder}!${groups}`,
+              delimiter: NAME.delimiter,
+              cursor,
+            });
             for (const object of page.objects) take(object);
             cursor = page.nextCursor;
           } while (cursor);
