@@ -26,14 +26,13 @@ export interface Tier {
 export const TIERS: readonly Tier[] = [
   {
     name: 'fast',
-    // Memory and fs, no server: the inner loop (`npm run test:fast`).
+    // Memory and fs, no server: the inner loop (`npm run test:fast`, two workers).
     files: [
       'test/house/',
       'test/util/',
       'test/contract/',
       'test/ceilings.test.ts',
       'test/http/',
-      'test/client/whole-lists.test.ts',
       'test/client/contended.test.ts',
       'test/client/abort.test.ts',
       'test/client/conditional-save.test.ts',
@@ -47,8 +46,6 @@ export const TIERS: readonly Tier[] = [
       'test/lock/',
       'test/store/store.test.ts',
       'test/store/store-http.test.ts',
-      'test/store/keys.test.ts',
-      'test/store/truncate.test.ts',
       'test/store/store-properties.test.ts',
       'test/store/append-expiry.test.ts',
       'test/store/append-codec.test.ts',
@@ -74,6 +71,10 @@ export const TIERS: readonly Tier[] = [
       'test/store/commits.test.ts',
       'test/store/append-budgets.test.ts',
       'test/store/list-budgets.test.ts',
+      // Counted and big-data cases on memory: out of the inner loop, beside the other budgets.
+      'test/store/keys.test.ts',
+      'test/store/truncate.test.ts',
+      'test/client/whole-lists.test.ts',
       'test/store/backend-probe.test.ts',
       'test/workspaces/',
       'test/faults/',
