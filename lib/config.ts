@@ -6,7 +6,6 @@
 import * as z from 'zod';
 import { DEFAULTS } from './contract/defaults.js';
 import type { BackendResource } from './contract/errors.js';
-import { DEFAULT_BODY_LIMIT_BYTES } from './contract/limits.js';
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 
@@ -90,7 +89,7 @@ const schema = z
     ALLOW_ANONYMOUS: bool.default(false),
     // Off when unset: no answer carries CORS headers and OPTIONS is answered as any other method.
     CORS_ORIGINS: corsOrigins.optional(),
-    BODY_LIMIT_BYTES: int(1024, 32 * 1024 * 1024).default(DEFAULT_BODY_LIMIT_BYTES),
+    BODY_LIMIT_BYTES: int(1024, 32 * 1024 * 1024).default(DEFAULTS.bodyLimitBytes),
     PRESIGN_EXPIRES_SECONDS: int(60, 7 * 24 * 3600).default(DEFAULTS.presignExpiresSeconds),
     ARCHIVE_ENCODING: z.enum(['identity', 'gzip', 'br']).default(DEFAULTS.archiveEncoding),
     // `reference`: also keep each list's whole array as `<key>.list.json` (the reference's layout).

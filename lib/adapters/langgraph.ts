@@ -21,6 +21,7 @@
  * `putWrites` 1, the latest `getTuple` 1 (one snapshot), `list` of 10 is 2 (the index's last 10
  * entries, then one snapshot of their values and writes). A first call on a thread may add a read.
  */
+
 import { createHash, randomUUID } from 'node:crypto';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type * as Checkpointing from '@langchain/langgraph-checkpoint';
@@ -36,6 +37,7 @@ import type {
   SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
 import type { HttpSessionStore } from '../client/index.js';
+import { DEFAULTS } from '../contract/defaults.js';
 import {
   AppendConflictError,
   type CommitFailure,
@@ -48,7 +50,7 @@ import {
 import { EMPTY_HASH } from '../contract/hash.js';
 import { checkId } from '../contract/ids.js';
 import { MAX_DEPTH, parseIJson } from '../contract/json.js';
-import { DEFAULT_BODY_LIMIT_BYTES, MAX_TURN_KEYS } from '../contract/limits.js';
+import { MAX_TURN_KEYS } from '../contract/limits.js';
 import type { Snapshot } from '../contract/types.js';
 import { keyPages, sessionIds } from './pages.js';
 
@@ -268,7 +270,7 @@ class SaverCore {
     this.#host = host;
     this.#lib = lib;
     this.#client = options.client;
-    this.#bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+    this.#bodyLimit = options.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes;
   }
 
   /** The saver's serializer (as the saver has it now). */

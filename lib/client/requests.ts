@@ -8,8 +8,8 @@
  */
 
 import type * as z from 'zod/mini';
+import { DEFAULTS } from '../contract/defaults.js';
 import { BackendError, ProtocolError, type StoreError } from '../contract/errors.js';
-import { DEFAULT_BODY_LIMIT_BYTES } from '../contract/limits.js';
 import type { Lease } from '../contract/lock.js';
 import type { SaveOptions, WriteOptions } from '../contract/types.js';
 import { problemCodeOf, problemError } from '../protocol/problems.js';
@@ -210,7 +210,7 @@ export class Requests {
     this.apiFetch = options.fetch ?? fetch;
     // Direct downloads without a given fetch: node:http(s), which hands over the bytes as stored.
     this.downloadFetch = options.fetch ?? nodeFetch;
-    this.bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+    this.bodyLimit = options.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes;
     this.timeoutMs = options.timeoutMs ?? 30_000;
   }
 

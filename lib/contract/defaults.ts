@@ -31,6 +31,8 @@ export const DEFAULTS = {
   presignExpiresSeconds: 900,
   /** Days a restored copy of an archived object stays readable. */
   restoreDays: 1,
+  /** Largest request body and answer (`BODY_LIMIT_BYTES`): Lambda's 6 MB counts the whole event. */
+  bodyLimitBytes: 4 * MIB,
   /** Largest single value committed from a direct upload. */
   maxValueBytes: 64 * MIB,
   /** How archived lists are stored. */

@@ -34,8 +34,6 @@ export const MAX_SESSION_PAGE = 1000;
 /** Most keys one page of `listKeys` holds (and its default). */
 export const MAX_KEY_PAGE = 1000;
 
-/** Largest request body and answer by default (`BODY_LIMIT_BYTES`): Lambda's 6 MB counts the whole event. */
-export const DEFAULT_BODY_LIMIT_BYTES = 4 * MIB;
 /** Largest single PUT (S3 and OSS: 5 GiB), and largest part. */
 export const MAX_SINGLE_BYTES = 5 * 1024 * MIB;
 /** Most parts of one upload: every part URL fits one answer (1,000 × 5 GiB ≈ 5 TiB). */

@@ -8,11 +8,12 @@
  * CORS (cors.ts), compression and `Vary: Accept-Encoding` on GET routes (compression.ts), and HEAD
  * on a GET route that declares `head` (its answer without the body, with the body's Content-Length).
  */
+
 import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
+import { DEFAULTS } from '../contract/defaults.js';
 import { ValidationError } from '../contract/errors.js';
 import { parseIJson } from '../contract/json.js';
-import { DEFAULT_BODY_LIMIT_BYTES } from '../contract/limits.js';
 import { PATH_PARAMS, type PathParam, patternSegments } from '../protocol/paths.js';
 import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER } from '../protocol/schemas.js';
 import { decodeUrlId } from '../protocol/url-ids.js';
@@ -136,7 +137,7 @@ const TABLE = compileRoutes(ROUTES);
 
 /** Creates the router (of the API's routes, or of `routes`, compiled here). */
 export function createRouter(deps: RouterDeps, routes: readonly Route[] = ROUTES): HttpHandler {
-  const limit = deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const limit = deps.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes;
   const root = routes === ROUTES ? TABLE : compileRoutes(routes);
   return async (request) => {
     const started = performance.now();

@@ -1,7 +1,13 @@
 /** Runs work under a lease: acquire, renew in the background, abort when the lease is lost, release. */
 
 import { LockLostError } from '../contract/errors.js';
-import type { AcquireOptions, Lease, LockKey, SessionLock } from '../contract/lock.js';
+import {
+  type AcquireOptions,
+  LEASE_MS,
+  type Lease,
+  type LockKey,
+  type SessionLock,
+} from '../contract/lock.js';
 
 /** Options of `withLock`. */
 export interface WithLockOptions extends AcquireOptions {
@@ -31,7 +37,7 @@ export async function withLock<T>(
   if (options.remainingTimeMs) {
     // Never hold a lease past the end of the invocation that holds it.
     const left = Math.max(1000, options.remainingTimeMs() - 500);
-    leaseMs = Math.min(leaseMs ?? 60_000, left);
+    leaseMs = Math.min(leaseMs ?? LEASE_MS.default, left);
   }
   let lease = await lock.acquire(key, { ...options, leaseMs });
   const controller = new AbortController();

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { encodeId, userSegment } from '../contract/ids.js';
+import { HASH_PREFIX } from '../contract/limits.js';
 
 /** Digits of generation and sequence numbers in names (2^53 has 16), so name order is number order. */
 const NUMBER_DIGITS = 16;
@@ -39,6 +40,10 @@ export interface UserLayout {
   ): string;
   /** A list item stored as its own object (over 1 MiB): item `n` of generation `gen`, `tag` a short hash. */
   listItem(sessionId: string, key: string, inc: string, gen: number, n: number, tag: string): string;
+  /** Prefix of the item objects of a list in one incarnation. */
+  listItems(sessionId: string, key: string, inc: string): string;
+  /** Prefix of the logs and segments of a list in the append format in one incarnation. */
+  incarnationLogs(sessionId: string, key: string, inc: string): string;
   /** Prefix of every log and segment of a list in the append format (all incarnations). */
   logs(sessionId: string, key: string): string;
   /** Log `seq` of generation `gen` (named `tag`) of a list in the append format. */
@@ -46,6 +51,8 @@ export interface UserLayout {
   /** Prefix of the archives of a list in one incarnation. */
   archives(sessionId: string, key: string, inc: string): string;
   archive(sessionId: string, key: string, inc: string, gen: number): string;
+  /** Prefix of the archives of one generation (their full names: `archiveName`). */
+  generationArchives(sessionId: string, key: string, inc: string, gen: number): string;
   /** Prefix of the workspaces of a session in one incarnation. */
   workspaces(sessionId: string, inc: string): string;
   workspace(sessionId: string, inc: string, name: string): string;
@@ -71,6 +78,8 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     listHash: (s, k) => `${key(s, k)}.list.hash`,
     segment: (s, k, inc, gen, first, last, tag) =>
       `${key(s, k)}.list~g~${inc}~${padNumber(gen)}~${padNumber(first)}~${padNumber(last)}~${tag}`,
+    listItems: (s, k, inc) => `${key(s, k)}.list~i~${inc}~`,
+    incarnationLogs: (s, k, inc) => `${key(s, k)}.list~l~${inc}~`,
     listItem: (s, k, inc, gen, n, tag) =>
       `${key(s, k)}.list~i~${inc}~${padNumber(gen)}~${padNumber(n)}~${tag}`,
     logs: (s, k) => `${key(s, k)}.list~l~`,
@@ -78,6 +87,7 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
       `${key(s, k)}.list~l~${inc}~${padNumber(gen)}~${padNumber(seq)}~${tag}`,
     archives: (s, k, inc) => `${key(s, k)}.list~a~${inc}~`,
     archive: (s, k, inc, gen) => `${key(s, k)}.list~a~${inc}~${padNumber(gen)}`,
+    generationArchives: (s, k, inc, gen) => `${key(s, k)}.list~a~${inc}~${padNumber(gen)}~`,
     workspaces: (s, inc) => `${session(s)}~ws~${inc}/`,
     workspace: (s, inc, name) => `${session(s)}~ws~${inc}/${encodeId('workspace', name)}`,
     workspaceUpload: (s, inc, name) => `${session(s)}~wsu~${inc}/${encodeId('workspace', name)}`,
@@ -119,3 +129,26 @@ export const probeNames = {
     return new RegExp(`^${escaped}[0-9a-f]{24}/[0-9a-f]{24}/[0-9a-f]{8}\\.json$`);
   },
 };
+
+/**
+ * An archive's full name: its generation's name (`archive(…)`) and `~<count>~<hash>[~<offset>]`
+ * (the archived items' count and chain hash; a truncate's kept count from which they start).
+ */
+export function archiveName(generation: string, count: number, hash: string, offset: number): string {
+  const rest = `~${padNumber(count)}~${hash.slice(HASH_PREFIX.length)}`;
+  return `${generation}${rest}${offset > 0 ? `~${padNumber(offset)}` : ''}`;
+}
+
+/** What an archive's name says after its list's `archives(…)` prefix: `<gen>~<count>~<hash>[~<offset>]`. */
+export function parseArchiveName(
+  name: string,
+): { gen: number; count: number; hash: string; offset: number } | undefined {
+  const match = /^(\d{16})~(\d{16})~([0-9a-f]{64})(?:~(\d{16}))?$/.exec(name);
+  if (!match) return undefined;
+  return {
+    gen: Number(match[1]),
+    count: Number(match[2]),
+    hash: `${HASH_PREFIX}${match[3]}`,
+    offset: match[4] === undefined ? 0 : Number(match[4]),
+  };
+}

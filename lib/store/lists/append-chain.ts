@@ -304,7 +304,7 @@ export class AppendChain {
    * generation); the pointer is written again.
    */
   private async repair(s: string, k: string, inc: string): Promise<LogInfo | undefined> {
-    const prefix = `${this.layout.logs(s, k)}${inc}~`;
+    const prefix = this.layout.incarnationLogs(s, k, inc);
     const groups = new Map<string, LogRef>();
     for (const object of await listAll(this.ctx.driver, prefix)) {
       const ref = parseLogName(object.key.slice(prefix.length));

@@ -60,8 +60,8 @@ export class AppendKeeper {
     if (!tail) return;
     const info = await this.chain.infoOf(inc, tail);
     const live = new Set([tail.name, ...info.index.map((e) => this.chain.name(s, k, inc, e))]);
-    const prefix = `${this.layout.logs(s, k)}${inc}~`;
-    const itemPrefix = this.layout.listItem(s, k, inc, 0, 0, '').replace(/~\d{16}~\d{16}~$/, '~');
+    const prefix = this.layout.incarnationLogs(s, k, inc);
+    const itemPrefix = this.layout.listItems(s, k, inc);
     const { driver } = this.ctx;
     for (const o of group) {
       if (o.key.startsWith(itemPrefix)) {

@@ -13,12 +13,12 @@
 import { CorruptValueError } from '../../contract/errors.js';
 import { chainHash, EMPTY_HASH } from '../../contract/hash.js';
 import { jsonBody } from '../../contract/json.js';
-import { ARCHIVE_ID_PATTERN, HASH_PREFIX } from '../../contract/limits.js';
+import { ARCHIVE_ID_PATTERN } from '../../contract/limits.js';
 import type { ArchiveInfo, ListPage, PageOptions } from '../../contract/types.js';
 import { ObjectConditionFailedError } from '../../drivers/errors.js';
 import { decodeBody, encodeBody } from '../../util/encoding.js';
 import { listAll, type StoreContext } from '../context.js';
-import { padNumber, type UserLayout } from '../layout.js';
+import { archiveName, parseArchiveName, type UserLayout } from '../layout.js';
 import { readRestoring } from '../workspaces.js';
 import { pageOfItems } from './format.js';
 
@@ -42,7 +42,7 @@ export class Archives {
     content: { readonly items: readonly unknown[]; readonly count: number; readonly hash: string },
     offset = 0,
   ): Promise<void> {
-    const name = `${this.layout.archive(s, k, inc, gen)}~${padNumber(content.count)}~${content.hash.slice(HASH_PREFIX.length)}${offset > 0 ? `~${padNumber(offset)}` : ''}`;
+    const name = archiveName(this.layout.archive(s, k, inc, gen), content.count, content.hash, offset);
     try {
       const encoding = this.ctx.archiveEncoding;
       const body = encodeBody(Buffer.from(jsonBody(content.items), 'utf8'), encoding);
@@ -65,7 +65,7 @@ export class Archives {
     const prefix = this.layout.archives(s, k, inc);
     const out = new Map<string, ArchiveInfo>();
     for (const object of await listAll(this.ctx.driver, prefix)) {
-      const found = parseArchiveName(object.key.slice(prefix.length), object.lastModified);
+      const found = archiveOf(object.key.slice(prefix.length), object.lastModified);
       if (!found) continue;
       const seen = out.get(found.archiveId);
       if (!seen || holdsMore(found, seen)) out.set(found.archiveId, found);
@@ -84,12 +84,12 @@ export class Archives {
   ): Promise<ListPage | undefined> {
     // Archive ids are decimal: any other form names no archive.
     if (!ARCHIVE_ID_PATTERN.test(archiveId)) return undefined;
-    const prefix = `${this.layout.archive(s, k, inc, Number(archiveId))}~`;
+    const prefix = this.layout.generationArchives(s, k, inc, Number(archiveId));
     // Of several archives of the generation, the one that holds the others.
     let found: { key: string; info: ArchiveInfo } | undefined;
+    const archives = this.layout.archives(s, k, inc);
     for (const object of await listAll(this.ctx.driver, prefix)) {
-      const name = `${padNumber(Number(archiveId))}~${object.key.slice(prefix.length)}`;
-      const info = parseArchiveName(name, object.lastModified);
+      const info = archiveOf(object.key.slice(archives.length), object.lastModified);
       if (info && (!found || holdsMore(info, found.info))) found = { key: object.key, info };
     }
     // An archive in a cold class is restored first (RestoreInProgressError until it is readable).
@@ -106,17 +106,12 @@ export class Archives {
   }
 }
 
-/** An archive's name after the list's archive prefix: `<gen>~<count>~<hash>[~<offset>]`. */
-function parseArchiveName(name: string, archivedAt: Date): Required<ArchiveInfo> | undefined {
-  const match = /^(\d{16})~(\d{16})~([0-9a-f]{64})(?:~(\d{16}))?$/.exec(name);
-  if (!match) return undefined;
-  return {
-    archiveId: String(Number(match[1])),
-    count: Number(match[2]),
-    hash: `${HASH_PREFIX}${match[3]}`,
-    archivedAt,
-    offset: match[4] === undefined ? 0 : Number(match[4]),
-  };
+/** The archive a name after the list's archives prefix names (layout.ts). */
+function archiveOf(name: string, archivedAt: Date): Required<ArchiveInfo> | undefined {
+  const parsed = parseArchiveName(name);
+  if (!parsed) return undefined;
+  const { gen, count, hash, offset } = parsed;
+  return { archiveId: String(gen), count, hash, archivedAt, offset };
 }
 
 /**
