@@ -14,6 +14,7 @@ import type { Lease } from '../contract/lock.js';
 import type { SaveOptions, WriteOptions } from '../contract/types.js';
 import { problemCodeOf, problemError } from '../protocol/problems.js';
 import { HEADER_NAMES, REQUEST_ID_HEADER, type schemas } from '../protocol/schemas.js';
+import { MIB } from '../util/units.js';
 import {
   type Attempt,
   NULL_BODY,
@@ -25,8 +26,6 @@ import {
   startAttempt,
 } from './transport.js';
 import type { CallOptions, HttpClientOptions } from './types.js';
-
-export const MIB = 1024 * 1024;
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 const TRANSIENT = new Set([429, 500, 502, 503, 504]);

@@ -31,7 +31,8 @@ import type {
 import { paths } from '../protocol/paths.js';
 import { schemas } from '../protocol/schemas.js';
 import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 } from '../util/encoding.js';
-import { bodyOf, chunksOf, conditions, fail, fence, MIB, type Requests, tagged } from './requests.js';
+import { MIB } from '../util/units.js';
+import { bodyOf, chunksOf, conditions, fail, fence, type Requests, tagged } from './requests.js';
 import type { Attempt } from './transport.js';
 import type { CallOptions, DownloadWorkspaceOptions, UploadWorkspaceOptions } from './types.js';
 

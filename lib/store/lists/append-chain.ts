@@ -16,6 +16,7 @@ import {
   RangeNotSatisfiableError,
 } from '../../drivers/errors.js';
 import type { StoredObject } from '../../drivers/types.js';
+import { KIB } from '../../util/units.js';
 import { getOrUndefined, listAll, type StoreContext } from '../context.js';
 import type { UserLayout } from '../layout.js';
 import {
@@ -29,7 +30,6 @@ import {
   groupOf,
   ITEM_KINDS,
   indexOf,
-  KIB,
   type Kind,
   type LogInfo,
   type LogRef,

@@ -16,11 +16,11 @@ import { crc32 } from 'node:zlib';
 import { isHash } from '../../contract/hash.js';
 import { HASH_PREFIX } from '../../contract/limits.js';
 import type { ListAction, ListWriteResult } from '../../contract/types.js';
+import { KIB } from '../../util/units.js';
 import { RECORD_ID } from '../write-path.js';
 import { itemBytes, KEPT_WRITES, recordedAnswer, type WriteRecord } from './format.js';
 import { itemLines, parseItemLines, storedChain } from './items.js';
 
-export const KIB = 1024;
 /** Bytes of a record trailer (with its newline). */
 export const TRAILER_BYTES = 169;
 /** Writes pack items into records of at most this many bytes (at least one item each). */
