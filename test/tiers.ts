@@ -94,6 +94,7 @@ export const TIERS: readonly Tier[] = [
       'test/store/store.test.ts',
       'test/workspaces/',
       'test/deploy/rgw-lifecycle.test.ts',
+      'test/deploy/bootstrap.test.ts',
     ],
     servers: 'local+rgw',
     seconds: 200,

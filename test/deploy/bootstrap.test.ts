@@ -45,6 +45,7 @@ import {
 import { DeploymentParameterError } from '../../lib/lifecycle/deployment.js';
 import { lifecycleRules, renderOss, renderS3 } from '../../lib/lifecycle/index.js';
 import { createDynamoDbLock, LOCK_TABLE_KEY } from '../../lib/lock/dynamodb.js';
+import { onTier } from '../backends.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 import { xmlValues } from '../servers/http-util.js';
 
@@ -129,7 +130,7 @@ async function assertLockTable(client: DynamoDBClient, table: string) {
   await lock.release({ userId: 'u', sessionId: 's' }, lease.owner, lease.token);
 }
 
-describe('bootstrap: reporting', () => {
+describe.runIf(onTier('deploy'))('bootstrap: reporting', () => {
   it('one line per step, the reason of a skip after it; the summary counts changes', () => {
     const steps: BootstrapStep[] = [
       { step: 'bucket s3://b', status: 'created' },
@@ -176,7 +177,7 @@ describe('bootstrap: reporting', () => {
   });
 });
 
-describe('bootstrap: the S3 front (s3rver) and dynalite', () => {
+describe.runIf(onTier('deploy'))('bootstrap: the S3 front (s3rver) and dynalite', () => {
   it('creates the bucket, its rules and the lock table; a second run writes nothing; what s3rver and dynalite lack is skipped', async () => {
     // Prepare
     const bucket = unique('boot-s3');
@@ -277,7 +278,7 @@ describe('bootstrap: the S3 front (s3rver) and dynalite', () => {
   });
 });
 
-describe('bootstrap: dynalite', () => {
+describe.runIf(onTier('deploy'))('bootstrap: dynalite', () => {
   it('refuses a table whose key is not the lock key, naming LOCK_TABLE, and changes nothing', async () => {
     const table = unique('boot-other');
     const db = dynamo();
@@ -299,71 +300,74 @@ describe('bootstrap: dynalite', () => {
   });
 });
 
-describe('bootstrap: the TTL and ACTIVE paths dynalite cannot show (stub DynamoDB client)', () => {
-  /** A client answering DescribeTable and DescribeTimeToLive from scripted states; records what it was sent. */
-  function stub(tableStatuses: string[], ttl: { TimeToLiveStatus: string; AttributeName?: string }) {
-    const sent: Array<{ name: string; input: unknown }> = [];
-    const client = {
-      async send(command: { constructor: { name: string }; input: unknown }) {
-        const name = command.constructor.name.replace(/Command$/, '');
-        sent.push({ name, input: command.input });
-        if (command instanceof DescribeTableCommand) {
-          const status = tableStatuses.length > 1 ? tableStatuses.shift() : tableStatuses[0];
-          return {
-            Table: {
-              TableStatus: status,
-              KeySchema: [{ AttributeName: 'lockKey', KeyType: 'HASH' }],
-              AttributeDefinitions: [{ AttributeName: 'lockKey', AttributeType: 'S' }],
-              BillingModeSummary: { BillingMode: 'PAY_PER_REQUEST' },
-            },
-          };
-        }
-        if (command instanceof DescribeTimeToLiveCommand) return { TimeToLiveDescription: ttl };
-        if (command instanceof UpdateTimeToLiveCommand) return {};
-        throw new Error(`unexpected ${name}`);
-      },
-    };
-    return { client: client as unknown as DynamoDBClient, sent };
-  }
-  const config = configOf({ STORE_BACKEND: 'memory', LOCK_BACKEND: 'dynamodb', LOCK_TABLE: 'locks' });
+describe.runIf(onTier('deploy'))(
+  'bootstrap: the TTL and ACTIVE paths dynalite cannot show (stub DynamoDB client)',
+  () => {
+    /** A client answering DescribeTable and DescribeTimeToLive from scripted states; records what it was sent. */
+    function stub(tableStatuses: string[], ttl: { TimeToLiveStatus: string; AttributeName?: string }) {
+      const sent: Array<{ name: string; input: unknown }> = [];
+      const client = {
+        async send(command: { constructor: { name: string }; input: unknown }) {
+          const name = command.constructor.name.replace(/Command$/, '');
+          sent.push({ name, input: command.input });
+          if (command instanceof DescribeTableCommand) {
+            const status = tableStatuses.length > 1 ? tableStatuses.shift() : tableStatuses[0];
+            return {
+              Table: {
+                TableStatus: status,
+                KeySchema: [{ AttributeName: 'lockKey', KeyType: 'HASH' }],
+                AttributeDefinitions: [{ AttributeName: 'lockKey', AttributeType: 'S' }],
+                BillingModeSummary: { BillingMode: 'PAY_PER_REQUEST' },
+              },
+            };
+          }
+          if (command instanceof DescribeTimeToLiveCommand) return { TimeToLiveDescription: ttl };
+          if (command instanceof UpdateTimeToLiveCommand) return {};
+          throw new Error(`unexpected ${name}`);
+        },
+      };
+      return { client: client as unknown as DynamoDBClient, sent };
+    }
+    const config = configOf({ STORE_BACKEND: 'memory', LOCK_BACKEND: 'dynamodb', LOCK_TABLE: 'locks' });
 
-  it('waits until the table is ACTIVE, then turns TTL on for the attribute the lock writes', async () => {
-    const { client, sent } = stub(['CREATING', 'CREATING', 'ACTIVE'], { TimeToLiveStatus: 'DISABLED' });
-    const steps = await bootstrap({ config, clients: { dynamodb: client } });
-    expect(steps.slice(1).map(formatStep)).toEqual([
-      'lock table locks: already there (key lockKey, on-demand)',
-      'TTL: applied (on ttl)',
-    ]);
-    expect(sent.filter((s) => s.name === 'DescribeTable')).toHaveLength(3);
-    expect(sent.at(-1)).toEqual({
-      name: 'UpdateTimeToLive',
-      input: { TableName: 'locks', TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true } },
+    it('waits until the table is ACTIVE, then turns TTL on for the attribute the lock writes', async () => {
+      const { client, sent } = stub(['CREATING', 'CREATING', 'ACTIVE'], { TimeToLiveStatus: 'DISABLED' });
+      const steps = await bootstrap({ config, clients: { dynamodb: client } });
+      expect(steps.slice(1).map(formatStep)).toEqual([
+        'lock table locks: already there (key lockKey, on-demand)',
+        'TTL: applied (on ttl)',
+      ]);
+      expect(sent.filter((s) => s.name === 'DescribeTable')).toHaveLength(3);
+      expect(sent.at(-1)).toEqual({
+        name: 'UpdateTimeToLive',
+        input: { TableName: 'locks', TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true } },
+      });
     });
-  });
 
-  it('leaves TTL alone when it is on already, for the lock attribute or another', async () => {
-    const on = stub(['ACTIVE'], { TimeToLiveStatus: 'ENABLED', AttributeName: 'ttl' });
-    expect(
-      formatStep((await bootstrap({ config, clients: { dynamodb: on.client } }))[2] as BootstrapStep),
-    ).toBe('TTL: already there (on ttl)');
-    const other = stub(['ACTIVE'], { TimeToLiveStatus: 'ENABLED', AttributeName: 'expires' });
-    const steps = await bootstrap({ config, clients: { dynamodb: other.client } });
-    expect(byStep(steps).TTL).toMatchObject({
-      status: 'skipped',
-      detail: expect.stringMatching(/on expires/),
+    it('leaves TTL alone when it is on already, for the lock attribute or another', async () => {
+      const on = stub(['ACTIVE'], { TimeToLiveStatus: 'ENABLED', AttributeName: 'ttl' });
+      expect(
+        formatStep((await bootstrap({ config, clients: { dynamodb: on.client } }))[2] as BootstrapStep),
+      ).toBe('TTL: already there (on ttl)');
+      const other = stub(['ACTIVE'], { TimeToLiveStatus: 'ENABLED', AttributeName: 'expires' });
+      const steps = await bootstrap({ config, clients: { dynamodb: other.client } });
+      expect(byStep(steps).TTL).toMatchObject({
+        status: 'skipped',
+        detail: expect.stringMatching(/on expires/),
+      });
+      expect([...on.sent, ...other.sent].map((s) => s.name)).not.toContain('UpdateTimeToLive');
     });
-    expect([...on.sent, ...other.sent].map((s) => s.name)).not.toContain('UpdateTimeToLive');
-  });
 
-  it('gives up on a table that never becomes ACTIVE, naming it', async () => {
-    const { client } = stub(['CREATING'], { TimeToLiveStatus: 'DISABLED' });
-    await expect(
-      bootstrap({ config, clients: { dynamodb: client }, tableActiveTimeoutMs: 100 }),
-    ).rejects.toThrow(/lock table locks: still CREATING/);
-  });
-});
+    it('gives up on a table that never becomes ACTIVE, naming it', async () => {
+      const { client } = stub(['CREATING'], { TimeToLiveStatus: 'DISABLED' });
+      await expect(
+        bootstrap({ config, clients: { dynamodb: client }, tableActiveTimeoutMs: 100 }),
+      ).rejects.toThrow(/lock table locks: still CREATING/);
+    });
+  },
+);
 
-describe('bootstrap: the OSS front', () => {
+describe.runIf(onTier('deploy'))('bootstrap: the OSS front', () => {
   it('creates the bucket private with SSE and the rules; a second run writes nothing', async () => {
     // Prepare
     const bucket = unique('boot-oss');
@@ -469,7 +473,7 @@ describe('bootstrap: the OSS front', () => {
   });
 });
 
-describe('the OSS front: bucket calls as OSS documents them', () => {
+describe.runIf(onTier('deploy'))('the OSS front: bucket calls as OSS documents them', () => {
   const oss = () => ossClient('unused').client;
 
   it('PutBucket: 200 for a bucket the caller owns (the ACL changed when given); the name and ACL are checked', async () => {
@@ -563,7 +567,7 @@ describe('the OSS front: bucket calls as OSS documents them', () => {
 
 const rgw = servers.rgw;
 
-describe.skipIf(!rgw)('bootstrap: Ceph RGW [rgw]', () => {
+describe.runIf(onTier('rgw'))('bootstrap: Ceph RGW [rgw]', () => {
   const client = () => {
     if (!rgw) throw new Error('RGW tier not running');
     return createS3Client({ endpoint: rgw.endpoint, credentials: rgw });
@@ -632,7 +636,7 @@ describe.skipIf(!rgw)('bootstrap: Ceph RGW [rgw]', () => {
   });
 });
 
-describe('npm run bootstrap (the built script)', () => {
+describe.runIf(onTier('deploy'))('npm run bootstrap (the built script)', () => {
   beforeAll(async () => {
     await run('node', ['scripts/build.mjs', 'bootstrap']);
   }, 60_000);
