@@ -7,13 +7,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const ROOTS = ['lib', 'functions', 'scripts', 'bench', 'test', 'infra'];
+const ROOTS = ['lib', 'functions', 'scripts', 'bench', 'test', 'infra', 'clients', '.ci'];
+/** Source files at the top of the project. */
+const TOP = ['serverless.yml', 'vitest.config.ts'];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : sources(full);
-    return /\.(ts|mjs|cjs|sh|yaml|yml)$/.test(entry.name) ? [full] : [];
+    if (entry.isDirectory())
+      return ['node_modules', 'build', 'target'].includes(entry.name) ? [] : sources(full);
+    return /\.(ts|mjs|cjs|sh|yaml|yml|java)$/.test(entry.name) || entry.name === 'run' ? [full] : [];
   });
 }
 
@@ -32,7 +35,7 @@ function headings(markdown: string): string[] {
 }
 
 describe('docs the code cites', () => {
-  const files = ROOTS.flatMap(sources)
+  const files = [...ROOTS.flatMap(sources), ...TOP]
     .filter((file) => file !== 'test/house/docs.test.ts')
     .map((file) => ({ file, text: readFileSync(file, 'utf8') }));
   const design = headings(readFileSync('docs/DESIGN.md', 'utf8'));
