@@ -51,6 +51,7 @@ import {
   PROBLEM_CODES,
   PROBLEMS,
   type ProblemCode,
+  type ProblemSpec,
   ProtocolError,
   paths,
   UnauthorizedError,
@@ -357,6 +358,21 @@ describe('typed client: an answer that is not what the protocol says is a Protoc
 });
 
 describe('the problem table, server to client', () => {
+  it('answers each error class on one row (rows that share a class are told apart by `when`)', () => {
+    const rows = new Map<unknown, string[]>();
+    for (const code of PROBLEM_CODES)
+      for (const answer of (PROBLEMS[code] as ProblemSpec).answers ?? [])
+        rows.set(answer.raisedBy, [
+          ...(rows.get(answer.raisedBy) ?? []),
+          `${code}${answer.when ? ' (when)' : ''}`,
+        ]);
+    const ambiguous = [...rows.values()].filter(
+      (codes) => codes.length > 1 && codes.some((c) => !c.endsWith('(when)')),
+    );
+    expect(rows.size).toBeGreaterThan(20);
+    expect(ambiguous).toEqual([]);
+  });
+
   /** For each code: an error the server maps to it, the client class it becomes, and a check of its members. */
   const hash = chainHash(EMPTY_HASH, ['a']);
   const expiresAt = new Date(Date.now() + 30_000);
