@@ -106,6 +106,10 @@ export const NAME = {
   listJson: '.list.json',
   /** Inside the name of an archived list: `<key>.list~a~…`. */
   archive: '.list~a~',
+  /** Inside the name of a log or segment of the append format: `<key>.list~l~…`. */
+  log: '.list~l~',
+  /** Inside the name of a list item stored as an object of its own: `<key>.list~i~…`. */
+  item: '.list~i~',
   /** The start of a workspace folder in a session folder: `~ws~<inc>/`. */
   workspaces: '~ws~',
   /** What separates a key from what the store adds to it (and the `~` folders): the listing delimiter. */
@@ -151,4 +155,10 @@ export function parseArchiveName(
     hash: `${HASH_PREFIX}${match[3]}`,
     offset: match[4] === undefined ? 0 : Number(match[4]),
   };
+}
+
+/** The generation, sequence and tag of a log's name after its list's `incarnationLogs(…)` prefix. */
+export function parseLogName(tail: string): { gen: number; seq: number; tag: string } | undefined {
+  const match = /^(\d{16})~(\d{16})~([0-9a-z]{1,16})$/.exec(tail);
+  return match ? { gen: Number(match[1]), seq: Number(match[2]), tag: match[3] as string } : undefined;
 }

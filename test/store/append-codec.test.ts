@@ -4,9 +4,11 @@
  * built from items reads back as those items with their chain hash, and a damaged or cut record is
  * refused.
  */
+
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import { parseLogName } from '../../lib/store/layout.js';
 import {
   buildLog,
   type Chunk,
@@ -21,7 +23,6 @@ import {
   newLogInfo,
   parseChunk,
   parseInfo,
-  parseLogName,
   recordsOf,
   sealRecord,
   spanOf,

@@ -18,7 +18,7 @@ import {
 import type { StoredObject } from '../../drivers/types.js';
 import { KIB } from '../../util/units.js';
 import { getOrUndefined, listAll, type StoreContext } from '../context.js';
-import type { UserLayout } from '../layout.js';
+import { parseLogName, type UserLayout } from '../layout.js';
 import {
   buildLog,
   CARRIED,
@@ -39,7 +39,6 @@ import {
   type Part,
   parseChunk,
   parseInfo,
-  parseLogName,
   type Rec,
   refOf,
   type Span,

@@ -212,11 +212,6 @@ export function entryAt(info: LogInfo, item: number): Entry | undefined {
   return info.index.find((e) => e.first <= item && item < e.first + e.count);
 }
 
-export function parseLogName(tail: string): LogRef | undefined {
-  const match = /^(\d{16})~(\d{16})~([0-9a-z]{1,16})$/.exec(tail);
-  return match ? { gen: Number(match[1]), seq: Number(match[2]), tag: match[3] as string } : undefined;
-}
-
 function digits(n: number, width: number): string {
   return String(n).padStart(width, '0');
 }

@@ -9,9 +9,9 @@ import { decodeId } from '../../contract/ids.js';
 import { ObjectConditionFailedError } from '../../drivers/errors.js';
 import type { ListedObject } from '../../drivers/types.js';
 import type { StoreContext } from '../context.js';
-import type { UserLayout } from '../layout.js';
+import { NAME, parseLogName, type UserLayout } from '../layout.js';
 import { type AppendChain, mine, type Tail } from './append-chain.js';
-import { encodeRecord, parseChunk, parseLogName } from './append-codec.js';
+import { encodeRecord, parseChunk } from './append-codec.js';
 import { NDJSON } from './format.js';
 
 /** Keeps the objects of one user's append-format lists alive (sessions.ts calls it with the marker's refresh). */
@@ -28,7 +28,7 @@ export class AppendKeeper {
     objects: readonly ListedObject[],
     cutoff: number,
   ): Promise<ReadonlySet<string>> {
-    const marks = ['.list~l~', '.list~i~'];
+    const marks = [NAME.log, NAME.item];
     const logs = objects.filter((o) => marks.some((mark) => o.key.includes(mark)));
     const byList = new Map<string, ListedObject[]>();
     for (const o of logs) {
