@@ -1,19 +1,12 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { defineConfig } from 'vitest/config';
+import { missingRgwBinaries, RGW_INSTALL } from './test/servers/rgw-binaries.js';
 import { TIERS } from './test/tiers.js';
 
 /** Whether Ceph RGW can run here (CI requires it; `RGW=off` skips it elsewhere). */
 const rgwAvailable =
-  process.env.CI === 'true' ||
-  (process.env.RGW !== 'off' &&
-    ['radosgw', 'ceph-mon'].every((bin) =>
-      (process.env.PATH ?? '').split(':').some((dir) => existsSync(path.join(dir, bin))),
-    ));
+  process.env.CI === 'true' || (process.env.RGW !== 'off' && missingRgwBinaries().length === 0);
 if (!rgwAvailable)
-  console.log(
-    'RGW tier skipped: Ceph not found (or RGW=off). Enable it with: sudo apt-get install -y --no-install-recommends ceph-mon ceph-osd radosgw ceph-common',
-  );
+  console.log(`RGW tier skipped: Ceph not found (or RGW=off). Enable it with: ${RGW_INSTALL}`);
 
 export default defineConfig({
   test: {

@@ -82,7 +82,13 @@ export function decodeId(kind: IdKind, segment: string): string {
   return id;
 }
 
-/** The name segment of a user: a null or blank user is the anonymous user. */
+/** A named user's checked id, or null for the anonymous user (a null or blank user id). */
+export function namedUser(userId: string | null | undefined): string | null {
+  return userId == null || userId.trim() === '' ? null : checkId('userId', userId);
+}
+
+/** The name segment of a user (`anon` for the anonymous user). */
 export function userSegment(userId: string | null | undefined): string {
-  return userId == null || userId.trim() === '' ? ANONYMOUS : encodeId('userId', userId);
+  const named = namedUser(userId);
+  return named === null ? ANONYMOUS : encodeId('userId', named);
 }

@@ -25,10 +25,7 @@ export interface LockGrant {
 /** The session's authority over tokens: the lock, read with a consistent read (DynamoDB GetItem, a map lookup). */
 export interface TokenAuthority {
   /** The session's lock item now, or undefined when it has none. */
-  grantOf(key: {
-    readonly userId: string | null;
-    readonly sessionId: string;
-  }): Promise<LockGrant | undefined>;
+  grantOf(key: LockKey): Promise<LockGrant | undefined>;
 }
 
 /** A granted lease. */

@@ -84,9 +84,6 @@ export const GUARANTEES: readonly Guarantee[] = [
 /** A well-formed etag no object has: 32 hex digits, as an MD5 etag. */
 const WRONG_ETAG = '0'.repeat(32);
 
-/** The probe's object names under `prefix` (layout.ts). */
-export const probeKeyPattern = (prefix: string) => probeNames.pattern(prefix);
-
 /** The object a guarantee is probed on: the shared one, or (`own`) a fresh one of the session, noted in `written`. */
 function targetOf(guarantee: Guarantee, key: string, session: string, written: string[]): string {
   if (!guarantee.own) return key;
@@ -187,7 +184,7 @@ export interface VerifiedDriver extends ObjectStoreDriver {
 }
 
 export interface VerifyOptions {
-  /** The store's prefix; the probe's objects live under it (`probeKeyPattern`). */
+  /** The store's prefix; the probe's objects live under it (`probeNames` in layout.ts). */
   readonly prefix: string;
   /** Called once, when the backend is found unsafe (log it at ERROR). */
   readonly onUnsafe?: (error: BackendUnsafeError) => void;

@@ -13,7 +13,7 @@ import {
   ValidationError,
 } from '../contract/errors.js';
 import { isHash, requestDigest } from '../contract/hash.js';
-import { checkId, checkPrefix, decodeId } from '../contract/ids.js';
+import { checkId, checkPrefix, decodeId, namedUser } from '../contract/ids.js';
 import { jsonBody } from '../contract/json.js';
 import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN, WRITE_ID_RULE } from '../contract/limits.js';
 import { checkToken, type TokenAuthority } from '../contract/lock.js';
@@ -172,12 +172,9 @@ export function createStateStore(options: StateStoreOptions): StateStore {
   };
   const store: StateStore = {
     forUser: (userId, o = {}) => {
-      const named = userId != null && userId.trim() !== '';
-      if (named) checkId('userId', userId);
+      const user = namedUser(userId);
       const authority = o.authority ?? options.authority;
-      return guarded(
-        new UserStore(ctx, layoutFor(prefix, userId), listFormat, named ? userId : null, authority),
-      );
+      return guarded(new UserStore(ctx, layoutFor(prefix, user), listFormat, user, authority));
     },
   };
   if (options.allowTruncate) {

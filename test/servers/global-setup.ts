@@ -8,7 +8,6 @@
  *   vitest.config.ts leaves out where Ceph is not installed (never in CI).
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,6 +19,7 @@ import { createS3Client } from '../../lib/drivers/s3.js';
 import type { TierName } from '../tiers.js';
 import { startLocalBackends } from './local-backends.js';
 import { startOssFront } from './oss-front.js';
+import { missingRgwBinaries, RGW_INSTALL } from './rgw-binaries.js';
 
 /** The bucket every suite shares; suites isolate themselves with random key prefixes. */
 export const TEST_BUCKET = 'test-bucket';
@@ -67,18 +67,12 @@ export default async function setup(project: TestProject) {
   };
 }
 
-const RGW_BINARIES = ['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph-authtool', 'monmaptool'];
 const run = promisify(execFile);
 
 /** Starts Ceph RGW with rgw.sh and creates the test bucket. */
 async function startRgw() {
-  const missing = RGW_BINARIES.filter(
-    (bin) => !(process.env.PATH ?? '').split(':').some((dir) => existsSync(path.join(dir, bin))),
-  );
-  if (missing.length > 0)
-    throw new Error(
-      `the RGW tier needs ${missing.join(', ')}: sudo apt-get install -y --no-install-recommends ceph-mon ceph-osd radosgw ceph-common`,
-    );
+  const missing = missingRgwBinaries();
+  if (missing.length > 0) throw new Error(`the RGW tier needs ${missing.join(', ')}: ${RGW_INSTALL}`);
   const dir = await mkdtemp(path.join(tmpdir(), 'rgw-'));
   const script = path.join(import.meta.dirname, 'rgw.sh');
   const { stdout } = await run('bash', [script, 'up', dir], { timeout: 120_000 }).catch(

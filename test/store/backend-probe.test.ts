@@ -12,7 +12,8 @@ import { createOssDriver } from '../../lib/drivers/oss.js';
 import { createS3Driver } from '../../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { GUARANTEES, probeKeyPattern, verifiedDriver } from '../../lib/store/probe.js';
+import { probeNames } from '../../lib/store/layout.js';
+import { GUARANTEES, verifiedDriver } from '../../lib/store/probe.js';
 import { type ApiHarness, nodeHarness } from '../http/harness.js';
 import { frontControl } from '../servers/control.js';
 import { startOssFront } from '../servers/oss-front.js';
@@ -28,9 +29,9 @@ const s3Control = () => frontControl(s3.endpoint);
 /** The probe's requests: those on objects of the probe's random users under the server's prefix. */
 const probeRequests = async () =>
   (await s3Control().requests()).filter((r) =>
-    probeKeyPattern('agent-state/').test(
-      decodeURIComponent((r.path.split('?')[0] ?? '').slice(`/${servers().bucket}/`.length)),
-    ),
+    probeNames
+      .pattern('agent-state/')
+      .test(decodeURIComponent((r.path.split('?')[0] ?? '').slice(`/${servers().bucket}/`.length))),
   );
 
 beforeAll(async () => {
@@ -214,7 +215,7 @@ describe('the backend probe', () => {
       'delete',
     ]);
     const [shared, appended] = [calls[0]?.key ?? '', calls[4]?.key ?? ''];
-    for (const key of [shared, appended]) expect(key).toMatch(probeKeyPattern(prefix));
+    for (const key of [shared, appended]) expect(key).toMatch(probeNames.pattern(prefix));
     expect(appended).not.toBe(shared);
     expect(calls.slice(8).map((c) => c.key)).toEqual([appended, shared]);
     for (const key of [shared, appended])
