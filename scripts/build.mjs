@@ -3,7 +3,9 @@
 // `node --enable-source-maps`, which the functions' NODE_OPTIONS set, names the files under lib/ in
 // stack traces), and compiles the library (`lib` -> dist/lib/: ES modules and .d.ts,
 // what the npm package ships) with `tsc -p tsconfig.lib.json`. `node scripts/build.mjs [names...]`
-// builds some (`lib` is the library); no names builds all. Prints every file it wrote, with sizes.
+// builds some (`lib` is the library); no names builds all. Prints every file it wrote, with sizes,
+// on stderr (stdout stays the built script's: `TOKEN=$(npm run -s token -- alice)` holds the token
+// only); `--quiet` prints nothing but errors.
 import { spawn } from 'node:child_process';
 import { mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -31,6 +33,7 @@ const LIB = 'lib';
 const LIB_DIR = 'dist/lib';
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const quiet = process.argv.includes('--quiet');
 const names = wanted.length > 0 ? wanted : [...Object.keys(ENTRIES), LIB];
 const unknown = names.filter((n) => n !== LIB && !(n in ENTRIES));
 if (unknown.length > 0) {
@@ -135,7 +138,7 @@ async function library() {
 
 const results = await Promise.allSettled(names.map((name) => (name === LIB ? library() : bundle(name))));
 lines.sort((a, b) => a[0].localeCompare(b[0]));
-for (const [file, bytes, note] of lines) console.log(`${file.padEnd(28)}${kb(bytes)}  ${note}`);
+if (!quiet) for (const [file, bytes, note] of lines) console.error(`${file.padEnd(28)}${kb(bytes)}  ${note}`);
 const failed = results.filter((r) => r.status === 'rejected');
 for (const { reason } of failed) console.error(`build failed: ${reason?.message ?? reason}`);
 if (failed.length > 0) process.exit(1);

@@ -78,6 +78,7 @@ export const TIERS: readonly Tier[] = [
       'test/store/backend-probe.test.ts',
       'test/workspaces/',
       'test/faults/',
+      'test/docs/',
       'test/soak/',
       'test/bench-smoke.test.ts',
     ],

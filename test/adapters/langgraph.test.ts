@@ -14,7 +14,6 @@ import { storeKey, threadSession } from '../../lib/adapters/langgraph.js';
 import { SessionNotFoundError } from '../../lib/contract/errors.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { AgentStateSaver } from '../../lib/entries/langgraph.js';
-import { readmeExample } from '../package/readme-examples.js';
 import { localApi } from './langgraph-api.js';
 
 // The suite's spec files call vitest's functions as globals (its CLI runs vitest with globals).
@@ -447,44 +446,5 @@ describe('AgentStateSaver, values and sizes', () => {
     expect(counted).toContain('put (the next checkpoint): 1');
     expect(counted).toContain('getTuple (latest): 1');
     expect(counted).toContain('list (limit 10): 2');
-  });
-});
-
-describe('the README example', () => {
-  it('runs as written (through the local API) and prints what it says', async () => {
-    const { code, prints } = readmeExample('langgraph');
-    // The README's lines without their imports, which are handed in; the client is the local API's.
-    const body = code
-      .split('\n')
-      .filter((line) => !line.startsWith('import '))
-      .join('\n');
-    const api = await localApi();
-    const lines: string[] = [];
-    try {
-      const client = api.client('readme').client;
-      const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor as new (
-        ...args: string[]
-      ) => (...values: unknown[]) => Promise<void>;
-      const example = new AsyncFunction(
-        'emptyCheckpoint',
-        'createHttpClient',
-        'AgentStateSaver',
-        'process',
-        'console',
-        body,
-      );
-      await example(
-        emptyCheckpoint,
-        () => client,
-        AgentStateSaver,
-        { env: {} },
-        { log: (...values: unknown[]) => lines.push(values.map(String).join(' ')) },
-      );
-      expect(await client.exists('sandbox/session/1')).toBe(false);
-    } finally {
-      await api.close();
-    }
-    expect(prints).toEqual(['[{"messages":["hi"]},[["agent","messages","hello"]]]', 'true']);
-    expect(lines).toEqual(prints);
   });
 });

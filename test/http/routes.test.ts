@@ -7,6 +7,7 @@ import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { openApiDocument } from '../../lib/http/openapi.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { encodeUrlId } from '../../lib/protocol/url-ids.js';
+import { API_REFERENCE_FILE, apiReferenceBlock, withApiReference } from '../../scripts/api-reference.js';
 import {
   type ApiHarness,
   apiGatewayHarness,
@@ -381,5 +382,17 @@ describe('OpenAPI document', () => {
   it('the committed openapi.json is the one the code generates (npm run openapi)', async () => {
     const committed = JSON.parse(await readFile(new URL('../../openapi.json', import.meta.url), 'utf8'));
     expect(committed).toEqual(JSON.parse(JSON.stringify(openApiDocument())));
+  });
+
+  it('docs/http-api.md holds the route index and problem codes they generate (npm run openapi)', async () => {
+    const page = await readFile(new URL(`../../${API_REFERENCE_FILE}`, import.meta.url), 'utf8');
+    expect(page).toContain(apiReferenceBlock());
+    // Every operation has its row: the check would fail on a page missing one.
+    const operations = Object.values(openApiDocument().paths ?? {}).flatMap((item) =>
+      Object.values(item as Record<string, { operationId?: string }>).filter((op) => op?.operationId),
+    );
+    expect(operations.length).toBeGreaterThan(20);
+    for (const op of operations) expect(page).toContain(`\`${op.operationId}\``);
+    expect(() => withApiReference('no markers')).toThrow(/markers/);
   });
 });

@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { docExample } from '../docs/blocks.js';
 import { exportSurface } from './export-surface.js';
-import { readmeExample } from './readme-examples.js';
 
 const run = promisify(execFile);
 const env = () => ({ ...process.env, NODE_OPTIONS: '' });
@@ -87,7 +87,7 @@ describe('the library through the package exports (dist/lib)', () => {
   });
 
   it('runs the README library example as written, on the fs driver in a temporary folder', async () => {
-    const { code, prints } = readmeExample('library');
+    const { code, prints } = docExample('library');
     expect(code).toMatch(/from 'agent-state-store\/store'/);
     expect(prints.length).toBeGreaterThanOrEqual(3);
     const file = path.join(dir, 'example.mjs');

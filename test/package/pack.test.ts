@@ -20,7 +20,7 @@ import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { readmeExample } from './readme-examples.js';
+import { docExample } from '../docs/blocks.js';
 
 const run = promisify(execFile);
 const ROOT = process.cwd();
@@ -187,7 +187,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
   });
 
   it('type-checks the README client program with the repository tsc (strict, NodeNext) and runs it against a local server', async () => {
-    const { code, prints } = readmeExample('client');
+    const { code, prints } = docExample('client');
     expect(code).toMatch(/from 'agent-state-store\/client'/);
     expect(prints.length).toBeGreaterThanOrEqual(2);
     await writeFile(path.join(project, 'main.ts'), code);
