@@ -12,8 +12,6 @@ export default defineConfig({
   test: {
     // Each file's duration is printed; the slow ones are named.
     reporters: ['default', './test/servers/rgw-reporter.ts', './test/servers/ceiling-reporter.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
     pool: 'forks',
     // The AWS SDK warns once per process that its releases after January 2027 need Node 22; the
     // tests run on Node 20 on purpose (the supported floor). Every other warning is kept.
@@ -23,6 +21,10 @@ export default defineConfig({
       extends: true,
       test: {
         name: tier.name,
+        // No test or hook has a time of its own that load alone could break: each may take up to
+        // its tier's whole ceiling (a hung one still fails, and the ceiling reporter names a slow tier).
+        testTimeout: tier.seconds * 1000,
+        hookTimeout: tier.seconds * 1000,
         include: tier.files.map((f) => (f.endsWith('/') ? `${f}**/*.test.ts` : f)),
         exclude: [...(tier.exclude ?? [])],
         provide: { tier: tier.name },

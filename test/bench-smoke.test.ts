@@ -71,7 +71,7 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
       bucket: servers.bucket,
       ...SMOKE,
     });
-  }, 30_000);
+  });
 
   it('measures every row and prints the tables', () => {
     expect(result.format).toBe('cas');
@@ -231,5 +231,5 @@ describe('list growth (smoke): bytes written by appends of 1, 50 and 1,000 items
     expect(rows.map((r) => r.format)).toEqual(['cas', 'cas', 'cas', 'append', 'append', 'append']);
     for (const r of rows)
       expect(r.holds, `${r.format}, appends of ${r.batch}: ${r.ratio.toFixed(2)} L`).toBe(true);
-  }, 120_000);
+  });
 });

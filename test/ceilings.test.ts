@@ -1,8 +1,15 @@
 /** Every test file is in a tier (test/tiers.ts), and the tiers' ceilings add up to at most 15 minutes. */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { inTier, TIERS } from './tiers.js';
+
+/** The lines of `source` that end a test or hook with a timeout of its own (`}, 60_000);`). */
+function ownTimeouts(source: string): string[] {
+  return source
+    .split('\n')
+    .filter((line) => /^\s*\}, [0-9_]+\);$/.test(line) || /\{ timeout: [0-9_]+ \}\)/.test(line));
+}
 
 function testFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -33,5 +40,13 @@ describe('test tiers', () => {
 
   it('keep the fast tier free of servers', () => {
     expect(TIERS.find((t) => t.name === 'fast')?.servers).toBe('none');
+  });
+
+  it('leave every test and hook the time of its tier: none has a timeout of its own that load could break', () => {
+    const own = testFiles('test').flatMap((file) =>
+      ownTimeouts(readFileSync(file, 'utf8')).map((l) => `${file}: ${l.trim()}`),
+    );
+    expect(own).toEqual([]);
+    expect(ownTimeouts("it('x', async () => {\n  }, 30_000);\n")).toHaveLength(1);
   });
 });

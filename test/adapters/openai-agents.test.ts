@@ -856,7 +856,7 @@ describe('a 5 MB item (fs storage, whose presigned URLs the local server answers
     const api = counting.calls.filter((c) => c.path.startsWith('/v1/sessions/'));
     expect(Math.max(...api.map((c) => c.bytes))).toBeLessThan(64 * 1024);
     expect(counting.calls.filter((c) => c.bytes > 5_000_000)).toHaveLength(1);
-  }, 60_000);
+  });
 });
 
 describe('the entry without its peer', () => {
@@ -867,5 +867,5 @@ describe('the entry without its peer', () => {
       'MissingPeerError: agent-state-store/openai-agents needs the package @openai/agents-core: install it next to agent-state-store (npm install @openai/agents-core)',
     );
     expect(present).toBe('loaded');
-  }, 30_000);
+  });
 });

@@ -67,5 +67,5 @@ describe('list items over the answer cap', () => {
     expect((await alice.getList('s', 'memory', { last: 2 })).items).toEqual(items.slice(1));
     expect(await alice.locateListItem('s', 'memory', 0)).toBeUndefined();
     expect((await alice.locateListItem('s', 'memory', 1))?.size).toBeGreaterThan(5 * MIB);
-  }, 60_000);
+  });
 });

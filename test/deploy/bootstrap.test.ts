@@ -639,7 +639,7 @@ describe.runIf(onTier('rgw'))('bootstrap: Ceph RGW [rgw]', () => {
 describe.runIf(onTier('deploy'))('npm run bootstrap (the built script)', () => {
   beforeAll(async () => {
     await run('node', ['scripts/build.mjs', 'bootstrap']);
-  }, 60_000);
+  });
 
   it('prints a line per step and, run again, that nothing changed; a bad parameter is one line naming it', async () => {
     const env = {
@@ -681,5 +681,5 @@ describe.runIf(onTier('deploy'))('npm run bootstrap (the built script)', () => {
       code: 1,
       stderr: expect.stringMatching(/^bootstrap failed: parameter archiveStorageClass: /),
     });
-  }, 30_000);
+  });
 });

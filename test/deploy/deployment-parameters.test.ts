@@ -15,7 +15,7 @@ const run = promisify(execFile);
 
 beforeAll(async () => {
   await run('node', ['scripts/build.mjs', 'sls-deployment', 'aws/api']);
-}, 60_000);
+});
 
 const refusal = (fn: () => unknown) => {
   try {
@@ -102,7 +102,7 @@ describe('deployment parameters', () => {
     expect(traced.output).toMatch(/tracing:\n\s+lambda: Active/);
     expect(traced.output).toMatch(/TRACING: 'true'/);
     expect(traced.output).toMatch(/RETENTION_DAYS: '7'/);
-  }, 90_000);
+  });
 });
 
 describe('X-Ray through Powertools Tracer', () => {
@@ -156,5 +156,5 @@ describe('X-Ray through Powertools Tracer', () => {
     // The answer (a user's state, on other routes) is not recorded.
     expect(JSON.stringify(handler)).not.toContain('status');
     expect(off.datagrams).toEqual([]);
-  }, 60_000);
+  });
 });

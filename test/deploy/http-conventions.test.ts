@@ -62,7 +62,7 @@ describe('serverless.yml: CORS and the routes of the HTTP conventions', () => {
       print('corsOrigins=*'),
       print('corsOrigins=https://console.example.com/'),
     ]);
-  }, 120_000);
+  });
 
   it('has no CORS by default: httpApi.cors false, CORS_ORIGINS empty', () => {
     const [off] = printed;

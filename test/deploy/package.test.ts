@@ -29,7 +29,7 @@ describe('AWS: serverless package', () => {
       timeout: 240_000,
     });
     t = JSON.parse(await readFile('.serverless/cloudformation-template-update-stack.json', 'utf8'));
-  }, 240_000);
+  });
   const ofType = (type: string) => Object.entries(t.Resources).filter(([, r]) => r.Type === type);
 
   it('runs every function on nodejs24.x with a role of its own family', () => {

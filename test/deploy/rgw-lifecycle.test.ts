@@ -95,5 +95,5 @@ describe.skipIf(!rgw)('lifecycle on Ceph RGW [rgw]', () => {
     const idleLeft = (await driver.list({ prefix: 'agent-state/u/idle/' })).objects;
     expect(idleLeft).toEqual([]);
     client.destroy();
-  }, 150_000);
+  });
 });

@@ -566,5 +566,5 @@ describe('ROS template: the lifecycle custom resource, run', () => {
     } finally {
       await new Promise((r) => ros.close(r));
     }
-  }, 60_000);
+  });
 });

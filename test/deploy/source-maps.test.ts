@@ -50,7 +50,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
   endpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-}, 60_000);
+});
 
 afterAll(async () => {
   await new Promise((r) => proxy.close(r));
@@ -126,5 +126,5 @@ describe('readable failures from the bundles', () => {
     const unmapped: string = plain.errors[0].error.stack;
     expect(unmapped).toMatch(/dist\/aws\/api\.mjs:\d+:\d+/);
     expect(unmapped).not.toMatch(/\/lib\/[\w/.-]+\.ts:\d+/);
-  }, 60_000);
+  });
 });

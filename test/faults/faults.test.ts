@@ -27,6 +27,6 @@ describe.each(['s3', 'oss'] as const)(
       expect(o.tornReads).toBe(0);
       expect(o.final).toEqual(o.acknowledged);
       expect(o.plan).toEqual({ turn: 39 });
-    }, 150_000);
+    });
   },
 );

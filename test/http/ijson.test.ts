@@ -209,7 +209,7 @@ describe('I-JSON bodies over HTTP', () => {
     await fc.assert(fc.asyncProperty(value, fc.array(value, { minLength: 1, maxLength: 6 }), roundTrip), {
       numRuns: 200,
     });
-  }, 30_000);
+  });
 
   it(`round-trips bodies nested exactly ${MAX_DEPTH} levels deep, and refuses one more`, async () => {
     // The limit is on the body: an appended item sits inside {"items":[…]}, two levels down.

@@ -26,7 +26,7 @@ describe('npm start (built local server on the embedded default)', () => {
       });
       server.on('exit', (code) => reject(new Error(`server exited ${code}`)));
     });
-  }, 60_000);
+  });
   afterAll(async () => {
     server.kill();
     await rm(dir, { recursive: true, force: true });

@@ -74,4 +74,4 @@ it('SIGTERM to npm start frees the port within 2 s', async () => {
     free = await canListen(port);
   }
   expect(free).toBe(true);
-}, 30_000);
+});

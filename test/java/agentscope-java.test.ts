@@ -150,5 +150,5 @@ describe.skipIf(missing !== undefined && !CI)('AgentScope Java client (clients/j
     expect(failed).toBe(0);
     expect(successful).toBe(found);
     expect(found).toBeGreaterThanOrEqual(50);
-  }, 60_000);
+  });
 });

@@ -55,7 +55,7 @@ describe('the library through the package exports (dist/lib)', () => {
         'console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));',
       ].join('\n'),
     );
-  }, 60_000);
+  });
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });

@@ -109,7 +109,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       .setIssuedAt()
       .setExpirationTime('10m')
       .sign(new TextEncoder().encode(SECRET));
-  }, 180_000);
+  });
   afterAll(async () => {
     console.log(`package test: ${timings.join(', ')}`);
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
@@ -233,7 +233,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       env: env({ AGENT_STATE_URL: base, AGENT_STATE_TOKEN: token }),
     });
     expect(stdout.trim().split('\n')).toEqual(prints);
-  }, 60_000);
+  });
 
   it('bundles the client entry (esbuild, minified, dependencies included, tree-shaken) to at most 120 KB', async () => {
     const bundle = async (contents: string) => {

@@ -75,7 +75,7 @@ describe('append list budgets (memory driver, default sizes, counted)', () => {
     expect(all.count).toBe(N);
     expect(all.items).toEqual(items(0, N));
     expect(all.hash).toBe(chainHash(EMPTY_HASH, items(0, N)));
-  }, 120_000);
+  });
 
   it('reads: last 50 ≤ 3 GET in ≤ 2 round trips; the whole list ≤ 3 round trips, ≤ 3 + ⌈L / 1 MiB⌉ GET, ≤ 1.1 × stored + 64 KiB read; a page anywhere ≤ 3 round trips, ≤ 4 GET, ≤ page + 1 MiB read; no LIST', async () => {
     const last = await measure(() => user.getList('s', 'l', { last: 50 }));
@@ -118,7 +118,7 @@ describe('append list budgets (memory driver, default sizes, counted)', () => {
         `last 50: ${last.gets} GET, ${last.trips} trips; whole: ${whole.gets} GET, ${whole.trips} trips, ${whole.bytesGot} bytes; ` +
         `pages: ≤ ${worst.gets} GET, ≤ ${worst.trips} trips, ≤ page + ${worst.over} bytes`,
     );
-  }, 60_000);
+  });
 
   it('saveList unchanged: ≤ 3 GET, no write; grown by ≤ 16 KiB: as appendList', async () => {
     const same = await measure(() => user.saveList('s', 'l', items(0, N)));
@@ -132,7 +132,7 @@ describe('append list budgets (memory driver, default sizes, counted)', () => {
     expect(grown.writes).toBe(1);
     expect(grown.trips).toBeLessThanOrEqual(3);
     expect(grown.lists).toBe(0);
-  }, 60_000);
+  });
 
   it('a list one whole-list save created (20,000 items, 20 MiB) and one grown by a save of 10,000 more: last 50 ≤ 3 GET in ≤ 2 round trips; grown by 1 is an append; objects of about a log each', async () => {
     const big = setup();
@@ -177,7 +177,7 @@ describe('append list budgets (memory driver, default sizes, counted)', () => {
     expect(much.writes).toBeLessThanOrEqual(3);
     await check(30_401);
     expect((await big.user.getList('s', 'l')).items).toEqual(items(0, 30_401));
-  }, 60_000);
+  });
 
   it('the locked agent turn (get state, last 50, append 2, fenced save of state), mean over 64 turns: ≤ 2.05 writes, no LIST', async () => {
     const turn = setup();
@@ -253,7 +253,7 @@ describe('append list format on the OSS front (16 KiB logs)', () => {
     const archives = await user.listArchives('s', 'l');
     expect(archives.map((a) => a.count)).toEqual([500, 50]);
     await driver.close();
-  }, 120_000);
+  });
 
   it('a retried append whose first attempt landed (its answer lost) is applied once', async () => {
     const inner = ossDriver();
@@ -295,7 +295,7 @@ describe('append list format on the OSS front (16 KiB logs)', () => {
     }
     expect((await user.getList('s', 'l')).items).toEqual(all);
     await inner.close();
-  }, 60_000);
+  });
 
   it('a first save of a long list (packed, committed by creating the first log) racing 5 others: one creates, the others rewrite; a lost answer is still "created"', async () => {
     const driver = counting(ossDriver());
@@ -337,7 +337,7 @@ describe('append list format on the OSS front (16 KiB logs)', () => {
     expect((await other.getList('s', 'lost')).items).toEqual(long);
     await driver.close();
     await inner.close();
-  }, 60_000);
+  });
 
   it('16 appenders racing: exactly one winner per position, nothing lost or doubled', async () => {
     const driver = ossDriver();
@@ -377,5 +377,5 @@ describe('append list format on the OSS front (16 KiB logs)', () => {
     expect([...ids].sort()).toEqual([...acked].sort());
     expect(ids).toEqual([...winners.entries()].sort((a, b) => a[0] - b[0]).map(([, id]) => id));
     await driver.close();
-  }, 120_000);
+  });
 });

@@ -78,7 +78,7 @@ describe('CAS list budgets (memory driver, counted)', () => {
     }
     const [small, large] = means as [number, number];
     expect(Math.abs(large - small) / small).toBeLessThanOrEqual(0.15);
-  }, 120_000);
+  });
 
   it('reads: last 50 in 1 round trip of 2 GET; the whole list ≤ 2 round trips, ≤ 5 + ⌈L / 4 MiB⌉ GET, ≤ 1.1 L + 128 KiB read; a page anywhere ≤ 3 round trips, ≤ 4 GET, ≤ page + 1 MiB read; no LIST', async () => {
     const { user, measure } = setup();
@@ -109,7 +109,7 @@ describe('CAS list budgets (memory driver, counted)', () => {
       expect(page.bytesGot).toBeLessThanOrEqual(Buffer.byteLength(JSON.stringify(page.result.items)) + MIB);
       expect(page.lists).toBe(0);
     }
-  }, 120_000);
+  });
 
   it('saveList unchanged: 2 GET, no write; grown by ≤ 16 KiB: as appendList', async () => {
     const { user, measure } = setup();

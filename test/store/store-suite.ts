@@ -555,7 +555,7 @@ export function describeStoreSuite(
         );
         const [archive] = await alice.listArchives(s, 'seg');
         expect((await alice.getArchive(s, 'seg', archive?.archiveId ?? ''))?.items).toEqual(all);
-      }, 90_000);
+      });
 
       it('an append whose answer is lost is applied once: by the store reading the head back, or by the caller retrying its write id', async () => {
         const s = sid();
@@ -656,7 +656,7 @@ export function describeStoreSuite(
           ...all,
           ...tail,
         ]);
-      }, 60_000);
+      });
 
       it('a session deleted under readers of a long list: each read answers the list or nothing, never a damaged list', async () => {
         const s = sid();

@@ -111,7 +111,7 @@ describe('truncateList budgets (memory driver, counted, default sizes)', () => {
           expect(rewrite.bytesGot).toBeGreaterThan(4 * cut.bytesGot);
           expect(rewrite.bytesPut).toBeGreaterThan(4 * cut.bytesPut);
         }
-      }, 60_000);
+      });
     }
   }
 });
@@ -181,7 +181,7 @@ for (const listFormat of ['cas', 'append'] as const) {
         if (model.length > 0) expect(tail.items.length).toBeGreaterThan(0);
       }
       expect((await user.getList('s', 'l')).items).toEqual(model);
-    }, 60_000);
+    });
   });
 }
 
@@ -298,6 +298,6 @@ for (const listFormat of ['cas', 'append'] as const) {
       const objects = (await driver.list({ prefix: `${session}l.list~i~` })).objects;
       expect(objects.length).toBeGreaterThanOrEqual(1);
       expect((await user.getArchive('s', 'l', archive?.archiveId ?? ''))?.items[10]).toEqual(big('removed'));
-    }, 60_000);
+    });
   });
 }
