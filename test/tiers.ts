@@ -50,6 +50,7 @@ export const TIERS: readonly Tier[] = [
       'test/store/append-expiry.test.ts',
       'test/store/append-codec.test.ts',
       'test/store/commits.test.ts',
+      'test/store/memory-session.test.ts',
       'test/workspaces/workspaces.test.ts',
       'test/adapters/',
       'test/openapi/document.test.ts',
