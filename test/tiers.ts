@@ -55,6 +55,8 @@ export const TIERS: readonly Tier[] = [
       'test/adapters/',
       'test/openapi/document.test.ts',
     ],
+    // Counted on s3rver, beside the other budgets.
+    exclude: ['test/adapters/langgraph-store-budgets.test.ts'],
     servers: 'none',
     seconds: 150,
   },
@@ -76,6 +78,7 @@ export const TIERS: readonly Tier[] = [
       'test/store/keys.test.ts',
       'test/store/truncate.test.ts',
       'test/client/whole-lists.test.ts',
+      'test/adapters/langgraph-store-budgets.test.ts',
       'test/store/backend-probe.test.ts',
       'test/workspaces/',
       'test/faults/',
