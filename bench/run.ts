@@ -15,6 +15,7 @@ import { startOssFront } from '../test/servers/oss-front.js';
 import { lineChart } from './chart.js';
 import { frameworkTable, runFrameworkBench } from './framework-bench.js';
 import { langgraphBench } from './frameworks/langgraph.js';
+import { langgraphStoreBench } from './frameworks/langgraph-store.js';
 import { openaiAgentsBench } from './frameworks/openai-agents.js';
 import { strandsBench } from './frameworks/strands.js';
 import { GROWTH_CASES, GROWTH_SMOKE, growthTable, runGrowthBench } from './growth-bench.js';
@@ -110,7 +111,7 @@ try {
     await runFrameworkBench({
       s3Port: front.port,
       bucket: 'bench',
-      benches: [langgraphBench, openaiAgentsBench, strandsBench],
+      benches: [langgraphBench, langgraphStoreBench, openaiAgentsBench, strandsBench],
       repeat: frameworkRepeat,
     }),
   );

@@ -12,7 +12,8 @@
  * hash); `getTuple` and `list` answer only checkpoints whose entry the index holds at the position
  * the value names, so a commit stopped between its two writes leaves a value nothing answers. A key
  * over the store's 128-byte limit keeps its kind and becomes `h.<sha256>` of the framework's key
- * (`i:h.<hex>`); a thread id that is not a valid session id becomes the session `h.<sha256>`; the
+ * (`i:h.<hex>`); a thread id that is not a valid session id (or is the memory session's,
+ * `~memory`, which the memory store has to itself) becomes the session `h.<sha256>`; the
  * originals are kept in the index entries. Channel values are stored whole per checkpoint: a
  * channel absent from `newVersions` is carried from the parent checkpoint at the same version.
  *
@@ -48,7 +49,7 @@ import {
   ValidationError,
 } from '../contract/errors.js';
 import { EMPTY_HASH } from '../contract/hash.js';
-import { checkId } from '../contract/ids.js';
+import { checkId, isMemorySession } from '../contract/ids.js';
 import { MAX_DEPTH, parseIJson } from '../contract/json.js';
 import { MAX_TURN_KEYS } from '../contract/limits.js';
 import type { Snapshot } from '../contract/types.js';
@@ -113,9 +114,12 @@ export function storeKey(kind: Kind, parts: readonly string[]): string {
   }
 }
 
-/** The session of a thread: the thread id when it is a valid session id (not `h.…`), else hashed. */
+/**
+ * The session of a thread: the thread id when it is a valid session id (not `h.…`, not the memory
+ * session, which the memory store has to itself), else hashed.
+ */
 export function threadSession(threadId: string): string {
-  if (!threadId.startsWith(HASHED_PREFIX)) {
+  if (!threadId.startsWith(HASHED_PREFIX) && !isMemorySession(threadId)) {
     try {
       return checkId('sessionId', threadId);
     } catch {}

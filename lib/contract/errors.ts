@@ -187,7 +187,7 @@ export class UploadMismatchError extends StoreError {
   override name = 'UploadMismatchError';
 }
 
-/** The backend cannot do this (direct transfer on fs or memory). */
+/** The backend or an adapter cannot do this (direct transfer on fs or memory; semantic search in the LangGraph memory store). */
 export class UnsupportedOperationError extends StoreError {
   override name = 'UnsupportedOperationError';
   constructor(

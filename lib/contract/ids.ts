@@ -12,6 +12,19 @@ import { LIMITS } from './limits.js';
 /** The user segment of the anonymous user. */
 export const ANONYMOUS = 'anon';
 
+/**
+ * The memory session (docs/DESIGN.md, "Sessions"): the one session of each user that never expires,
+ * where the LangGraph memory store keeps its items (the checkpointer never maps a thread to it).
+ * The object-storage engine never counts its marker over-age nor refreshes it, and writes its
+ * markers and state objects with the tag `kind=memory` (`MEMORY_KIND`), which no lifecycle rule
+ * selects (lib/lifecycle/index.ts). Its archives and workspaces keep their own rules.
+ */
+export const MEMORY_SESSION = '~memory';
+/** The `kind` tag of the memory session's markers and state objects: no lifecycle rule selects it. */
+export const MEMORY_KIND = 'memory';
+/** Whether a session is the memory session, which never expires. */
+export const isMemorySession = (sessionId: string): boolean => sessionId === MEMORY_SESSION;
+
 /** An id written as itself, in object names and in URLs (and not `.` or `..`). */
 export const PLAIN_ID = /^[A-Za-z0-9._-]+$/;
 /** Unpadded base64url, the form of any other id (after `!` in object names, `~` in URLs). */

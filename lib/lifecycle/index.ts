@@ -9,6 +9,8 @@
  * - `kind=archive` moves to a cold class and expires on its own schedule;
  * - `kind=workspace` likewise, with its own class and days;
  * - incomplete multipart uploads are aborted after `abortMultipartDays`.
+ * No rule selects `kind=memory`, the tag of the memory session's markers and state
+ * (lib/contract/ids.ts, `MEMORY_SESSION`): long-term memory is never expired.
  */
 import { DEFAULTS } from '../contract/defaults.js';
 

@@ -4,7 +4,7 @@
  * spelling. Ids are encoded as lib/contract/ids.ts says.
  */
 import { randomBytes } from 'node:crypto';
-import { encodeId, userSegment } from '../contract/ids.js';
+import { encodeId, MEMORY_SESSION, userSegment } from '../contract/ids.js';
 import { HASH_PREFIX } from '../contract/limits.js';
 
 /** Digits of generation and sequence numbers in names (2^53 has 16), so name order is number order. */
@@ -14,6 +14,10 @@ const NUMBER_DIGITS = 16;
 export function padNumber(n: number): string {
   return String(n).padStart(NUMBER_DIGITS, '0');
 }
+
+/** The folders of a user's session markers and tombstones (beside the session folders). */
+const MARKERS = '~sessions';
+const TOMBSTONES = '~deleted';
 
 /** Object names of one user (created by `layoutFor`). */
 export interface UserLayout {
@@ -69,9 +73,9 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
   const key = (s: string, k: string) => `${session(s)}${encodeId('key', k)}`;
   return {
     root,
-    markers: `${root}~sessions/`,
-    marker: (s) => `${root}~sessions/${encodeId('sessionId', s)}`,
-    tombstone: (s) => `${root}~deleted/${encodeId('sessionId', s)}`,
+    markers: `${root}${MARKERS}/`,
+    marker: (s) => `${root}${MARKERS}/${encodeId('sessionId', s)}`,
+    tombstone: (s) => `${root}${TOMBSTONES}/${encodeId('sessionId', s)}`,
     session,
     value: (s, k) => `${key(s, k)}.json`,
     listJson: (s, k) => `${key(s, k)}.list.json`,
@@ -94,6 +98,21 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     valueUpload: (s, k, id) => `${session(s)}~vu/${encodeId('key', k)}~${id}`,
     commitRecord: (s, commitId) => `${session(s)}~commits/${encodeId('key', commitId)}`,
   };
+}
+
+/** The memory session's name segment (the same for every user). */
+const MEMORY_SEGMENT = encodeId('sessionId', MEMORY_SESSION);
+
+/**
+ * Whether an object under `prefix` is the memory session's: in its folder
+ * (`<prefix><user>/<memory>/…`), or its marker or tombstone (`<prefix><user>/~sessions/<memory>`).
+ * Encoded ids hold no `/` or `~`, so no other session's object has either shape.
+ */
+export function inMemorySession(prefix: string, name: string): boolean {
+  if (!name.startsWith(prefix)) return false;
+  const [, second, third] = name.slice(prefix.length).split('/');
+  if (second === MEMORY_SEGMENT) return true;
+  return (second === MARKERS || second === TOMBSTONES) && third === MEMORY_SEGMENT;
 }
 
 /** The endings and marks of names in a session folder, for the readers that tell kinds apart. */

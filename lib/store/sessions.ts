@@ -8,7 +8,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ContendedError } from '../contract/errors.js';
-import { decodeId } from '../contract/ids.js';
+import { decodeId, isMemorySession } from '../contract/ids.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ListedObject } from '../drivers/types.js';
 import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
@@ -87,7 +87,7 @@ export class Sessions {
       this.ctx.metrics.count('corruptObjects');
       return { staleEtag: object.etag };
     }
-    if (this.isOverAge(object.lastModified)) return { staleEtag: object.etag };
+    if (this.isOverAge(sessionId, object.lastModified)) return { staleEtag: object.etag };
     return {
       live: {
         inc,
@@ -99,9 +99,9 @@ export class Sessions {
     };
   }
 
-  /** True when a marker this old counts as absent. */
-  isOverAge(lastModified: Date): boolean {
-    return this.ctx.now() - lastModified.getTime() > this.ctx.retentionMs;
+  /** True when a marker this old counts as absent (never for the memory session, which never expires). */
+  isOverAge(sessionId: string, lastModified: Date): boolean {
+    return !isMemorySession(sessionId) && this.ctx.now() - lastModified.getTime() > this.ctx.retentionMs;
   }
 
   /**
@@ -125,7 +125,9 @@ export class Sessions {
         token !== undefined &&
         (creates || !fence.authorized) &&
         (marker.token === null || token > marker.token);
-      const stale = this.ctx.now() - marker.lastModified.getTime() > this.ctx.keepAliveMs;
+      // The memory session never expires: nothing of it is kept alive.
+      const stale =
+        !isMemorySession(sessionId) && this.ctx.now() - marker.lastModified.getTime() > this.ctx.keepAliveMs;
       // A write that creates a key in an emptied session makes it exist again.
       const revive = creates && marker.empty === true;
       if (!raise && !stale && !revive) return marker;

@@ -55,6 +55,7 @@ import { AppendFormat } from './lists/append.js';
 import { Archives } from './lists/archives.js';
 import { CasFormat } from './lists/cas.js';
 import type { ListFormat } from './lists/format.js';
+import { withMemoryTags } from './memory-session.js';
 import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
 import { Workspaces } from './workspaces.js';
 import { Fence, putValue, recordId } from './write-path.js';
@@ -152,7 +153,8 @@ export function createStateStore(options: StateStoreOptions): StateStore {
   if (!(listSealBytes >= 256 && listSealBytes < listHeadBytes))
     throw new ValidationError('listSealBytes', 'must be at least 256 and below listHeadBytes');
   const ctx: StoreContext = {
-    driver: options.driver,
+    // The memory session's objects are tagged so that no lifecycle rule expires them.
+    driver: withMemoryTags(options.driver, prefix),
     prefix,
     retentionMs: retentionDays * DAY_MS,
     keepAliveMs,
@@ -537,7 +539,9 @@ class UserStore implements SessionStore {
     const head = await headOrUndefined(this.ctx.driver, this.layout.marker(sessionId));
     // An emptied session's marker is shorter than any live one's (sessions.ts, LIVE_MARKER_BYTES).
     return (
-      head !== undefined && head.size >= LIVE_MARKER_BYTES && !this.sessions.isOverAge(head.lastModified)
+      head !== undefined &&
+      head.size >= LIVE_MARKER_BYTES &&
+      !this.sessions.isOverAge(sessionId, head.lastModified)
     );
   }
 
@@ -614,13 +618,14 @@ class UserStore implements SessionStore {
     for (const object of page.objects) {
       const segment = object.key.slice(this.layout.markers.length);
       last = segment;
-      if (this.sessions.isOverAge(object.lastModified) || object.size < LIVE_MARKER_BYTES) continue;
+      if (object.size < LIVE_MARKER_BYTES) continue;
       let sessionId: string;
       try {
         sessionId = decodeId('sessionId', segment);
       } catch {
         continue; // not a marker this store wrote
       }
+      if (this.sessions.isOverAge(sessionId, object.lastModified)) continue;
       sessions.push({ sessionId, lastActivity: object.lastModified });
     }
     const more = page.nextCursor !== undefined && last !== undefined;
