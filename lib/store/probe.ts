@@ -52,7 +52,8 @@ interface Guarantee {
   ) => Promise<{ etag: string }>;
 }
 
-const PUT_OPTIONS = { contentType: 'application/json', tags: { kind: 'state' } } as const;
+/** How the probe writes its objects: as any session's value (JSON, tagged `kind=state`). */
+export const PUT_OPTIONS = { contentType: 'application/json', tags: { kind: 'state' } } as const;
 /** Writers in each race. */
 const RACERS = 4;
 const body = (i: number) => `{"probe":${i}}`;
