@@ -1,14 +1,17 @@
 /**
  * `npm run bootstrap`: creates the bucket (private, encrypted, with the lifecycle rules) and the
  * DynamoDB lock table that the environment names, as the functions read it (STORE_BACKEND, S3_* or
- * OSS_*, LOCK_BACKEND, LOCK_TABLE, DYNAMODB_*, the lifecycle deployment parameters, STATE_PREFIX),
- * idempotently; prints one line per step (lib/lifecycle/bootstrap.ts) and a last line saying whether
- * anything changed. Exit status 1 when a step fails, after the lines of the steps before it.
+ * OSS_*, S3_DIALECT, LOCK_BACKEND, LOCK_TABLE, DYNAMODB_*, the lifecycle deployment parameters,
+ * STATE_PREFIX), idempotently, and ends by writing, reading and deleting one probe object under
+ * STATE_PREFIX through the driver the functions use (lib/store/write-check.ts); prints one line per
+ * step (lib/lifecycle/bootstrap.ts) and a last line saying whether anything changed. Exit status 1
+ * when a step fails, after the lines of the steps before it.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { type Config, loadConfigOrExit } from '../lib/config.js';
-import { createOssClient } from '../lib/drivers/oss.js';
-import { createS3Client } from '../lib/drivers/s3.js';
+import { createOssClient, createOssDriver } from '../lib/drivers/oss.js';
+import { createS3Client, createS3Driver } from '../lib/drivers/s3.js';
+import type { ObjectStoreDriver } from '../lib/drivers/types.js';
 import { ossOptionsFrom } from '../lib/http/backends/aliyun.js';
 import {
   type BootstrapClients,
@@ -19,6 +22,7 @@ import {
   summarize,
 } from '../lib/lifecycle/bootstrap.js';
 import { DeploymentParameterError } from '../lib/lifecycle/deployment.js';
+import { writeReadDelete } from '../lib/store/write-check.js';
 
 // Bootstrap serves no requests: the local server's authentication settings do not apply to it.
 const config = loadConfigOrExit({ ...process.env, ALLOW_ANONYMOUS: 'true' });
@@ -45,6 +49,14 @@ function clientsFor(c: Config): BootstrapClients {
   };
 }
 
+/** The driver the functions write through (lib/http/backends/), on bootstrap's own client. */
+function driverFor(c: Config, clients: BootstrapClients): ObjectStoreDriver | undefined {
+  if (clients.s3)
+    return createS3Driver({ bucket: c.S3_BUCKET as string, client: clients.s3, dialect: c.S3_DIALECT });
+  if (clients.oss) return createOssDriver({ ...ossOptionsFrom(c), client: clients.oss });
+  return undefined;
+}
+
 const where = {
   s3: `S3_BUCKET=${config.S3_BUCKET}${config.S3_ENDPOINT ? ` at ${config.S3_ENDPOINT}` : ''}`,
   oss: `OSS_BUCKET=${config.OSS_BUCKET} at ${config.OSS_ENDPOINT ?? config.OSS_REGION}`,
@@ -60,12 +72,14 @@ console.log(
 );
 
 const clients = clientsFor(config);
+const driver = driverFor(config, clients);
 try {
   const backend = config.STORE_BACKEND === 'oss' ? 'oss' : 's3';
   const steps = await bootstrap({
     config,
     clients,
     lifecycle: deployedLifecycle(backend),
+    ...(driver ? { writeCheck: () => writeReadDelete(driver, config.STATE_PREFIX) } : {}),
     onStep: (step) => console.log(formatStep(step)),
   });
   console.log(`bootstrap: ${summarize(steps)}`);

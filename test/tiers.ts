@@ -43,6 +43,7 @@ export const TIERS: readonly Tier[] = [
       'test/client/timeouts.test.ts',
       'test/drivers/memory.test.ts',
       'test/drivers/fs.test.ts',
+      'test/drivers/refusals.test.ts',
       'test/lock/',
       'test/store/store.test.ts',
       'test/store/store-http.test.ts',

@@ -12,7 +12,7 @@ import { DEFAULTS } from '../contract/defaults.js';
 import { BackendError, ProtocolError, type StoreError } from '../contract/errors.js';
 import type { Lease } from '../contract/lock.js';
 import type { SaveOptions, WriteOptions } from '../contract/types.js';
-import { problemCodeOf, problemError } from '../protocol/problems.js';
+import { isFinalProblem, type ProblemCode, problemCodeOf, problemError } from '../protocol/problems.js';
 import { HEADER_NAMES, REQUEST_ID_HEADER, type schemas } from '../protocol/schemas.js';
 import { MIB } from '../util/units.js';
 import {
@@ -31,7 +31,7 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 const TRANSIENT = new Set([429, 500, 502, 503, 504]);
 
 /** The problem code of a 409 or 503 answer (read from a clone: the answer stays readable). */
-async function codeOf(response: Response): Promise<string | undefined> {
+async function codeOf(response: Response): Promise<ProblemCode | undefined> {
   if (response.status !== 409 && response.status !== 503) return undefined;
   return problemCodeOf(
     await response
@@ -263,8 +263,9 @@ export class Requests {
       }
       if (attempt < attempts) {
         const code = response && (await codeOf(response));
-        // A backend that does not honour write conditions stays so: no retry helps.
-        const retryable = (!response || TRANSIENT.has(response.status)) && code !== 'backend-unsafe';
+        // A backend that does not honour write conditions, or a deployment that refuses the
+        // service, stays so: no retry helps (`final` in the problem table).
+        const retryable = (!response || TRANSIENT.has(response.status)) && !isFinalProblem(code);
         // Nothing was written after `contended`: any method may be sent again.
         const wait = pauseMs(attempt, response, code === 'contended');
         if (wait !== undefined && ((idempotent && retryable) || (response && code === 'contended'))) {

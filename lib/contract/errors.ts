@@ -142,19 +142,30 @@ export class BackendError extends StoreError {
 }
 
 /**
- * A bucket or lock table that does not exist, or credentials the backend refuses: the deployment is
- * wrong, not the request. Retryable (503): it succeeds once the deployment is fixed.
+ * A bucket or lock table that does not exist or refuses these credentials, or credentials the
+ * backend refuses: the deployment is wrong, not the request. Not retryable (503
+ * `backend-misconfigured`, without Retry-After): every request fails the same way until the
+ * deployment is fixed. `resourceName` and `identity` are for the server's log, never for an answer.
  */
 export class MisconfiguredBackendError extends BackendError {
   override name = 'MisconfiguredBackendError';
+  /** The bucket or table (by its name), where the backend's refusal names one. */
+  readonly resourceName?: string;
+  /**
+   * Who the backend refused, as far as it is known without another request, and how it is known:
+   * `arn:aws:sts::…` from the backend's message, or `access key id AKIA…WXYZ` (never a secret).
+   */
+  readonly identity?: string;
   constructor(
     /** `s3`, `oss`, `dynamodb`. */
     readonly backend: string,
     readonly resource: BackendResource,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; resourceName?: string | undefined; identity?: string | undefined },
   ) {
-    super(message, true, options);
+    super(message, false, options);
+    if (options?.resourceName !== undefined) this.resourceName = options.resourceName;
+    if (options?.identity !== undefined) this.identity = options.identity;
   }
 }
 

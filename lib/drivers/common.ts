@@ -326,11 +326,18 @@ export interface BackendFailure {
   readonly retryable: boolean;
   /** The object's size, where a 416 answer said it. */
   readonly size?: number;
+  /** The bucket, named in an `UnavailableResourceError`. */
+  readonly bucket?: string;
+  /** Who made the request (`callerIdentity`), named in an `UnavailableResourceError`. */
+  readonly identity?: string | undefined;
 }
 
+/** The code of a 403 answer without one: a HEAD's (its answer has no body to say which refusal). */
+const HEAD_REFUSED = 'Forbidden';
+
 /**
- * The typed error for an S3 or OSS error answer (the two share their codes): a missing bucket or
- * refused credentials (`unavailable`), a missing object or upload, a failed condition (412,
+ * The typed error for an S3 or OSS error answer (the two share their codes): a missing bucket,
+ * access denied or refused credentials (`unavailable`, and a 403 without a code), a missing object or upload, a failed condition (412,
  * `PreconditionFailed`, OSS's `FileAlreadyExists`), OSS's `ObjectNotAppendable`, an archived object,
  * an unsatisfiable range; anything else is an `ObjectStoreError` with `retryable`.
  */
@@ -342,9 +349,20 @@ export function mapBackendError(
   unavailable: ReadonlyMap<string, BackendResource>,
 ): ObjectStoreError {
   if (error instanceof ObjectStoreError) return error;
-  const { status, code } = failure;
-  const resource = unavailable.get(code ?? '');
-  if (resource) return new UnavailableResourceError(resource, backend, code as string, { cause: error });
+  const { status } = failure;
+  // The SDKs name a bodiless 403 `Unknown` (AWS SDK) or leave it without a code (ali-oss).
+  const code =
+    status === 403 && (failure.code === undefined || /^(Unknown|UnknownError|Forbidden)$/.test(failure.code))
+      ? HEAD_REFUSED
+      : failure.code;
+  const resource = code === HEAD_REFUSED ? 'bucket' : unavailable.get(code ?? '');
+  if (resource) {
+    return new UnavailableResourceError(resource, backend, code as string, {
+      cause: error,
+      resourceName: failure.bucket,
+      identity: failure.identity,
+    });
+  }
   if (status === 404 || code === 'NoSuchKey' || code === 'NotFound' || code === 'NoSuchUpload') {
     return new ObjectNotFoundError(key, backend, { cause: error });
   }

@@ -114,25 +114,47 @@ export class ObjectArchivedError extends ObjectStoreError {
 }
 
 /**
- * A resource the backend needs is missing or refuses us (no such bucket or table, credentials
- * refused): nothing a request did, and nothing retrying the request fixes until the deployment is.
+ * A resource the backend needs is missing or refuses us (no such bucket or table, access denied,
+ * credentials refused): nothing a request did, and nothing retrying fixes until the deployment is.
+ * Not retryable: the call surely did not happen.
  */
 export class UnavailableResourceError extends ObjectStoreError {
   override name = 'UnavailableResourceError';
+  /** The bucket's name, where the driver knows it. */
+  readonly resourceName?: string;
+  /** Who the backend refused (`callerIdentity` in lib/util/identity.ts), where known. */
+  readonly identity?: string;
   constructor(
     readonly resource: BackendResource,
     backend: string,
-    /** The backend's own code, e.g. `NoSuchBucket`. */
+    /** The backend's own code, e.g. `NoSuchBucket`, `AccessDenied`. */
     readonly code: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; resourceName?: string | undefined; identity?: string | undefined },
   ) {
-    super(
-      `${backend} ${resource === 'credentials' ? 'refused the credentials' : `${resource} does not exist`} (${code})`,
-      backend,
-      {
-        ...options,
-        retryable: true,
-      },
-    );
+    super(unavailableMessage(resource, backend, code, options), backend, {
+      cause: options?.cause,
+      retryable: false,
+    });
+    if (options?.resourceName !== undefined) this.resourceName = options.resourceName;
+    if (options?.identity !== undefined) this.identity = options.identity;
   }
+}
+
+/**
+ * `s3 bucket b does not exist (NoSuchBucket)`, `s3 bucket b refused access (AccessDenied)`,
+ * `s3 refused the credentials (InvalidAccessKeyId)`, each followed by `; credentials: <identity>`
+ * where it is known.
+ */
+function unavailableMessage(
+  resource: BackendResource,
+  backend: string,
+  code: string,
+  options?: { resourceName?: string | undefined; identity?: string | undefined },
+): string {
+  const missing = code.startsWith('NoSuch') || code === 'ResourceNotFoundException';
+  const what =
+    resource === 'credentials'
+      ? `${backend} refused the credentials`
+      : `${backend} ${resource}${options?.resourceName ? ` ${options.resourceName}` : ''} ${missing ? 'does not exist' : 'refused access'}`;
+  return `${what} (${code})${options?.identity ? `; credentials: ${options.identity}` : ''}`;
 }

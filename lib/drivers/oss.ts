@@ -23,6 +23,7 @@
 import OSS from 'ali-oss';
 import { DEFAULTS } from '../contract/defaults.js';
 import { BACKOFF, backoff } from '../util/backoff.js';
+import { callerIdentity } from '../util/identity.js';
 import { BaseDriver, type PartOptions } from './base.js';
 import { bareEtag, encodeTags, mapBackendError, parseRestore, rangedBody, rangeHeader } from './common.js';
 import {
@@ -115,6 +116,8 @@ class OssDriver extends BaseDriver {
   private readonly client: OSS;
   /** `append` only: never retried, and its error answers keep their headers. */
   private readonly appender: OSS;
+  /** The bucket and the access key id, for the log line of a refusal. */
+  private readonly named: { readonly bucket?: string; readonly accessKeyId?: string };
 
   constructor(options: OssDriverOptions) {
     super(NAME, {
@@ -135,6 +138,7 @@ class OssDriver extends BaseDriver {
     const raw = options.client ?? createOssClient(options);
     this.client = withRetries(raw, options.maxAttempts ?? 3);
     this.appender = keepingErrorHeaders(raw);
+    this.named = (raw as unknown as { options?: OssDriver['named'] }).options ?? {};
   }
 
   protected override get appendStorageClasses(): readonly string[] {
@@ -142,8 +146,20 @@ class OssDriver extends BaseDriver {
   }
 
   protected override mapError(error: unknown, key: string): ObjectStoreError {
-    const { status, code } = (error ?? {}) as { status?: number; code?: string };
-    return mapBackendError(error, key, NAME, { status, code, retryable: transient(error) }, UNAVAILABLE);
+    const { status, code, message } = (error ?? {}) as { status?: number; code?: string; message?: string };
+    return mapBackendError(
+      error,
+      key,
+      NAME,
+      {
+        status,
+        code,
+        retryable: transient(error),
+        ...(this.named.bucket ? { bucket: this.named.bucket } : {}),
+        identity: callerIdentity(message, this.named.accessKeyId),
+      },
+      UNAVAILABLE,
+    );
   }
 
   /** A presigned request; OSS V1 signs Content-MD5, Content-Type and the x-oss-* headers. */
@@ -527,9 +543,10 @@ function withRetries(client: OSS, attempts: number): OSS {
   });
 }
 
-/** OSS's codes for a missing bucket and refused credentials. */
+/** OSS's codes for a missing bucket, a bucket that refuses these credentials, and refused credentials. */
 const UNAVAILABLE = new Map<string, BackendResource>([
   ['NoSuchBucket', 'bucket'],
+  ['AccessDenied', 'bucket'],
   ['InvalidAccessKeyId', 'credentials'],
   ['SignatureDoesNotMatch', 'credentials'],
   ['InvalidSecurityToken', 'credentials'],

@@ -31,6 +31,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { DEFAULTS } from '../contract/defaults.js';
+import { callerIdentity, rememberSigningKey } from '../util/identity.js';
 import { MIB } from '../util/units.js';
 import { BaseDriver, type PartOptions } from './base.js';
 import {
@@ -147,6 +148,8 @@ class S3Driver extends BaseDriver {
   private readonly rgw: boolean;
   private readonly multipartThreshold: number;
   private readonly partSize: number;
+  /** The access key id of the last request signed (for the log line of a refusal). */
+  private readonly signingKey: () => string | undefined;
 
   constructor(private readonly options: S3DriverOptions) {
     const rgw = options.dialect === 'ceph-rgw';
@@ -170,6 +173,7 @@ class S3Driver extends BaseDriver {
     this.rgw = rgw;
     this.client = options.client ?? createS3Client(options);
     this.signer = options.client ?? createS3Client(options, true);
+    this.signingKey = rememberSigningKey(this.client);
     this.Bucket = options.bucket;
     this.multipartThreshold = Math.max(5 * MIB, options.multipartThresholdBytes ?? 64 * MIB);
     this.partSize = Math.max(5 * MIB, options.partSizeBytes ?? 8 * MIB);
@@ -192,6 +196,8 @@ class S3Driver extends BaseDriver {
         code,
         retryable: status === undefined || status >= 500 || status === 429 || code === 'SlowDown',
         size: unsatisfiedSize(headers?.['content-range']),
+        bucket: this.Bucket,
+        identity: callerIdentity((error as Error | undefined)?.message, this.signingKey()),
       },
       UNAVAILABLE,
     );
@@ -587,9 +593,15 @@ function errorCode(error: unknown): string | undefined {
   return (error as { name?: string; code?: string })?.code ?? (error as { name?: string })?.name;
 }
 
-/** S3's codes for a missing bucket and refused credentials (a HEAD's 404 cannot tell a missing bucket). */
+/**
+ * S3's codes for a missing bucket, a bucket that refuses these credentials (a policy, or on Ceph
+ * RGW 16 `BlockPublicAcls`, which refuses even the owner's writes) and refused credentials (a
+ * HEAD's 404 cannot tell a missing bucket).
+ */
 const UNAVAILABLE = new Map<string, BackendResource>([
   ['NoSuchBucket', 'bucket'],
+  ['AccessDenied', 'bucket'],
+  ['AllAccessDisabled', 'bucket'],
   ['InvalidAccessKeyId', 'credentials'],
   ['SignatureDoesNotMatch', 'credentials'],
   ['ExpiredToken', 'credentials'],

@@ -43,6 +43,8 @@ const PROBLEM_NOTES: Record<ProblemCode, string> = {
   'payload-too-large': 'the request body is over `limit` bytes',
   'precondition-unsupported': 'the backend cannot evaluate this condition; nothing was written',
   'backend-unavailable': 'the storage backend is unavailable; retry after Retry-After',
+  'backend-misconfigured':
+    "the deployment's bucket or lock table is missing or refuses the service's credentials, or the backend refuses the credentials (the server's log names which, and as whom); no Retry-After: retrying does not help until the deployment is fixed",
   'backend-unsafe':
     'the backend failed the write-condition probe, so the server makes no write; retrying does not help',
   contended: 'other writers kept winning; nothing was written; retry after Retry-After',

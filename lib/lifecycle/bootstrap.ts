@@ -6,11 +6,17 @@
  *   AES256), the lifecycle rules;
  * - the DynamoDB lock table: the key schema lib/lock/dynamodb.ts uses, on-demand, ACTIVE, with TTL
  *   on the attribute the lock writes.
+ * - last, the write check (`writeCheck`): one probe object written, read back and deleted as the
+ *   service writes its state, so that a setting that refuses the service's requests fails here,
+ *   named, and not at the first request.
  * Every step reads the current state first and writes only what differs, so a second run writes
- * nothing. What an endpoint does not support (s3rver has no ACLs, RGW no SSE without a KMS
- * backend, dynalite no TTL) is reported as skipped with the reason, never a failure; anything else
- * (refused credentials, a bucket name another account holds, a table with another key schema)
- * stops with a `BootstrapError` naming the step.
+ * nothing but the write check's object (written and deleted). What an endpoint does not support
+ * (s3rver has no ACLs, RGW no SSE without a KMS backend, dynalite no TTL) is reported as skipped
+ * with the reason, never a failure; so is `BlockPublicAcls` on `S3_DIALECT=ceph-rgw` (Ceph RGW 16
+ * refuses every PutObject, the owner's too, while it is on; `IgnorePublicAcls` stays on, which
+ * keeps public ACLs without effect). Anything else (refused credentials, a bucket name another
+ * account holds, a table with another key schema, a write check that fails) stops with a
+ * `BootstrapError` naming the step.
  */
 import {
   CreateTableCommand,
@@ -40,12 +46,15 @@ import { applyOssLifecycle, applyS3Lifecycle } from './apply.js';
 import { DEPLOYMENT_PARAMETERS, deploymentSettings } from './deployment.js';
 import { type LifecycleBackend, type LifecycleConfig, lifecycleRules, renderOss, renderS3 } from './index.js';
 
-/** What a step did. */
-export type BootstrapStatus = 'created' | 'already there' | 'applied' | 'skipped';
+/** What a step did (`checked`: the write check's object was written, read and deleted). */
+export type BootstrapStatus = 'created' | 'already there' | 'applied' | 'checked' | 'skipped';
 
 /** One step of a bootstrap run. */
 export interface BootstrapStep {
-  /** What the step sets up: `bucket s3://<name>`, `Block Public Access`, `ACL`, `SSE`, `lifecycle`, `lock table <name>`, `TTL`. */
+  /**
+   * What the step sets up: `bucket s3://<name>`, `Block Public Access` (and `BlockPublicAcls`, on
+   * Ceph RGW), `ACL`, `SSE`, `lifecycle`, `lock table <name>`, `TTL`, `write check`.
+   */
   readonly step: string;
   readonly status: BootstrapStatus;
   /** For `skipped`, why; otherwise what is in place (`AES256`, `5 rules`, ...). */
@@ -75,11 +84,36 @@ export interface BootstrapClients {
   readonly dynamodb?: DynamoDBClient;
 }
 
+/**
+ * What a write check found: the probe object it used, and the first call that failed with the
+ * backend's own error (lib/store/write-check.ts, `writeReadDelete`, answers this).
+ */
+export interface WriteCheckResult {
+  readonly key: string;
+  readonly failed?: {
+    /** `PutObject`, `GetObject` or `DeleteObject`. */
+    readonly call: string;
+    readonly error: unknown;
+    /** Who the backend refused (`access key id AKIA…WXYZ`, an ARN), when it refused. */
+    readonly identity?: string;
+  };
+}
+
 /** Options of `bootstrap`. */
 export interface BootstrapOptions {
-  /** The configuration (lib/config.ts): which backends, the bucket and table names. */
-  readonly config: Pick<Config, 'STORE_BACKEND' | 'S3_BUCKET' | 'OSS_BUCKET' | 'LOCK_BACKEND' | 'LOCK_TABLE'>;
+  /** The configuration (lib/config.ts): which backends, the bucket and table names, the S3 dialect. */
+  readonly config: Pick<
+    Config,
+    'STORE_BACKEND' | 'S3_BUCKET' | 'OSS_BUCKET' | 'S3_DIALECT' | 'LOCK_BACKEND' | 'LOCK_TABLE'
+  >;
   readonly clients: BootstrapClients;
+  /**
+   * The last step on a bucket: writes, reads back and deletes one object as the service writes its
+   * state, on the configured driver (scripts/bootstrap.ts gives `writeReadDelete` of
+   * lib/store/write-check.ts; this floor does not import the store). Without it the step is
+   * reported as skipped.
+   */
+  readonly writeCheck?: () => Promise<WriteCheckResult>;
   /** The bucket's lifecycle settings (see `deployedLifecycle`); default the defaults of lib/lifecycle. */
   readonly lifecycle?: Partial<LifecycleConfig>;
   /** How long to wait for a table to become ACTIVE; default 60 s. */
@@ -90,6 +124,9 @@ export interface BootstrapOptions {
 
 /** The reason given for what an endpoint does not implement. */
 export const NOT_SUPPORTED = 'not supported by this endpoint';
+/** Why `BlockPublicAcls` is left off on Ceph RGW. */
+export const RGW_BLOCK_PUBLIC_ACLS =
+  "S3_DIALECT=ceph-rgw: Ceph RGW 16 refuses every PutObject, the bucket owner's too, with 403 AccessDenied while it is on; IgnorePublicAcls (on) keeps public ACLs without effect";
 /** The default encryption bootstrap puts: SSE-S3 on S3, OSS-managed keys on OSS. */
 const SSE_ALGORITHM = 'AES256';
 /** Grantees that make an S3 ACL public. */
@@ -109,12 +146,13 @@ export function changesOf(steps: readonly BootstrapStep[]): BootstrapStep[] {
   return steps.filter((s) => s.status === 'created' || s.status === 'applied');
 }
 
-/** The last line of a run: `nothing changed (5 already there, 2 skipped)`, or `3 changed (...)`. */
+/** The last line of a run: `nothing changed (5 already there, 1 checked, 2 skipped)`, or `3 changed (...)`. */
 export function summarize(steps: readonly BootstrapStep[]): string {
   const changed = changesOf(steps).length;
   const count = (status: BootstrapStatus) => steps.filter((s) => s.status === status).length;
   const rest = [
     [count('already there'), 'already there'],
+    [count('checked'), 'checked'],
     [count('skipped'), 'skipped'],
   ]
     .filter(([n]) => n !== 0)
@@ -148,10 +186,16 @@ export async function bootstrap(options: BootstrapOptions): Promise<BootstrapSte
   };
   const { config, clients } = options;
   const lifecycle = options.lifecycle ?? {};
+  /** The bucket the write check writes to, and the settings that may refuse the service's writes. */
+  let written: { where: string; suspects: Suspect[] } | undefined;
   if (config.STORE_BACKEND === 's3') {
-    await s3Bucket(need(clients.s3, 'S3 client'), need(config.S3_BUCKET, 'S3_BUCKET'), lifecycle, add);
+    const bucket = need(config.S3_BUCKET, 'S3_BUCKET');
+    const suspects = await s3Bucket(need(clients.s3, 'S3 client'), bucket, config.S3_DIALECT, lifecycle, add);
+    written = { where: `s3://${bucket}`, suspects };
   } else if (config.STORE_BACKEND === 'oss') {
-    await ossBucket(need(clients.oss, 'OSS client'), need(config.OSS_BUCKET, 'OSS_BUCKET'), lifecycle, add);
+    const bucket = need(config.OSS_BUCKET, 'OSS_BUCKET');
+    await ossBucket(need(clients.oss, 'OSS client'), bucket, lifecycle, add);
+    written = { where: `oss://${bucket}`, suspects: [] };
   } else {
     add('bucket', 'skipped', `STORE_BACKEND=${config.STORE_BACKEND} keeps state without a bucket`);
   }
@@ -165,7 +209,45 @@ export async function bootstrap(options: BootstrapOptions): Promise<BootstrapSte
   } else {
     add('lock table', 'skipped', `LOCK_BACKEND=${config.LOCK_BACKEND} needs no table`);
   }
+  if (written) await checkWrites(options.writeCheck, written.where, written.suspects, add);
   return steps;
+}
+
+/** A bucket setting in place that may refuse the service's writes, and what to do about it. */
+interface Suspect {
+  /** `PutPublicAccessBlock BlockPublicAcls=true`. */
+  readonly setting: string;
+  readonly why: string;
+}
+
+/**
+ * The write check: its object written, read back and deleted, or a `BootstrapError` naming the call
+ * that failed, the bucket, who was refused and, for a refusal, the settings that may have caused it.
+ */
+async function checkWrites(
+  check: BootstrapOptions['writeCheck'],
+  where: string,
+  suspects: readonly Suspect[],
+  add: Add,
+): Promise<void> {
+  const step = 'write check';
+  if (!check) return add(step, 'skipped', 'no write check given');
+  const { key, failed } = await check();
+  if (!failed) return add(step, 'checked', `PutObject, GetObject, DeleteObject of ${where}/${key}`);
+  const { code, status, message } = described(failed.error);
+  const as = failed.identity ? ` as ${failed.identity}` : '';
+  const policy = `these credentials may not use the bucket (its policy and theirs must allow ${where.startsWith('oss:') ? 'oss:PutObject, oss:GetObject, oss:DeleteObject and oss:ListObjects' : 's3:PutObject, s3:GetObject, s3:DeleteObject and s3:ListBucket'})`;
+  const blame =
+    status !== 403
+      ? ''
+      : suspects.length > 0
+        ? ` after ${suspects.map((s) => `${s.setting} (${s.why})`).join(', ')}; else ${policy}`
+        : `: ${policy}`;
+  throw new BootstrapError(
+    step,
+    `${failed.call} answered ${status === undefined ? '' : `${status} `}${code} on ${where}/${key}${as}${blame}: ${message}`,
+    { cause: failed.error },
+  );
 }
 
 type Add = (step: string, status: BootstrapStatus, detail?: string) => void;
@@ -240,7 +322,14 @@ async function optional(
 
 // S3
 
-async function s3Bucket(client: S3Client, bucket: string, lifecycle: Partial<LifecycleConfig>, add: Add) {
+/** The S3 bucket's steps; returns the settings in place that may refuse the service's writes. */
+async function s3Bucket(
+  client: S3Client,
+  bucket: string,
+  dialect: Config['S3_DIALECT'],
+  lifecycle: Partial<LifecycleConfig>,
+  add: Add,
+): Promise<Suspect[]> {
   const label = `bucket s3://${bucket}`;
   await optional(label, add, async () => {
     try {
@@ -281,29 +370,7 @@ async function s3Bucket(client: S3Client, bucket: string, lifecycle: Partial<Lif
     }
   });
 
-  await optional('Block Public Access', add, async (skip) => {
-    const all = {
-      BlockPublicAcls: true,
-      IgnorePublicAcls: true,
-      BlockPublicPolicy: true,
-      RestrictPublicBuckets: true,
-    };
-    let current: Partial<typeof all> | undefined;
-    try {
-      current = (await client.send(new GetPublicAccessBlockCommand({ Bucket: bucket })))
-        .PublicAccessBlockConfiguration;
-    } catch (error) {
-      if (described(error).code !== 'NoSuchPublicAccessBlockConfiguration')
-        skip('GetPublicAccessBlock', error);
-    }
-    if (current && Object.keys(all).every((k) => current[k as keyof typeof all] === true)) {
-      return ['already there', 'all four settings on'];
-    }
-    await client
-      .send(new PutPublicAccessBlockCommand({ Bucket: bucket, PublicAccessBlockConfiguration: all }))
-      .catch((error: unknown) => skip('PutPublicAccessBlock', error));
-    return ['applied', 'all four settings on'];
-  });
+  const suspects = await s3PublicAccessBlock(client, bucket, dialect, add);
 
   await optional('ACL', add, async (skip) => {
     const { Grants = [] } = await client
@@ -366,6 +433,67 @@ async function s3Bucket(client: S3Client, bucket: string, lifecycle: Partial<Lif
     );
     return ['applied', current?.length ? `${rules}, replacing ${current.length} that differ` : rules];
   });
+  return suspects;
+}
+
+/** Block Public Access's four settings, in the order S3 lists them. */
+const PUBLIC_ACCESS_BLOCK = [
+  'BlockPublicAcls',
+  'IgnorePublicAcls',
+  'BlockPublicPolicy',
+  'RestrictPublicBuckets',
+] as const;
+
+/**
+ * Block Public Access: all four settings on; on Ceph RGW (`S3_DIALECT=ceph-rgw`) all but
+ * `BlockPublicAcls`, which is turned off where it is on and reported as skipped with its reason.
+ * Returns `BlockPublicAcls=true` as a suspect where it is on (AWS S3 takes writes with it; an
+ * S3-compatible store that is not declared may not).
+ */
+async function s3PublicAccessBlock(
+  client: S3Client,
+  bucket: string,
+  dialect: Config['S3_DIALECT'],
+  add: Add,
+): Promise<Suspect[]> {
+  const rgw = dialect === 'ceph-rgw';
+  const wanted = Object.fromEntries(
+    PUBLIC_ACCESS_BLOCK.map((setting) => [setting, !(rgw && setting === 'BlockPublicAcls')]),
+  ) as Record<(typeof PUBLIC_ACCESS_BLOCK)[number], boolean>;
+  const on = PUBLIC_ACCESS_BLOCK.filter((setting) => wanted[setting]);
+  const detail = on.length === PUBLIC_ACCESS_BLOCK.length ? 'all four settings on' : `${on.join(', ')} on`;
+  let done: BootstrapStatus | undefined;
+  await optional('Block Public Access', add, async (skip) => {
+    let current: Partial<Record<(typeof PUBLIC_ACCESS_BLOCK)[number], boolean>> | undefined;
+    try {
+      current = (await client.send(new GetPublicAccessBlockCommand({ Bucket: bucket })))
+        .PublicAccessBlockConfiguration;
+    } catch (error) {
+      if (described(error).code !== 'NoSuchPublicAccessBlockConfiguration')
+        skip('GetPublicAccessBlock', error);
+    }
+    if (current && PUBLIC_ACCESS_BLOCK.every((setting) => (current[setting] ?? false) === wanted[setting])) {
+      done = 'already there';
+      return [done, detail];
+    }
+    await client
+      .send(new PutPublicAccessBlockCommand({ Bucket: bucket, PublicAccessBlockConfiguration: wanted }))
+      .catch((error: unknown) => skip('PutPublicAccessBlock', error));
+    done = 'applied';
+    const turnedOff = rgw && current?.BlockPublicAcls === true ? '; BlockPublicAcls turned off' : '';
+    return [done, `${detail}${turnedOff}`];
+  });
+  if (!done) return [];
+  if (rgw) {
+    add('BlockPublicAcls', 'skipped', RGW_BLOCK_PUBLIC_ACLS);
+    return [];
+  }
+  return [
+    {
+      setting: `${done === 'applied' ? 'PutPublicAccessBlock ' : ''}BlockPublicAcls=true${done === 'applied' ? '' : ' (already on)'}`,
+      why: 'Ceph RGW 16 refuses every PutObject while it is on: against RGW, set S3_DIALECT=ceph-rgw and run bootstrap again, which turns it off',
+    },
+  ];
 }
 
 // OSS

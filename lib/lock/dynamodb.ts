@@ -43,6 +43,7 @@ import {
   leaseHolds,
   type SessionLock,
 } from '../contract/lock.js';
+import { callerIdentity, rememberSigningKey } from '../util/identity.js';
 import { DAY_MS } from '../util/units.js';
 import { lockName, waitFor } from './common.js';
 
@@ -67,9 +68,10 @@ export interface DynamoDbLockOptions {
   ) => void;
 }
 
-/** DynamoDB's codes for a missing table and refused credentials. */
+/** DynamoDB's codes for a missing table, a table these credentials may not use, and refused credentials. */
 const UNAVAILABLE = new Map<string, BackendResource>([
   ['ResourceNotFoundException', 'table'],
+  ['AccessDeniedException', 'table'],
   ['UnrecognizedClientException', 'credentials'],
   ['InvalidSignatureException', 'credentials'],
   ['ExpiredTokenException', 'credentials'],
@@ -368,13 +370,24 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
     });
   const lock = new DynamoDbLock(client, options);
   const TableName = options.tableName;
-  // A missing table or refused credentials is a deployment problem: say so, whatever the call.
+  const signingKey = rememberSigningKey(client);
+  // A missing table, one these credentials may not use, or refused credentials is a deployment
+  // problem: say so, whatever the call, naming the table and who asked.
   const named = (error: unknown): never => {
     const code = (error as { name?: string })?.name ?? '';
     const resource = UNAVAILABLE.get(code);
     if (!resource) throw error;
-    const what = resource === 'table' ? `lock table ${TableName} does not exist` : 'refused the credentials';
-    throw new MisconfiguredBackendError('dynamodb', resource, `dynamodb ${what} (${code})`, { cause: error });
+    const what =
+      resource === 'credentials'
+        ? 'refused the credentials'
+        : `lock table ${TableName} ${code === 'ResourceNotFoundException' ? 'does not exist' : 'refused access'}`;
+    const identity = callerIdentity((error as Error | undefined)?.message, signingKey());
+    throw new MisconfiguredBackendError(
+      'dynamodb',
+      resource,
+      `dynamodb ${what} (${code})${identity ? `; credentials: ${identity}` : ''}`,
+      { cause: error, ...(resource === 'table' ? { resourceName: TableName } : {}), identity },
+    );
   };
   return {
     acquire: (key, o) => lock.acquire(key, o).catch(named),

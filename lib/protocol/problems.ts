@@ -109,6 +109,8 @@ export interface ProblemSpec {
   readonly title: string;
   /** Whether its answer carries `Retry-After` (seconds; 1 unless the router says otherwise). */
   readonly retryAfter?: true;
+  /** No retry helps (the backend or the deployment stays as it is): the client makes one attempt. */
+  readonly final?: true;
   /** The typed errors the server answers with this code (the first whose class and `when` match). */
   readonly answers?: readonly ProblemAnswer[];
   /** The typed error the client raises for it: from the problem's members and its detail. */
@@ -281,15 +283,24 @@ export const PROBLEMS = {
     title: 'Backend unavailable',
     retryAfter: true,
     answers: [
-      answer({ raisedBy: MisconfiguredBackendError, detail: () => BACKEND_UNAVAILABLE }),
       answer({ raisedBy: BackendError, when: (e) => e.retryable, detail: () => BACKEND_UNAVAILABLE }),
     ],
     error: (_, detail) => new BackendError(detail, true),
+  },
+  // A bucket or table that is missing or refuses the service, refused credentials: which one, and
+  // as whom, stays in the server's one ERROR line. A BackendError no retry helps, as below.
+  'backend-misconfigured': {
+    status: 503,
+    title: 'Backend misconfigured',
+    final: true,
+    answers: [answer({ raisedBy: MisconfiguredBackendError, detail: () => BACKEND_MISCONFIGURED })],
+    error: (_, detail) => new BackendError(detail, false),
   },
   // Not BackendUnsafeError (the client does not know the backend): a BackendError no retry helps.
   'backend-unsafe': {
     status: 503,
     title: 'Backend does not honour write conditions',
+    final: true,
     answers: [answer({ raisedBy: BackendUnsafeError })],
     error: (_, detail) => new BackendError(detail, false),
   },
@@ -347,6 +358,9 @@ export const PROBLEMS = {
 export const SESSION_NOT_FOUND = 'no such session';
 /** The detail of `backend-unavailable` (what failed stays in the log). */
 const BACKEND_UNAVAILABLE = 'the storage backend is unavailable; retry';
+/** The detail of `backend-misconfigured` (the resource and the credentials stay in the log). */
+const BACKEND_MISCONFIGURED =
+  "the deployment's bucket, lock table or credentials refuse the service's requests (the server's log names which); retrying does not help";
 
 /** A typed error's problem: the first row whose answer matches the error's class (most derived first). */
 export function answerOf(
@@ -381,6 +395,10 @@ export type ProblemCode = keyof typeof PROBLEMS;
 
 /** Every problem code. */
 export const PROBLEM_CODES = Object.keys(PROBLEMS) as [ProblemCode, ...ProblemCode[]];
+
+/** Whether a problem code says that no retry helps (`final`): the client does not retry it. */
+export const isFinalProblem = (code: ProblemCode | undefined): boolean =>
+  code !== undefined && (PROBLEMS[code] as ProblemSpec).final === true;
 
 /** Whether a string is a problem code. */
 export const isProblemCode = (code: unknown): code is ProblemCode =>

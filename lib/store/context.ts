@@ -44,7 +44,11 @@ export interface StoreContext {
 export function backendError(error: unknown): StoreError {
   if (error instanceof StoreError) return error;
   if (error instanceof UnavailableResourceError)
-    return new MisconfiguredBackendError(error.backend, error.resource, error.message, { cause: error });
+    return new MisconfiguredBackendError(error.backend, error.resource, error.message, {
+      cause: error,
+      resourceName: error.resourceName,
+      identity: error.identity,
+    });
   if (error instanceof ObjectStoreError) {
     if (error.name === 'InvalidArgumentError') return new ValidationError('id', error.message);
     return new BackendError(error.message, error.retryable, { cause: error });

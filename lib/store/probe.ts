@@ -26,7 +26,7 @@
  * creating append, 2 deletes). It adds about 2 round trips to the first write after a cold start.
  */
 
-import { BackendError, BackendUnsafeError } from '../contract/errors.js';
+import { BackendError, BackendUnsafeError, MisconfiguredBackendError } from '../contract/errors.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { DriverCapabilities, ObjectStoreDriver } from '../drivers/types.js';
 import { backendError } from './context.js';
@@ -52,7 +52,8 @@ interface Guarantee {
   ) => Promise<{ etag: string }>;
 }
 
-const PUT_OPTIONS = { contentType: 'application/json', tags: { kind: 'state' } } as const;
+/** How the probe writes its objects: as any session's value (JSON, tagged `kind=state`). */
+export const PUT_OPTIONS = { contentType: 'application/json', tags: { kind: 'state' } } as const;
 /** Writers in each race. */
 const RACERS = 4;
 const body = (i: number) => `{"probe":${i}}`;
@@ -204,8 +205,10 @@ export function verifiedDriver(driver: ObjectStoreDriver, options: VerifyOptions
       }
       verdict = undefined; // proved nothing: the next write probes again
       const failure = backendError(error);
-      // Whatever the probe met, the write it guards was not made: a retry may succeed.
-      throw failure instanceof BackendError && failure.retryable
+      // Whatever the probe met, the write it guards was not made: a retry may succeed, unless the
+      // deployment refuses it (a missing bucket, access denied: no retry helps until it is fixed).
+      throw failure instanceof MisconfiguredBackendError ||
+        (failure instanceof BackendError && failure.retryable)
         ? failure
         : new BackendError(`the backend probe failed: ${failure.message}`, true, { cause: error });
     });

@@ -6,8 +6,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createHttpClient } from '../../lib/client/index.js';
-import { BackendError } from '../../lib/contract/errors.js';
+import { BackendError, BackendUnsafeError, MisconfiguredBackendError } from '../../lib/contract/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import { toProblem } from '../../lib/http/problems.js';
 import { FAKE_TIMERS, fakeFetch } from './helpers.js';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
@@ -143,6 +144,29 @@ describe('typed client: Retry-After on 429 and 503', () => {
     );
     expect(counts).toEqual([2, 4]);
     expect(await result).toMatchObject({ name: 'w', size: 3 });
+  });
+
+  it('makes one attempt on the 503s no retry helps (backend-misconfigured, backend-unsafe); retries backend-unavailable', async () => {
+    const cases = [
+      [new MisconfiguredBackendError('s3', 'bucket', 's3 bucket b refused access (AccessDenied)'), 1],
+      [new BackendUnsafeError('s3', 'create-only writes'), 1],
+      [new BackendError('down', true), 3],
+    ] as const;
+    for (const [thrown, attempts] of cases) {
+      // The server's own answer: backend-misconfigured carries no Retry-After.
+      const { response } = toProblem(thrown, 'req-1');
+      const answer = () =>
+        new Response(response.body, { status: response.status, headers: response.headers });
+      const fake = fakeFetch(answer);
+      const client = createHttpClient({ baseUrl: 'http://api.test', attempts: 3, fetch: fake.fetch });
+      const { counts, result } = await callsAt(fake, () => client.get('s', 'k'), 5000);
+      expect(counts, thrown.name).toEqual([attempts]);
+      const error = await result.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendError);
+      expect((error as BackendError).retryable).toBe(attempts === 3);
+    }
+    const { response } = toProblem(cases[0][0], 'req-2');
+    expect(response.headers['retry-after']).toBeUndefined();
   });
 
   it('keeps the plain backoff on a 500, a 429 without Retry-After and a 502 with one, not on a 503', async () => {

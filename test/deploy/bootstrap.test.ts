@@ -23,12 +23,17 @@ import {
   GetBucketLifecycleConfigurationCommand,
   GetPublicAccessBlockCommand,
   HeadBucketCommand,
+  ListObjectsV2Command,
+  PutPublicAccessBlockCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import OSS from 'ali-oss';
-import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { loadConfig } from '../../lib/config.js';
-import { createS3Client } from '../../lib/drivers/s3.js';
+import { DEFAULTS } from '../../lib/contract/defaults.js';
+import { createOssDriver } from '../../lib/drivers/oss.js';
+import { createS3Client, createS3Driver } from '../../lib/drivers/s3.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import {
   BootstrapError,
   type BootstrapOptions,
@@ -40,12 +45,17 @@ import {
   deployedLifecycle,
   formatStep,
   NOT_SUPPORTED,
+  RGW_BLOCK_PUBLIC_ACLS,
   summarize,
 } from '../../lib/lifecycle/bootstrap.js';
 import { DeploymentParameterError } from '../../lib/lifecycle/deployment.js';
 import { lifecycleRules, renderOss, renderS3 } from '../../lib/lifecycle/index.js';
 import { createDynamoDbLock, LOCK_TABLE_KEY } from '../../lib/lock/dynamodb.js';
+import { createMemoryLock } from '../../lib/lock/memory.js';
+import { probeNames } from '../../lib/store/layout.js';
+import { writeReadDelete } from '../../lib/store/write-check.js';
 import { onTier } from '../backends.js';
+import { nodeHarness } from '../http/harness.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 import { xmlValues } from '../servers/http-util.js';
 
@@ -53,6 +63,16 @@ const run = promisify(execFile);
 const servers = inject('servers');
 const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+/** The write check the script gives (lib/store/write-check.ts) on `driver`, under the default prefix. */
+const checkOn = (driver: ObjectStoreDriver) => () => writeReadDelete(driver, DEFAULTS.prefix);
+/** Matches the write check's line of a bucket: its probe object named as the backend probe's. */
+const checkedLine = (where: string) =>
+  expect.stringMatching(
+    new RegExp(
+      `^PutObject, GetObject, DeleteObject of ${where}/${probeNames.pattern(DEFAULTS.prefix).source.slice(1)}`,
+    ),
+  );
 
 /** The environment of one deployment: the variables the functions read (lib/config.ts). */
 function configOf(env: Record<string, string>) {
@@ -178,7 +198,7 @@ describe.runIf(onTier('deploy'))('bootstrap: reporting', () => {
 });
 
 describe.runIf(onTier('deploy'))('bootstrap: the S3 front (s3rver) and dynalite', () => {
-  it('creates the bucket, its rules and the lock table; a second run writes nothing; what s3rver and dynalite lack is skipped', async () => {
+  it('creates the bucket, its rules and the lock table, then checks a write; a second run writes nothing but the check; what s3rver and dynalite lack is skipped', async () => {
     // Prepare
     const bucket = unique('boot-s3');
     const table = unique('boot-locks');
@@ -198,6 +218,7 @@ describe.runIf(onTier('deploy'))('bootstrap: the S3 front (s3rver) and dynalite'
       config: configOf(env),
       clients: { s3, dynamodb: db.client },
       lifecycle: deployedLifecycle('s3', env),
+      writeCheck: checkOn(createS3Driver({ bucket, client: s3 })),
     };
 
     // Act
@@ -212,8 +233,11 @@ describe.runIf(onTier('deploy'))('bootstrap: the S3 front (s3rver) and dynalite'
       lifecycle: 'applied',
       [`lock table ${table}`]: 'created',
       TTL: 'skipped',
+      'write check': 'checked',
     });
     const said = byStep(first);
+    expect(said['write check']?.detail).toEqual(checkedLine(`s3://${bucket}`));
+    expect(first.at(-1)?.step).toBe('write check');
     expect(said['Block Public Access']?.detail).toBe(
       `${NOT_SUPPORTED} (GetPublicAccessBlock: NotImplemented, HTTP 501)`,
     );
@@ -222,8 +246,9 @@ describe.runIf(onTier('deploy'))('bootstrap: the S3 front (s3rver) and dynalite'
     expect(said.TTL?.detail).toBe(`${NOT_SUPPORTED} (UpdateTimeToLive: UnknownOperationException, HTTP 400)`);
     expect(formatStep(said.TTL as BootstrapStep)).toMatch(/^TTL: skipped: not supported by this endpoint/);
 
-    // Assess: what the servers hold
+    // Assess: what the servers hold (the check's object is gone)
     await s3.send(new HeadBucketCommand({ Bucket: bucket }));
+    expect((await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).KeyCount).toBe(0);
     const stored = await (await fetch(`${servers.s3}/${bucket}?lifecycle`)).text();
     const rendered = renderS3(lifecycleRules('s3', { retentionDays: 9 })).Rules;
     expect(xmlValues(stored, 'ID')).toEqual(rendered.map((r) => r.ID));
@@ -237,7 +262,7 @@ describe.runIf(onTier('deploy'))('bootstrap: the S3 front (s3rver) and dynalite'
     db.sent.length = 0;
     const second = await bootstrap(options);
 
-    // Assess: nothing written, and it says so
+    // Assess: nothing written but the check's object (written, read, deleted), and it says so
     expect(statuses(second)).toEqual({
       ...statuses(first),
       [`bucket s3://${bucket}`]: 'already there',
@@ -245,8 +270,8 @@ describe.runIf(onTier('deploy'))('bootstrap: the S3 front (s3rver) and dynalite'
       [`lock table ${table}`]: 'already there',
     });
     expect(changesOf(second)).toEqual([]);
-    expect(summarize(second)).toBe('nothing changed (3 already there, 4 skipped)');
-    expect(writes(s3Sent)).toEqual([]);
+    expect(summarize(second)).toBe('nothing changed (3 already there, 1 checked, 4 skipped)');
+    expect(writes(s3Sent)).toEqual(['PutObject', 'DeleteObject']);
     // The only write dynalite gets is the TTL it refuses (it reports TTL as DISABLED every time).
     expect(writes(db.sent)).toEqual(['UpdateTimeToLive']);
     expect(await (await fetch(`${servers.s3}/${bucket}?lifecycle`)).text()).toBe(stored);
@@ -275,6 +300,141 @@ describe.runIf(onTier('deploy'))('bootstrap: the S3 front (s3rver) and dynalite'
     const stored = await (await fetch(`${servers.s3}/${bucket}?lifecycle`)).text();
     expect(xmlValues(stored, 'Days').map(Number).slice(0, 2)).toEqual([12, 14]);
     s3.destroy();
+  });
+});
+
+describe.runIf(onTier('deploy'))('bootstrap: the write check (the S3 front)', () => {
+  const prepared = async () => {
+    const bucket = unique('boot-check');
+    const s3 = createS3Client({ endpoint: servers.s3, credentials: S3RVER_CREDENTIALS });
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    return { bucket, s3, config: configOf({ STORE_BACKEND: 's3', S3_BUCKET: bucket }) };
+  };
+  const objectsIn = async (s3: S3Client, bucket: string) =>
+    (await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).Contents ?? [];
+
+  it('a read that fails stops bootstrap naming GetObject, and the probe object is deleted all the same', async () => {
+    const { bucket, s3, config } = await prepared();
+    const driver = createS3Driver({ bucket, client: s3 });
+    const written: string[] = [];
+    const put = driver.put;
+    driver.put = (key, body, o) => {
+      written.push(key);
+      return put(key, body, o);
+    };
+    driver.get = vi.fn(async () => {
+      throw new Error('connection reset by the test');
+    });
+
+    const error = await bootstrap({ config, clients: { s3 }, writeCheck: checkOn(driver) }).catch(
+      (e: unknown) => e,
+    );
+
+    expect(error).toBeInstanceOf(BootstrapError);
+    expect((error as BootstrapError).step).toBe('write check');
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `^write check: GetObject answered Error on s3://${bucket}/agent-state/.+: connection reset by the test$`,
+      ),
+    );
+    expect(written).toHaveLength(1);
+    expect(written[0]).toMatch(probeNames.pattern(DEFAULTS.prefix));
+    expect(await objectsIn(s3, bucket)).toEqual([]);
+    s3.destroy();
+  });
+
+  it('a refused PUT names PutObject, the answer, who was refused and what the policy must allow; nothing is left', async () => {
+    const { bucket, s3, config } = await prepared();
+    const refused = createS3Driver({
+      bucket,
+      endpoint: servers.s3,
+      credentials: { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'nope' },
+    });
+
+    const error = await bootstrap({ config, clients: { s3 }, writeCheck: checkOn(refused) }).catch(
+      (e: unknown) => e,
+    );
+
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `^write check: PutObject answered 403 InvalidAccessKeyId on s3://${bucket}/agent-state/\\S+ as access key id AKIA…MPLE: these credentials may not use the bucket \\(its policy and theirs must allow s3:PutObject, s3:GetObject, s3:DeleteObject and s3:ListBucket\\): `,
+      ),
+    );
+    expect((error as Error).message).not.toContain('nope');
+    expect(await objectsIn(s3, bucket)).toEqual([]);
+    s3.destroy();
+  });
+
+  it('without a write check (a caller of the library that gives none) the step says it was skipped', async () => {
+    const { s3, config } = await prepared();
+    const steps = await bootstrap({ config, clients: { s3 } });
+    expect(steps.at(-1)).toEqual({ step: 'write check', status: 'skipped', detail: 'no write check given' });
+    s3.destroy();
+  });
+});
+
+describe.runIf(onTier('deploy'))('bootstrap: Block Public Access by dialect (stub S3 client)', () => {
+  /** A client with no Block Public Access yet that records what is put; every other call is 501. */
+  function stub(current?: Record<string, boolean>) {
+    const put: unknown[] = [];
+    const client = {
+      config: { region: async () => 'us-east-1' },
+      async send(command: { input: unknown }) {
+        if (command instanceof HeadBucketCommand) return {};
+        if (command instanceof GetPublicAccessBlockCommand) {
+          if (current) return { PublicAccessBlockConfiguration: current };
+          throw Object.assign(new Error('none'), { name: 'NoSuchPublicAccessBlockConfiguration' });
+        }
+        if (command instanceof PutPublicAccessBlockCommand) {
+          put.push(
+            (command.input as { PublicAccessBlockConfiguration: unknown }).PublicAccessBlockConfiguration,
+          );
+          return {};
+        }
+        throw Object.assign(new Error('no'), { name: 'NotImplemented', $metadata: { httpStatusCode: 501 } });
+      },
+    };
+    return { client: client as unknown as S3Client, put };
+  }
+  const all = {
+    BlockPublicAcls: true,
+    IgnorePublicAcls: true,
+    BlockPublicPolicy: true,
+    RestrictPublicBuckets: true,
+  };
+
+  it('puts all four settings on S3 (the default dialect): the RGW skip never applies', async () => {
+    const { client, put } = stub();
+    const config = configOf({ STORE_BACKEND: 's3', S3_BUCKET: 'b' });
+    const steps = await bootstrap({ config, clients: { s3: client } });
+    expect(put).toEqual([all]);
+    expect(byStep(steps)['Block Public Access']).toEqual({
+      step: 'Block Public Access',
+      status: 'applied',
+      detail: 'all four settings on',
+    });
+    expect(steps.map((s) => s.step)).not.toContain('BlockPublicAcls');
+  });
+
+  it('on S3_DIALECT=ceph-rgw leaves BlockPublicAcls off (turning it off where it is on) and says why', async () => {
+    const config = configOf({ STORE_BACKEND: 's3', S3_BUCKET: 'b', S3_DIALECT: 'ceph-rgw' });
+    const fresh = stub();
+    const steps = await bootstrap({ config, clients: { s3: fresh.client } });
+    expect(fresh.put).toEqual([{ ...all, BlockPublicAcls: false }]);
+    expect(steps.slice(1, 3).map(formatStep)).toEqual([
+      'Block Public Access: applied (IgnorePublicAcls, BlockPublicPolicy, RestrictPublicBuckets on)',
+      `BlockPublicAcls: skipped: ${RGW_BLOCK_PUBLIC_ACLS}`,
+    ]);
+    const broken = stub(all);
+    const repaired = await bootstrap({ config, clients: { s3: broken.client } });
+    expect(broken.put).toEqual([{ ...all, BlockPublicAcls: false }]);
+    expect(byStep(repaired)['Block Public Access']?.detail).toBe(
+      'IgnorePublicAcls, BlockPublicPolicy, RestrictPublicBuckets on; BlockPublicAcls turned off',
+    );
+    const right = stub({ ...all, BlockPublicAcls: false });
+    const again = await bootstrap({ config, clients: { s3: right.client } });
+    expect(right.put).toEqual([]);
+    expect(byStep(again)['Block Public Access']?.status).toBe('already there');
   });
 });
 
@@ -368,7 +528,7 @@ describe.runIf(onTier('deploy'))(
 );
 
 describe.runIf(onTier('deploy'))('bootstrap: the OSS front', () => {
-  it('creates the bucket private with SSE and the rules; a second run writes nothing', async () => {
+  it('creates the bucket private with SSE and the rules, then checks a write; a second run writes nothing but the check', async () => {
     // Prepare
     const bucket = unique('boot-oss');
     const table = unique('boot-locks');
@@ -388,6 +548,7 @@ describe.runIf(onTier('deploy'))('bootstrap: the OSS front', () => {
       config: configOf(env),
       clients: { oss: oss.client, dynamodb: db.client },
       lifecycle: deployedLifecycle('oss', env),
+      writeCheck: checkOn(createOssDriver({ bucket, client: oss.client, ...OSS_CREDENTIALS })),
     };
 
     // Act
@@ -402,7 +563,9 @@ describe.runIf(onTier('deploy'))('bootstrap: the OSS front', () => {
       lifecycle: 'applied',
       [`lock table ${table}`]: 'created',
       TTL: 'skipped',
+      'write check': 'checked',
     });
+    expect(byStep(first)['write check']?.detail).toEqual(checkedLine(`oss://${bucket}`));
     expect(byStep(first)['Block Public Access']?.detail).toMatch(
       /ali-oss 6.23 has no PutBucketPublicAccessBlock/,
     );
@@ -429,8 +592,8 @@ describe.runIf(onTier('deploy'))('bootstrap: the OSS front', () => {
 
     // Assess
     expect(changesOf(second)).toEqual([]);
-    expect(summarize(second)).toBe('nothing changed (5 already there, 2 skipped)');
-    expect(oss.sent).toEqual(['GET bucketInfo', 'GET encryption', 'GET lifecycle']);
+    expect(summarize(second)).toBe('nothing changed (5 already there, 1 checked, 2 skipped)');
+    expect(oss.sent).toEqual(['GET bucketInfo', 'GET encryption', 'GET lifecycle', 'PUT', 'GET', 'DELETE']);
     expect(writes(db.sent)).toEqual(['UpdateTimeToLive']);
     db.client.destroy();
   });
@@ -572,24 +735,40 @@ describe.runIf(onTier('rgw'))('bootstrap: Ceph RGW [rgw]', () => {
     if (!rgw) throw new Error('RGW tier not running');
     return createS3Client({ endpoint: rgw.endpoint, credentials: rgw });
   };
+  /** The driver the functions use on RGW, on `s3`. */
+  const rgwDriver = (bucket: string, s3: S3Client) =>
+    createS3Driver({ bucket, client: s3, dialect: 'ceph-rgw' });
+  /** The local server on `bucket` (its own client, as a deployment's), and the ERROR lines it logs. */
+  const serverOn = async (bucket: string) => {
+    const api = await nodeHarness(
+      createS3Driver({ bucket, endpoint: rgw?.endpoint, credentials: rgw ?? undefined, dialect: 'ceph-rgw' }),
+      createMemoryLock(),
+      { S3_BUCKET: bucket },
+    );
+    return { api, errors: vi.spyOn(api.app.logger, 'error') };
+  };
 
-  it('creates the bucket with Block Public Access and the rules; SSE without a KMS backend is skipped; a second run writes nothing [rgw]', async () => {
+  it('creates the bucket with Block Public Access but BlockPublicAcls and the rules; SSE without a KMS backend is skipped; a write checks out; a second run writes nothing but the check [rgw]', async () => {
     const bucket = unique('boot-rgw');
     const s3 = client();
     const sent = recordCommands(s3);
     const config = configOf({ STORE_BACKEND: 's3', S3_BUCKET: bucket, S3_DIALECT: 'ceph-rgw' });
     const lifecycle = deployedLifecycle('s3', {});
+    const writeCheck = checkOn(rgwDriver(bucket, s3));
 
-    const first = await bootstrap({ config, clients: { s3 }, lifecycle });
+    const first = await bootstrap({ config, clients: { s3 }, lifecycle, writeCheck });
 
     expect(statuses(first)).toEqual({
       [`bucket s3://${bucket}`]: 'created',
       'Block Public Access': 'applied',
+      BlockPublicAcls: 'skipped',
       ACL: 'already there',
       SSE: 'skipped',
       lifecycle: 'applied',
       'lock table': 'skipped',
+      'write check': 'checked',
     });
+    expect(byStep(first).BlockPublicAcls?.detail).toBe(RGW_BLOCK_PUBLIC_ACLS);
     expect(byStep(first).SSE?.detail).toBe(
       `${NOT_SUPPORTED} (PutBucketEncryption: InvalidArgument, HTTP 400)`,
     );
@@ -597,7 +776,7 @@ describe.runIf(onTier('rgw'))('bootstrap: Ceph RGW [rgw]', () => {
       new GetPublicAccessBlockCommand({ Bucket: bucket }),
     );
     expect(block).toEqual({
-      BlockPublicAcls: true,
+      BlockPublicAcls: false,
       IgnorePublicAcls: true,
       BlockPublicPolicy: true,
       RestrictPublicBuckets: true,
@@ -607,13 +786,82 @@ describe.runIf(onTier('rgw'))('bootstrap: Ceph RGW [rgw]', () => {
     expect((await fetch(`${rgw?.endpoint}/${bucket}`)).status).toBe(403); // an anonymous listing
     const { Rules } = await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }));
     expect(comparableS3Rules(Rules ?? [])).toEqual(comparableS3Rules(renderS3(lifecycleRules('s3')).Rules));
+    expect((await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).KeyCount).toBe(0);
 
     sent.length = 0;
-    const second = await bootstrap({ config, clients: { s3 }, lifecycle });
+    const second = await bootstrap({ config, clients: { s3 }, lifecycle, writeCheck });
     expect(changesOf(second)).toEqual([]);
     expect(byStep(second).SSE).toEqual(byStep(first).SSE);
-    // SSE is tried again (RGW may have gained a KMS backend) and refused again: nothing else is written.
-    expect(writes(sent)).toEqual(['PutBucketEncryption']);
+    // SSE is tried again (RGW may have gained a KMS backend) and refused again; the check's object
+    // is written and deleted: nothing else is written.
+    expect(writes(sent)).toEqual(['PutBucketEncryption', 'PutObject', 'DeleteObject']);
+    s3.destroy();
+  });
+
+  it('leaves a bucket the service can write to: after bootstrap, a write, a read and a delete over HTTP succeed [rgw]', async () => {
+    const bucket = unique('boot-rgw');
+    const s3 = client();
+    const config = configOf({ STORE_BACKEND: 's3', S3_BUCKET: bucket, S3_DIALECT: 'ceph-rgw' });
+    await bootstrap({ config, clients: { s3 }, writeCheck: checkOn(rgwDriver(bucket, s3)) });
+    const { api, errors } = await serverOn(bucket);
+
+    const write = await api.call('alice', 'PUT', '/v1/sessions/s/state/plan', { body: '{"a":1}' });
+    const read = await api.call('alice', 'GET', '/v1/sessions/s/state/plan');
+    const remove = await api.call('alice', 'DELETE', '/v1/sessions/s');
+
+    expect([write.status, read.status, remove.status]).toEqual([200, 200, 204]);
+    expect(read.json()).toEqual({ a: 1 });
+    expect(errors).not.toHaveBeenCalled();
+    await api.close();
+    s3.destroy();
+  });
+
+  it('without S3_DIALECT=ceph-rgw, fails at the write check naming BlockPublicAcls, leaves no object; the server answers 503 backend-misconfigured with one ERROR line; bootstrap with the dialect repairs the bucket [rgw]', async () => {
+    // Prepare: bootstrap as for AWS S3 (all four Block Public Access settings)
+    const bucket = unique('boot-rgw');
+    const s3 = client();
+    const asAws = configOf({ STORE_BACKEND: 's3', S3_BUCKET: bucket });
+    const writeCheck = checkOn(rgwDriver(bucket, s3));
+
+    // Act
+    const error = await bootstrap({ config: asAws, clients: { s3 }, writeCheck }).catch((e: unknown) => e);
+
+    // Assess: loud, naming the call, the answer, the setting and the fix
+    expect(error).toBeInstanceOf(BootstrapError);
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `^write check: PutObject answered 403 AccessDenied on s3://${bucket}/agent-state/\\S+ as access key id \\S+ after PutPublicAccessBlock BlockPublicAcls=true \\(Ceph RGW 16 refuses every PutObject while it is on: against RGW, set S3_DIALECT=ceph-rgw and run bootstrap again, which turns it off\\); else these credentials may not use the bucket`,
+      ),
+    );
+    expect((await s3.send(new ListObjectsV2Command({ Bucket: bucket }))).KeyCount).toBe(0);
+
+    // Act: the service on that bucket
+    const { api, errors } = await serverOn(bucket);
+    const refused = await api.call('alice', 'PUT', '/v1/sessions/s/state/plan', { body: '{"a":1}' });
+
+    // Assess: no retry helps, and the log says what and who
+    expect(refused.status).toBe(503);
+    expect(refused.json()).toMatchObject({ code: 'backend-misconfigured' });
+    expect(refused.headers['retry-after']).toBeUndefined();
+    expect(errors.mock.calls.map((call) => String(call[0]))).toEqual([
+      `s3 bucket ${bucket} refused access (AccessDenied); credentials: access key id ${rgw?.accessKeyId.slice(0, 4)}…${rgw?.accessKeyId.slice(-4)}: check S3_BUCKET=${bucket}`,
+    ]);
+
+    // Act: bootstrap with the dialect, then the same server writes (the next write probes again)
+    const repaired = await bootstrap({
+      config: configOf({ STORE_BACKEND: 's3', S3_BUCKET: bucket, S3_DIALECT: 'ceph-rgw' }),
+      clients: { s3 },
+      writeCheck,
+    });
+    const write = await api.call('alice', 'PUT', '/v1/sessions/s/state/plan', { body: '{"a":1}' });
+
+    // Assess
+    expect(byStep(repaired)['Block Public Access']?.detail).toBe(
+      'IgnorePublicAcls, BlockPublicPolicy, RestrictPublicBuckets on; BlockPublicAcls turned off',
+    );
+    expect(byStep(repaired)['write check']?.status).toBe('checked');
+    expect(write.status).toBe(200);
+    await api.close();
     s3.destroy();
   });
 
@@ -666,12 +914,16 @@ describe.runIf(onTier('deploy'))('npm run bootstrap (the built script)', () => {
       'lifecycle: applied (5 rules)',
       `lock table ${env.LOCK_TABLE}: created (key lockKey, on-demand)`,
       `TTL: skipped: ${NOT_SUPPORTED} (UpdateTimeToLive: UnknownOperationException, HTTP 400)`,
+      expect.stringMatching(/^write check: checked \(PutObject, GetObject, DeleteObject of s3:\/\/boot-cli-/),
     ]);
-    expect(lines.at(-1)).toBe('bootstrap: 3 changed (4 skipped)');
+    expect(lines.at(-2)).toMatch(
+      new RegExp(`${probeNames.pattern(`s3://${env.S3_BUCKET}/${DEFAULTS.prefix}`).source.slice(1, -1)}\\)$`),
+    );
+    expect(lines.at(-1)).toBe('bootstrap: 3 changed (1 checked, 4 skipped)');
 
     const twice = await run('node', ['dist/bootstrap.mjs'], { env });
     expect(twice.stdout.trim().split('\n').at(-1)).toBe(
-      'bootstrap: nothing changed (3 already there, 4 skipped)',
+      'bootstrap: nothing changed (3 already there, 1 checked, 4 skipped)',
     );
 
     const bad = await run('node', ['dist/bootstrap.mjs'], {

@@ -1,7 +1,9 @@
 /**
  * A deployment that is wrong says so: a missing bucket or lock table, or refused credentials, is
- * 503 `backend-unavailable` with one ERROR line naming the resource and the variable that configures
- * it; a bad environment is one line per variable and exit status 1.
+ * 503 `backend-misconfigured` without Retry-After (no retry helps) and one ERROR line per request
+ * naming the resource, who the backend refused and the variable that configures it; a bad
+ * environment is one line per variable and exit status 1. (A bucket that refuses writes,
+ * AccessDenied, runs against Ceph RGW in test/deploy/bootstrap.test.ts.)
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -25,9 +27,16 @@ afterEach(async () => {
   api = undefined;
 });
 
-/** The local server over `driver` and `lock`, the ERROR lines its logger writes, and one write and one read. */
-async function attempt(driver: ObjectStoreDriver, lock: SessionLock = createMemoryLock()) {
-  api = await nodeHarness(driver, lock);
+/**
+ * The local server over `driver` and `lock` (configured with `env`), the ERROR lines its logger
+ * writes, and one write, one read and one lease.
+ */
+async function attempt(
+  driver: ObjectStoreDriver,
+  lock: SessionLock = createMemoryLock(),
+  env: Record<string, string> = {},
+) {
+  api = await nodeHarness(driver, lock, env);
   const errors = vi.spyOn(api.app.logger, 'error');
   const write = await api.call('alice', 'PUT', '/v1/sessions/s/state/plan', { body: '{"a":1}' });
   const read = await api.call('alice', 'GET', '/v1/sessions/s/state/plan');
@@ -35,14 +44,16 @@ async function attempt(driver: ObjectStoreDriver, lock: SessionLock = createMemo
   return { write, read, lease, lines: errors.mock.calls.map((call) => String(call[0])) };
 }
 
-const expectUnavailable = (answer: {
+const expectMisconfigured = (answer: {
   status: number;
   json: () => unknown;
   headers: Record<string, string>;
 }) => {
   expect(answer.status).toBe(503);
-  expect(answer.json()).toMatchObject({ code: 'backend-unavailable' });
-  expect(answer.headers['retry-after']).toBeDefined();
+  expect(answer.json()).toMatchObject({ code: 'backend-misconfigured' });
+  expect(answer.headers['retry-after']).toBeUndefined();
+  // The caller learns that the deployment is wrong, not which bucket or whose credentials.
+  expect(JSON.stringify(answer.json())).not.toMatch(/no-such|S3RV|credentials:/);
 };
 
 describe('a missing or refused backend resource', () => {
@@ -52,11 +63,13 @@ describe('a missing or refused backend resource', () => {
       endpoint: servers().s3,
       credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
     });
-    const { write, read, lines } = await attempt(driver);
-    expectUnavailable(write);
-    expectUnavailable(read);
-    expect(lines).toHaveLength(2);
-    for (const line of lines) expect(line).toMatch(/s3 bucket does not exist .*S3_BUCKET=/);
+    const { write, read, lines } = await attempt(driver, undefined, { S3_BUCKET: 'no-such-bucket' });
+    expectMisconfigured(write);
+    expectMisconfigured(read);
+    expect(lines).toEqual([
+      's3 bucket no-such-bucket does not exist (NoSuchBucket); credentials: access key id S3RV…: check S3_BUCKET=no-such-bucket',
+      's3 bucket no-such-bucket does not exist (NoSuchBucket); credentials: access key id S3RV…: check S3_BUCKET=no-such-bucket',
+    ]);
   });
 
   it('S3: credentials that are refused', async () => {
@@ -66,9 +79,12 @@ describe('a missing or refused backend resource', () => {
       credentials: { accessKeyId: 'NOT-A-KEY', secretAccessKey: 'nope' },
     });
     const { write, read, lines } = await attempt(driver);
-    expectUnavailable(write);
-    expectUnavailable(read);
-    expect(lines[0]).toMatch(/s3 refused the credentials .*AWS_ACCESS_KEY_ID/);
+    expectMisconfigured(write);
+    expectMisconfigured(read);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /^s3 refused the credentials \(InvalidAccessKeyId\); credentials: access key id NOT-…: check .*AWS_ACCESS_KEY_ID/,
+    );
   });
 
   it('OSS: a bucket that does not exist, and a wrong secret', async () => {
@@ -77,9 +93,11 @@ describe('a missing or refused backend resource', () => {
       endpoint: servers().oss,
       ...OSS_CREDENTIALS,
     });
-    const first = await attempt(missing);
-    expectUnavailable(first.write);
-    expect(first.lines[0]).toMatch(/oss bucket does not exist .*OSS_BUCKET=/);
+    const first = await attempt(missing, undefined, { OSS_BUCKET: 'no-such-bucket' });
+    expectMisconfigured(first.write);
+    expect(first.lines[0]).toMatch(
+      /^oss bucket no-such-bucket does not exist \(NoSuchBucket\); credentials: access key id .+: check OSS_BUCKET=no-such-bucket$/,
+    );
     await api?.close();
     const refused = createOssDriver({
       bucket: servers().bucket,
@@ -88,9 +106,10 @@ describe('a missing or refused backend resource', () => {
       accessKeySecret: 'wrong',
     });
     const second = await attempt(refused);
-    expectUnavailable(second.write);
-    expectUnavailable(second.read);
+    expectMisconfigured(second.write);
+    expectMisconfigured(second.read);
     expect(second.lines[0]).toMatch(/oss refused the credentials .*OSS_ACCESS_KEY_SECRET/);
+    expect(second.lines.join('\n')).not.toContain('wrong');
   });
 
   it('DynamoDB: a lock table that does not exist', async () => {
@@ -107,10 +126,11 @@ describe('a missing or refused backend resource', () => {
         credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
       }),
       lock,
+      { LOCK_TABLE: 'no-such-table' },
     );
-    expectUnavailable(lease);
+    expectMisconfigured(lease);
     expect(lines).toEqual([
-      expect.stringMatching(/dynamodb lock table no-such-table does not exist .*LOCK_TABLE=/),
+      'dynamodb lock table no-such-table does not exist (ResourceNotFoundException); credentials: access key id loca…: check LOCK_TABLE=no-such-table',
     ]);
   });
 });

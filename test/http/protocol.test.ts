@@ -25,6 +25,7 @@ import {
   IdempotencyKeyReusedError,
   LockConflictError,
   LockLostError,
+  MisconfiguredBackendError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
   StoreError,
@@ -460,6 +461,20 @@ describe('the problem table, server to client', () => {
         BackendError,
         (e: BackendError) => expect(e.retryable).toBe(true),
       ],
+      'backend-misconfigured': [
+        new MisconfiguredBackendError(
+          's3',
+          'bucket',
+          's3 bucket agent-state refused access (AccessDenied); credentials: access key id AKIA…MPLE',
+          { resourceName: 'agent-state', identity: 'access key id AKIA…MPLE' },
+        ),
+        BackendError,
+        (e: BackendError) => {
+          // Not retried, and neither the bucket nor the credentials reach the caller.
+          expect(e.retryable).toBe(false);
+          expect(e.message).not.toMatch(/agent-state|AKIA/);
+        },
+      ],
       'backend-unsafe': [
         new BackendUnsafeError('s3', 'create-only writes'),
         BackendError,
@@ -489,6 +504,7 @@ describe('the problem table, server to client', () => {
     expect(body).toMatchObject({ code, status: PROBLEMS[code].status, title: PROBLEMS[code].title });
     expect(answer.headers['content-type']).toBe('application/problem+json');
     if ('retryAfter' in PROBLEMS[code]) expect(answer.headers['retry-after']).toMatch(/^\d+$/);
+    else expect(answer.headers['retry-after']).toBeUndefined();
     const client = createHttpClient({
       baseUrl: 'http://api.test',
       attempts: 1,

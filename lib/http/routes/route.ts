@@ -46,6 +46,7 @@ export const COMMON_PROBLEMS = [
   'method-not-allowed',
   'payload-too-large',
   'backend-unavailable',
+  'backend-misconfigured',
   'internal',
 ] as const satisfies readonly ProblemCode[];
 
