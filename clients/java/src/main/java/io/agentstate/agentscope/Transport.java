@@ -33,8 +33,18 @@ import java.util.regex.Pattern;
 final class Transport {
     /** An id written as itself in a URL (not {@code .} or {@code ..}); any other is {@code ~} + base64url. */
     private static final Pattern PLAIN_ID = Pattern.compile("[A-Za-z0-9._-]+");
-    /** Statuses worth another attempt (unless the problem is {@code backend-unsafe}). */
+    /** Statuses worth another attempt (unless the problem is one of {@link #FINAL}). */
     private static final Set<Integer> TRANSIENT = Set.of(429, 500, 502, 503, 504);
+    /**
+     * Problem codes no retry helps: a backend that does not honour write conditions, a deployment
+     * that refuses the service (a missing bucket or table, refused credentials).
+     */
+    private static final Set<String> FINAL = Set.of("backend-unsafe", "backend-misconfigured");
+
+    /** Whether a problem code is one of {@link #FINAL} (null: no problem body). */
+    private static boolean isFinal(String code) {
+        return code != null && FINAL.contains(code);
+    }
     /** Longest wait without {@code Retry-After}. */
     private static final long MAX_PAUSE_MS = 2_000;
     /** Longest {@code Retry-After} the client waits for itself; a longer one is raised at once. */
@@ -170,7 +180,7 @@ final class Transport {
             String code = answer == null ? null : problemCode(answer);
             boolean contended = "contended".equals(code);
             boolean transientFailure =
-                    answer == null || (TRANSIENT.contains(status) && !"backend-unsafe".equals(code));
+                    answer == null || (TRANSIENT.contains(status) && !isFinal(code));
             // Every call this client makes is safe to send again: appends and truncates carry an
             // Idempotency-Key, commits their commitId, saves are whole values or conditional.
             if (attempt < attempts && (contended || transientFailure)) {
@@ -259,7 +269,7 @@ final class Transport {
         if (status == 413) return new PayloadTooLargeException(message, problem.path("limit").asLong(-1), requestId);
         if (status == 501) return new UnsupportedByServerException(message, code, requestId);
         if (status == 429 || status >= 500) {
-            boolean retryable = !"backend-unsafe".equals(code) && !problem.hasNonNull("corruptKey");
+            boolean retryable = !isFinal(code) && !problem.hasNonNull("corruptKey");
             return new BackendUnavailableException(message, code, status, requestId, retryable, null);
         }
         return new StateApiException(message, code, status, requestId, false, null);

@@ -143,6 +143,16 @@ class ErrorsTest {
     }
 
     @Test
+    void backendMisconfiguredIsNeverRetried() throws IOException {
+        HttpAgentStateStore store = scripted((x, n) -> send(x, 503, PROBLEM, problem(503, "backend-misconfigured")), Duration.ofSeconds(5));
+        BackendUnavailableException e =
+                assertThrows(BackendUnavailableException.class, () -> store.save("u", "s", "k", STATE));
+        assertEquals(1, seen.size());
+        assertFalse(e.retryable());
+        assertEquals("backend-misconfigured", e.code());
+    }
+
+    @Test
     void contendedIsRetriedAndSoIsADroppedConnection() throws IOException {
         HttpAgentStateStore store = scripted((x, n) -> {
             if (n == 1) send(x, 409, Map.of("Retry-After", "0", "Content-Type", "application/problem+json"), problem(409, "contended"));
