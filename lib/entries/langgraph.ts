@@ -3,14 +3,14 @@
  * typed client. Needs `@langchain/langgraph-checkpoint` and `@langchain/core` installed (optional
  * peers): without either, importing this entry throws a `MissingPeerError` naming it.
  */
+import type * as Checkpointing from '@langchain/langgraph-checkpoint';
 import type { AgentStateSaver as Saver } from '../adapters/langgraph.js';
 import { agentStateSaverClass } from '../adapters/langgraph.js';
-import { importPeer } from '../adapters/peer.js';
+import { requirePeer } from '../adapters/peer.js';
 
-const checkpointing = await importPeer(
+const checkpointing = requirePeer<typeof Checkpointing>(
   'agent-state-store/langgraph',
   '@langchain/langgraph-checkpoint',
-  () => import('@langchain/langgraph-checkpoint'),
   ['@langchain/core'],
 );
 
