@@ -102,8 +102,15 @@ export const TIERS: readonly Tier[] = [
   { name: 'java', files: ['test/java/'], servers: 'none', seconds: 30 },
   {
     name: 'deploy',
-    // Packaging and deployment: the npm package, the templates, the OpenAPI tools.
-    files: ['test/package/', 'test/openapi/lint.test.ts', 'test/openapi/types.test.ts', 'test/deploy/'],
+    // Packaging and deployment: the npm package (and its framework peer matrix), the templates,
+    // the OpenAPI tools.
+    files: [
+      'test/package/',
+      'test/peers/',
+      'test/openapi/lint.test.ts',
+      'test/openapi/types.test.ts',
+      'test/deploy/',
+    ],
     exclude: ['test/deploy/rgw-lifecycle.test.ts'],
     servers: 'local',
     seconds: 100,

@@ -3,9 +3,10 @@
  * types resolve under node16 from ESM and under bundlers, CommonJS resolution being require(esm)'s)
  * and publint (`--strict`: warnings fail) on this run's tarball, which is what `attw --pack .` and
  * `publint` pack themselves; and no top-level await in lib/, which would make `require()` of an
- * entry fail with ERR_REQUIRE_ASYNC_MODULE.
+ * entry fail with ERR_REQUIRE_ASYNC_MODULE; and an `allowScripts` decision in package.json for each
+ * installed dependency with an install script (npm then installs without listing them).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -94,4 +95,20 @@ describe('the tarball passes attw (esm-only) and publint (strict)', () => {
     expect(code, output).toBe(0);
     expect(output).toMatch(/All good/);
   }, 60_000);
+});
+
+describe("the dependencies' install scripts: each one installed is decided in package.json", () => {
+  it('gives every installed package of the lockfile with an install script an allowScripts entry, and no other', async () => {
+    const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { hasInstallScript?: boolean }>;
+    };
+    const scripted = Object.entries(lock.packages)
+      .filter(([at, p]) => p.hasInstallScript && existsSync(path.join(ROOT, at)))
+      .map(([at]) => at.slice(at.lastIndexOf('node_modules/') + 'node_modules/'.length));
+    const { allowScripts } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      allowScripts: Record<string, boolean>;
+    };
+    expect(scripted.length).toBeGreaterThan(0);
+    expect(Object.keys(allowScripts).sort()).toEqual([...new Set(scripted)].sort());
+  });
 });
