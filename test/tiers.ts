@@ -59,7 +59,7 @@ export const TIERS: readonly Tier[] = [
     // Counted on s3rver, beside the other budgets.
     exclude: ['test/adapters/langgraph-store-budgets.test.ts'],
     servers: 'none',
-    seconds: 150,
+    seconds: 120,
   },
   {
     name: 'servers',
@@ -88,7 +88,7 @@ export const TIERS: readonly Tier[] = [
       'test/bench-smoke.test.ts',
     ],
     servers: 'local',
-    seconds: 420,
+    seconds: 400,
   },
   {
     name: 'rgw',
@@ -105,14 +105,21 @@ export const TIERS: readonly Tier[] = [
     servers: 'local+rgw',
     seconds: 200,
   },
-  { name: 'java', files: ['test/java/'], servers: 'none', seconds: 30 },
+  { name: 'java', files: ['test/java/'], servers: 'none', seconds: 20 },
   {
     name: 'deploy',
-    // Packaging and deployment: the npm package, the templates, the OpenAPI tools.
-    files: ['test/package/', 'test/openapi/lint.test.ts', 'test/openapi/types.test.ts', 'test/deploy/'],
+    // Packaging and deployment: the npm package (and its framework peer matrix), the templates,
+    // the OpenAPI tools.
+    files: [
+      'test/package/',
+      'test/peers/',
+      'test/openapi/lint.test.ts',
+      'test/openapi/types.test.ts',
+      'test/deploy/',
+    ],
     exclude: ['test/deploy/rgw-lifecycle.test.ts'],
     servers: 'local',
-    seconds: 100,
+    seconds: 160,
   },
 ];
 

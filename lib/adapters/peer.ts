@@ -1,8 +1,12 @@
 /**
- * The framework adapters' optional peer dependencies: each adapter entry loads its
- * framework through `importPeer`, so importing the entry without the framework installed throws a
- * `MissingPeerError` naming the package to install instead of a bare module-resolution failure.
+ * The framework adapters' optional peer dependencies: each adapter entry loads its framework
+ * through `requirePeer` while it is evaluated, synchronously (no top-level await, so every entry
+ * also loads with `require()` on Node ≥ 20.19), and importing the entry without the framework
+ * installed throws a `MissingPeerError` naming the package to install instead of a bare
+ * module-resolution failure.
  */
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
 /** An adapter entry was imported without its framework installed. */
 export class MissingPeerError extends Error {
@@ -21,35 +25,52 @@ export class MissingPeerError extends Error {
   }
 }
 
+const requireFile = createRequire(import.meta.url);
+
+/**
+ * Loads a module synchronously as a static `import` would: resolved with the `import` conditions
+ * (`import.meta.resolve`, which also runs the registered resolve hooks), then loaded by `require`
+ * of that file (require(esm) for an ES module). A framework published both as ES modules and as
+ * CommonJS thus gives its ES module build, the very instance the application's own `import` gets,
+ * so its classes are one class on both sides (`instanceof` holds); a bare `require(specifier)`
+ * would load the CommonJS copy beside it.
+ */
+export function loadModule(specifier: string): unknown {
+  return requireFile(fileURLToPath(import.meta.resolve(specifier)));
+}
+
+/** The package a bare specifier, or a path into node_modules, names (`@scope/name` or `name`). */
+function packageOf(specifier: string): string | undefined {
+  const at = specifier.lastIndexOf('node_modules/');
+  const parts = (at < 0 ? specifier : specifier.slice(at + 'node_modules/'.length)).split('/');
+  return parts[0]?.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
 /** The package a module-resolution failure names (`Cannot find package 'x' imported from …`). */
 function missingPackage(error: unknown): string | undefined {
   const e = error as { code?: unknown; message?: unknown } | undefined;
   if (e?.code !== 'ERR_MODULE_NOT_FOUND' && e?.code !== 'MODULE_NOT_FOUND') return undefined;
   const named = /Cannot find (?:package|module) '([^']+)'/.exec(String(e.message))?.[1];
-  if (named === undefined) return undefined;
-  // A package name, from a bare specifier or from a path into node_modules.
-  const at = named.lastIndexOf('node_modules/');
-  const parts = (at < 0 ? named : named.slice(at + 'node_modules/'.length)).split('/');
-  return parts[0]?.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+  return named === undefined ? undefined : packageOf(named);
 }
 
 /**
- * Loads a framework with `load` (a dynamic import written at the call site, which keeps its
- * types), throwing a `MissingPeerError` naming the package that is not installed: `specifier`
- * itself, or one of `peers` (the packages it needs in turn, which the user installs too); any
- * other failure passes through.
+ * Loads a framework module (`specifier`, with `load`: `loadModule` unless a test hands another),
+ * throwing a `MissingPeerError` naming the package that is not installed: `specifier`'s own
+ * package, or one of `peers` (the packages it needs in turn, which the user installs too); any
+ * other failure passes through. `T` is the module's type (`typeof` a type-only namespace import).
  */
-export async function importPeer<T>(
+export function requirePeer<T>(
   entry: string,
   specifier: string,
-  load: () => Promise<T>,
   peers: readonly string[] = [],
-): Promise<T> {
+  load: (specifier: string) => unknown = loadModule,
+): T {
   try {
-    return await load();
+    return load(specifier) as T;
   } catch (error) {
     const missing = missingPackage(error);
-    if (missing !== undefined && (missing === specifier || peers.includes(missing)))
+    if (missing !== undefined && (missing === packageOf(specifier) || peers.includes(missing)))
       throw new MissingPeerError(entry, missing, { cause: error });
     throw error;
   }

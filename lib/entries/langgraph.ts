@@ -4,16 +4,16 @@
  * peers): without either, importing this entry throws a `MissingPeerError` naming it. The memory
  * store (`AgentStateMemoryStore`), LangGraph's long-term memory, is made the same way.
  */
+import type * as Checkpointing from '@langchain/langgraph-checkpoint';
 import type { AgentStateSaver as Saver } from '../adapters/langgraph.js';
 import { agentStateSaverClass } from '../adapters/langgraph.js';
 import type { AgentStateMemoryStore as MemoryStore } from '../adapters/langgraph-store.js';
 import { agentStateMemoryStoreClass } from '../adapters/langgraph-store.js';
-import { importPeer } from '../adapters/peer.js';
+import { requirePeer } from '../adapters/peer.js';
 
-const checkpointing = await importPeer(
+const checkpointing = requirePeer<typeof Checkpointing>(
   'agent-state-store/langgraph',
   '@langchain/langgraph-checkpoint',
-  () => import('@langchain/langgraph-checkpoint'),
   ['@langchain/core'],
 );
 

@@ -8,20 +8,17 @@
  * await run(agent, 'hello', { session });
  * ```
  */
+import type * as AgentsCore from '@openai/agents-core';
 import {
   type OpenAIAgentsSessionOptions,
   OpenAIAgentsSession as StoreSession,
 } from '../adapters/openai-agents.js';
-import { importPeer } from '../adapters/peer.js';
+import { requirePeer } from '../adapters/peer.js';
 
 export { MissingPeerError } from '../adapters/peer.js';
 export type { OpenAIAgentsSessionOptions };
 
-const core = await importPeer(
-  'agent-state-store/openai-agents',
-  '@openai/agents-core',
-  () => import('@openai/agents-core'),
-);
+const core = requirePeer<typeof AgentsCore>('agent-state-store/openai-agents', '@openai/agents-core');
 
 /**
  * The SDK's `Session` (with `applyHistoryTransaction`) on one store session: its items are one

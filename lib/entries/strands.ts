@@ -3,13 +3,10 @@
  * (lib/adapters/strands.ts). Needs `@strands-agents/sdk` installed next to this package: without it,
  * importing this entry throws a `MissingPeerError` naming the package.
  */
-import { importPeer } from '../adapters/peer.js';
+import { requirePeer } from '../adapters/peer.js';
 
-await importPeer(
-  'agent-state-store/strands',
-  '@strands-agents/sdk',
-  () => import('@strands-agents/sdk/storage'),
-);
+// The adapter needs only the SDK's types; loading its storage module checks that it is installed.
+requirePeer('agent-state-store/strands', '@strands-agents/sdk/storage');
 
 export { MissingPeerError } from '../adapters/peer.js';
 export {

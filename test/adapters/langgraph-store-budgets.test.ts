@@ -52,5 +52,5 @@ describe('AgentStateMemoryStore budgets (s3 driver, S3 front over s3rver, counte
     });
     const namespaces = shape(row('listNamespaces (5 namespaces)'));
     expect([namespaces.http, namespaces.list]).toEqual([1, 1]);
-  }, 60_000);
+  });
 });

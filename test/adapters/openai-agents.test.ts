@@ -544,10 +544,13 @@ describe('a real run() with a tool approval, across a reloaded session', () => {
     expect(history.filter((i) => (i as { type?: string }).type === 'function_call')).toHaveLength(1);
 
     // HTTP calls of each run: the history read once, then one append per addItems of the runner.
-    // The resume does not read the history (the state carries it): its first append goes at the
-    // end the new session object guesses (empty), and the conflict answers the real one.
+    // The resume reads the history or not, by SDK version (0.14 does not, the state carrying it;
+    // 0.20 does): without the read its first append goes at the end the new session object
+    // guesses (empty), and the conflict answers the real one, one append more.
     expect(kinds(first.calls)).toEqual(['getList', 'appendList']);
-    expect(kinds(second.calls)).toEqual(['appendList', 'appendList', 'appendList']);
+    const resumed = kinds(second.calls);
+    const read = resumed[0] === 'getList' ? ['getList'] : [];
+    expect(resumed).toEqual([...read, ...Array(3 - read.length).fill('appendList')]);
   });
 });
 

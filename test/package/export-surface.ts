@@ -15,14 +15,16 @@ export interface EntrySurface {
   readonly types: string[];
 }
 
-/** The module entries of package.json's `exports` (subpath → its `types` and `import` files). */
-function packageExports(root: string): Record<string, { types: string; import: string }> {
+/** The module entries of package.json's `exports` (subpath → its `types` and `default` files). */
+function packageExports(root: string): Record<string, { types: string; default: string }> {
   const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
-    exports: Record<string, string | { types?: string; import?: string }>;
+    exports: Record<string, string | { types?: string; default?: string }>;
   };
   return Object.fromEntries(
     Object.entries(pkg.exports).flatMap(([subpath, t]) =>
-      typeof t === 'object' && t.types && t.import ? [[subpath, { types: t.types, import: t.import }]] : [],
+      typeof t === 'object' && t.types && t.default
+        ? [[subpath, { types: t.types, default: t.default }]]
+        : [],
     ),
   );
 }
@@ -32,7 +34,7 @@ export async function exportSurface(root: string): Promise<Record<string, EntryS
   const declared = declaredNames(root);
   const out: Record<string, EntrySurface> = {};
   for (const [subpath, target] of Object.entries(packageExports(root))) {
-    const values = Object.keys(await import(path.join(root, target.import))).sort();
+    const values = Object.keys(await import(path.join(root, target.default))).sort();
     const names = declared[subpath] ?? [];
     const undeclared = values.filter((v) => !names.includes(v));
     if (undeclared.length > 0) throw new Error(`${subpath}: ${undeclared.join(', ')} not in its .d.ts`);

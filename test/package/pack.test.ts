@@ -1,17 +1,16 @@
 /**
- * The npm package as a user gets it: `npm pack` (which builds dist/lib/ first), the tarball's file
- * list, an install into an empty project with `--prefer-offline` (only the client's dependencies
- * arrive), the README's client program type-checked there with this repository's tsc and run
- * against a local server, and the client entry's size bundled by esbuild.
+ * The npm package as a user gets it: `npm pack` (which builds dist/lib/ first; test/package/packed.ts,
+ * shared by the package tests), the tarball's file list, an install into an empty project with
+ * `--prefer-offline` (only the client's dependencies arrive), the README's client program
+ * type-checked there with this repository's tsc and run against a local server, and the client
+ * entry's size bundled by esbuild.
  */
-import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,19 +20,13 @@ import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { docExample } from '../docs/blocks.js';
+import { env, installedProject, type Packed, packedTarball, ROOT, rootManifest, run } from './packed.js';
 
-const run = promisify(execFile);
-const ROOT = process.cwd();
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
 const SECRET = 'pack-test-secret-for-hs256-0123456789';
 const CLIENT_BUNDLE_LIMIT = 120 * 1024;
-
-/** The environment without npm's own variables (npm_config_local_prefix would point at this repository). */
-const env = (extra: Record<string, string> = {}) => ({
-  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_'))),
-  NODE_OPTIONS: '',
-  ...extra,
-});
+/** What the package may depend on: small libraries, none of a cloud SDK, middy, Powertools or jose. */
+const ALLOWED_DEPENDENCIES = ['@noble/hashes', 'canonicalize', 'zod'];
 
 /** Every file of lib/ the library build compiles, as paths under dist/lib/ (`.js` and `.d.ts`). */
 function libraryOutputs(dir = 'lib'): string[] {
@@ -44,13 +37,6 @@ function libraryOutputs(dir = 'lib'): string[] {
     const out = path.join('dist', full.slice(0, -'.ts'.length));
     return [`${out}.js`, `${out}.d.ts`];
   });
-}
-
-interface Packed {
-  filename: string;
-  files: Array<{ path: string; size: number }>;
-  size: number;
-  unpackedSize: number;
 }
 
 describe('npm package: pack, install into a fresh project, use the client', () => {
@@ -73,30 +59,8 @@ describe('npm package: pack, install into a fresh project, use the client', () =
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'pack-test-'));
-    // npm prints the prepack script's output (the build's file list) before the JSON.
-    const { stdout } = await timed('npm pack', () =>
-      run('npm', ['pack', '--json', '--pack-destination', dir], {
-        cwd: ROOT,
-        env: env(),
-        maxBuffer: 1 << 24,
-      }),
-    );
-    const json = stdout.startsWith('[') ? stdout : stdout.slice(stdout.indexOf('\n[') + 1);
-    packed = (JSON.parse(json) as Packed[])[0] as Packed;
-    tarball = path.join(dir, packed.filename);
-
-    project = path.join(dir, 'project');
-    await mkdir(project);
-    await writeFile(
-      path.join(project, 'package.json'),
-      JSON.stringify({ name: 'client-user', version: '1.0.0', private: true, type: 'module' }),
-    );
-    await timed('npm install', () =>
-      run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], {
-        cwd: project,
-        env: env(),
-      }),
-    );
+    ({ tarball, packed } = await timed('npm pack', () => packedTarball()));
+    project = await timed('npm install', () => installedProject(tarball, { under: dir }));
 
     // The local server, in process (memory storage, HS256 tokens).
     const config = loadConfig({ STORE_BACKEND: 'memory', AUTH_JWT_SECRET: SECRET, LOG_LEVEL: 'SILENT' });
@@ -116,10 +80,10 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('packs dist/lib/ (.js and .d.ts of every lib/ module), README.md, openapi.json and package.json only', async () => {
+  it('packs dist/lib/ (.js and .d.ts of every lib/ module), LICENSE, README.md, openapi.json and package.json only', async () => {
     const listed = (await run('tar', ['-tzf', tarball])).stdout.trim().split('\n').sort();
     expect(listed).toEqual(packed.files.map((f) => `package/${f.path}`).sort());
-    const expected = [...libraryOutputs(), 'README.md', 'openapi.json', 'package.json'].map(
+    const expected = [...libraryOutputs(), 'LICENSE', 'README.md', 'openapi.json', 'package.json'].map(
       (f) => `package/${f}`,
     );
     expect(listed).toEqual(expected.sort());
@@ -135,7 +99,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     );
   });
 
-  it('installs into an empty project with canonicalize and zod only (no SDK, middy, Powertools, jose)', async () => {
+  it('installs into an empty project with its dependencies only (no SDK, middy, Powertools, jose)', async () => {
     const lock = JSON.parse(
       await readFile(path.join(project, 'node_modules/.package-lock.json'), 'utf8'),
     ) as {
@@ -143,13 +107,13 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     };
     const installed = Object.keys(lock.packages).sort();
     console.log(`installed: ${installed.map((p) => p.replace('node_modules/', '')).join(', ')}`);
-    expect(installed).toEqual([
-      'node_modules/agent-state-store',
-      'node_modules/canonicalize',
-      'node_modules/zod',
-    ]);
+    // The dependencies have none of their own: the package and they are all that arrives.
+    const dependencies = Object.keys((await rootManifest()).dependencies);
+    expect(dependencies.filter((name) => !ALLOWED_DEPENDENCIES.includes(name))).toEqual([]);
+    const expected = ['agent-state-store', ...dependencies];
+    expect(installed).toEqual(expected.map((name) => `node_modules/${name}`).sort());
     const folders = (await readdir(path.join(project, 'node_modules'))).filter((f) => !f.startsWith('.'));
-    expect(folders.sort()).toEqual(['agent-state-store', 'canonicalize', 'zod']);
+    expect(folders.sort()).toEqual([...new Set(expected.map((name) => name.split('/')[0]))].sort());
     // A server subpath without its optional peer fails at import, naming the package to install.
     const s3 = run(
       process.execPath,
