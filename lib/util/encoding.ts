@@ -1,13 +1,14 @@
 /**
- * Content encodings of stored bodies (archives, workspaces): gzip or brotli, recorded as the
- * object's `Content-Encoding`. The typed client uses the same functions for workspaces.
+ * Content encodings of stored bodies (archives, workspaces) on Node: gzip or brotli with zlib,
+ * recorded as the object's `Content-Encoding`, and the digests uploads are bound to with
+ * node:crypto. The Node entry of the typed client uses the same functions for workspaces; the
+ * universal client's are lib/util/web-encoding.ts (which owns the list of encodings).
  */
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzipSync } from 'node:zlib';
+import type { ContentEncoding } from './web-encoding.js';
 
-/** How a body is stored. */
-export type ContentEncoding = 'identity' | 'gzip' | 'br';
-export const CONTENT_ENCODINGS: readonly ContentEncoding[] = ['identity', 'gzip', 'br'];
+export { CONTENT_ENCODINGS, type ContentEncoding } from './web-encoding.js';
 
 /** Encodes a body; `identity` returns it as it is. */
 export function encodeBody(body: Uint8Array, encoding: ContentEncoding): Uint8Array {

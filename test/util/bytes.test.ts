@@ -17,8 +17,8 @@ import {
   utf8Length,
   utf8Text,
 } from '../../lib/util/bytes.js';
-import { md5Base64, sha256Base64 } from '../../lib/util/digests.js';
 import { md5Base64 as nodeMd5, sha256Base64 as nodeSha256 } from '../../lib/util/encoding.js';
+import { md5Base64, sha256Base64 } from '../../lib/util/web-encoding.js';
 
 /** Strings with any UTF-16 code units: lone surrogates, controls, astral characters. */
 const anyString = fc.string({ unit: 'binary', maxLength: 64 });
