@@ -2,7 +2,7 @@
  * The npm package as a user gets it: `npm pack` (which builds dist/lib/ first), the tarball's file
  * list, an install into an empty project with `--prefer-offline` (only the client's dependencies
  * arrive), the README's client program type-checked there with this repository's tsc and run
- * against a local server, and the client entry's size bundled by esbuild.
+ * against a local server, and the client entries' sizes bundled by esbuild.
  */
 import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -135,7 +135,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     );
   });
 
-  it('installs into an empty project with canonicalize and zod only (no SDK, middy, Powertools, jose)', async () => {
+  it('installs into an empty project with canonicalize, @noble/hashes and zod only (no SDK, middy, Powertools, jose)', async () => {
     const lock = JSON.parse(
       await readFile(path.join(project, 'node_modules/.package-lock.json'), 'utf8'),
     ) as {
@@ -144,12 +144,13 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     const installed = Object.keys(lock.packages).sort();
     console.log(`installed: ${installed.map((p) => p.replace('node_modules/', '')).join(', ')}`);
     expect(installed).toEqual([
+      'node_modules/@noble/hashes',
       'node_modules/agent-state-store',
       'node_modules/canonicalize',
       'node_modules/zod',
     ]);
     const folders = (await readdir(path.join(project, 'node_modules'))).filter((f) => !f.startsWith('.'));
-    expect(folders.sort()).toEqual(['agent-state-store', 'canonicalize', 'zod']);
+    expect(folders.sort()).toEqual(['@noble', 'agent-state-store', 'canonicalize', 'zod']);
     // A server subpath without its optional peer fails at import, naming the package to install.
     const s3 = run(
       process.execPath,
@@ -196,11 +197,17 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       path.join(project, 'check.ts'),
       [
         "import { createHttpClient, type HttpSessionStore, PreconditionFailedError } from 'agent-state-store/client';",
+        "import { createHttpClient as createNodeClient, type NodeHttpSessionStore } from 'agent-state-store/client/node';",
         "const client: HttpSessionStore = createHttpClient({ baseUrl: 'http://127.0.0.1:1' });",
         '// @ts-expect-error appendList takes the expected count',
         "void client.appendList('s', 'k', [1]);",
-        '// @ts-expect-error the base URL is required',
-        'createHttpClient({});',
+        '// @ts-expect-error the base URL is a string',
+        'createHttpClient({ baseUrl: 8787 });',
+        '// @ts-expect-error files are the Node entry’s',
+        'void client.uploadWorkspaceFile;',
+        "const onNode: NodeHttpSessionStore = createNodeClient({ baseUrl: 'http://127.0.0.1:1', logger: console });",
+        "export const toFile = onNode.downloadWorkspaceToFile('s', 'w', 'out.tar');",
+        'export const same: HttpSessionStore = onNode;',
         'export const current = (e: PreconditionFailedError): string | null => e.currentVersion;',
         '',
       ].join('\n'),
@@ -235,7 +242,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     expect(stdout.trim().split('\n')).toEqual(prints);
   }, 60_000);
 
-  it('bundles the client entry (esbuild, minified, dependencies included, tree-shaken) to at most 120 KB', async () => {
+  it('bundles each client entry (esbuild, minified, dependencies included, tree-shaken) to at most 120 KB', async () => {
     const bundle = async (contents: string) => {
       const result = await build({
         stdin: { contents, resolveDir: project, loader: 'js', sourcefile: 'entry.mjs' },
@@ -257,17 +264,23 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       );
       return { bytes: result.outputFiles[0]?.contents.length ?? 0, packages: [...packages].sort() };
     };
-    const entry = await bundle("export * from 'agent-state-store/client';");
-    const used = await bundle(
-      "import { createHttpClient } from 'agent-state-store/client';\nexport const client = createHttpClient({ baseUrl: 'http://127.0.0.1:8787' });",
-    );
-    console.log(
-      `client bundle (esbuild, minified, dependencies included): entry ${(entry.bytes / 1024).toFixed(1)} KB, createHttpClient alone ${(used.bytes / 1024).toFixed(1)} KB; packages: ${entry.packages.join(', ')}`,
-    );
-    expect(entry.bytes).toBeLessThanOrEqual(CLIENT_BUNDLE_LIMIT);
-    expect(entry.packages.filter((p) => !['agent-state-store', 'canonicalize', 'zod'].includes(p))).toEqual(
-      [],
-    );
-    expect(entry.packages).toContain('agent-state-store');
+    const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+    for (const subpath of ['agent-state-store/client', 'agent-state-store/client/node']) {
+      const entry = await bundle(`export * from '${subpath}';`);
+      const used = await bundle(
+        `import { createHttpClient } from '${subpath}';\nexport const client = createHttpClient({ baseUrl: 'http://127.0.0.1:8787' });`,
+      );
+      console.log(
+        `${subpath} bundle (esbuild, minified, dependencies included): entry ${kb(entry.bytes)}, createHttpClient alone ${kb(used.bytes)}; packages: ${entry.packages.join(', ')}`,
+      );
+      expect(entry.bytes, subpath).toBeLessThanOrEqual(CLIENT_BUNDLE_LIMIT);
+      expect(
+        entry.packages.filter(
+          (p) => !['@noble/hashes', 'agent-state-store', 'canonicalize', 'zod'].includes(p),
+        ),
+        subpath,
+      ).toEqual([]);
+      expect(entry.packages).toContain('agent-state-store');
+    }
   });
 });

@@ -1,0 +1,188 @@
+/**
+ * Workspaces through the universal client (`agent-state-store/client`, no node: module): sources
+ * as bytes, a `Blob` (sent a slice at a time, in parts) or a `ReadableStream`; gzip by
+ * `CompressionStream` and `DecompressionStream`, which interoperate with the Node client's zlib
+ * both ways; a body fetch decoded without showing it (a browser whose store's CORS hides
+ * `Content-Encoding`) left as it is, one it did not decode decoded; brotli refused with the entry
+ * that has it, nothing uploaded. Against the local server, whose fs storage answers the presigned
+ * URLs (as under `npm start`).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpClient, type HttpSessionStore } from '../../lib/client/index.js';
+import { rawFetch } from '../../lib/client/node/raw-fetch.js';
+import { ValidationError } from '../../lib/contract/errors.js';
+import { createFsDriver } from '../../lib/drivers/fs.js';
+import { hsToken } from '../http/harness.js';
+import { BODY_LIMIT, localBase, startWorkspaceApi, type WorkspaceApi } from '../workspaces/api.js';
+
+const MIB = 1024 * 1024;
+const sha = (bytes: Uint8Array | undefined) =>
+  createHash('sha256')
+    .update(bytes ?? new Uint8Array())
+    .digest('hex');
+/** A stream of `data` in chunks of `size` bytes. */
+const streamOf = (data: Uint8Array, size = 64 * 1024) => {
+  let at = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (at >= data.length) return controller.close();
+      controller.enqueue(data.slice(at, at + size));
+      at += size;
+    },
+  });
+};
+/** Text that compresses well, so a gzip body is visibly smaller. */
+const text = (bytes: number) =>
+  new TextEncoder().encode('agent state '.repeat(Math.ceil(bytes / 12)).slice(0, bytes));
+
+describe('universal client: workspace sources and gzip (local server, fs storage)', () => {
+  let root: string;
+  let api: WorkspaceApi;
+  let web: HttpSessionStore;
+  /** What the object store was asked, as the fetch the client was given saw it. */
+  const direct: Array<{ method: string; url: string; bytes: number }> = [];
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), 'client-universal-'));
+    api = await startWorkspaceApi(createFsDriver({ root, presign: { baseUrl: () => localBase.url } }));
+    web = createHttpClient({
+      baseUrl: api.baseUrl,
+      token: () => hsToken({ sub: 'alice' }),
+      bodyLimitBytes: BODY_LIMIT,
+      fetch: async (input, init) => {
+        const url = String(input);
+        if (url.includes('/v1/blobs/'))
+          direct.push({
+            method: init?.method ?? 'GET',
+            url,
+            bytes: init?.body instanceof Uint8Array ? init.body.byteLength : 0,
+          });
+        return fetch(input, init);
+      },
+    });
+  });
+  afterAll(async () => {
+    await api.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('a Blob, sent as it is, goes up in parts read a slice at a time and comes back byte for byte', async () => {
+    const data = new Uint8Array(randomBytes(11 * MIB + 777));
+    direct.length = 0;
+    const info = await web.uploadWorkspace('u', 'blob', new Blob([data]), {
+      encoding: 'identity',
+      multipartAboveBytes: 5 * MIB,
+      partBytes: 5 * MIB,
+    });
+    expect(info.size).toBe(data.length);
+    expect(info.contentEncoding ?? 'identity').toBe('identity');
+    expect(direct.filter((d) => d.method === 'PUT').map((d) => d.bytes)).toEqual([
+      5 * MIB,
+      5 * MIB,
+      data.length - 10 * MIB,
+    ]);
+    expect(sha(await web.downloadWorkspace('u', 'blob'))).toBe(sha(data));
+  });
+
+  it('a ReadableStream and a Blob, gzip-compressed by CompressionStream: smaller stored, whole again on the way back', async () => {
+    const data = text(3 * MIB + 5);
+    for (const [name, source] of [
+      ['stream', streamOf(data)],
+      ['blob', new Blob([data.subarray(0, MIB), data.subarray(MIB)])],
+      ['bytes', data],
+    ] as const) {
+      const info = await web.uploadWorkspace('u', `gz-${name}`, source);
+      expect(info.contentEncoding).toBe('gzip');
+      expect(info.size).toBeLessThan(data.length / 10);
+      expect(sha(await web.downloadWorkspace('u', `gz-${name}`))).toBe(sha(data));
+    }
+    // A stream sent as it is: read whole first, its size declared.
+    const info = await web.uploadWorkspace('u', 'raw-stream', streamOf(data, 1000), { encoding: 'identity' });
+    expect(info.size).toBe(data.length);
+    expect(sha(await web.downloadWorkspace('u', 'raw-stream'))).toBe(sha(data));
+  });
+
+  it('gzip interoperates with the Node client’s zlib both ways, and the stored bytes are gzip', async () => {
+    const node = api.client('alice');
+    const data = text(200_000);
+    await web.uploadWorkspace('u', 'from-web', data);
+    expect(sha(await node.downloadWorkspace('u', 'from-web'))).toBe(sha(data));
+    await node.uploadWorkspace('u', 'from-node', data);
+    expect(sha(await web.downloadWorkspace('u', 'from-node'))).toBe(sha(data));
+    // The bytes as stored, over the raw download: what CompressionStream wrote is gzip zlib reads.
+    const found = await web.getWorkspace('u', 'from-web');
+    if (found?.status !== 'ready') throw new Error('no download');
+    const stored = new Uint8Array(await (await rawFetch(found.download.url, found.download)).arrayBuffer());
+    expect(stored.byteLength).toBe(found.size);
+    expect(sha(gunzipSync(stored))).toBe(sha(data));
+  });
+
+  it('a body downloaded without a Content-Encoding shown: decoded by fetch it is kept, raw gzip it is decoded', async () => {
+    const data = text(100_000);
+    await web.uploadWorkspace('u', 'hidden', data);
+    const hideEncoding = (answer: Response) => {
+      const headers = new Headers(answer.headers);
+      headers.delete('content-encoding');
+      return new Response(answer.body, { status: answer.status, headers });
+    };
+    const seen: string[] = [];
+    for (const [what, download] of [
+      // A browser: fetch decodes, and the store's CORS does not expose the header.
+      ['decoded by fetch', (url: string, init?: RequestInit) => fetch(url, init).then(hideEncoding)],
+      // A store that served the gzip bytes with no Content-Encoding at all.
+      [
+        'raw',
+        (url: string, init?: RequestInit) =>
+          rawFetch(url, { method: init?.method ?? 'GET' }).then(hideEncoding),
+      ],
+    ] as const) {
+      const client = createHttpClient({
+        baseUrl: api.baseUrl,
+        token: () => hsToken({ sub: 'alice' }),
+        fetch: async (input, init) => {
+          const url = String(input);
+          if (!url.includes('/v1/blobs/')) return fetch(input, init);
+          seen.push(what);
+          return download(url, init);
+        },
+      });
+      expect(sha(await client.downloadWorkspace('u', 'hidden')), what).toBe(sha(data));
+    }
+    expect(seen).toEqual(['decoded by fetch', 'raw']);
+  });
+
+  it('brotli is refused with the entry that has it, before anything is sent', async () => {
+    direct.length = 0;
+    const before = api.seen.length;
+    const refused = web.uploadWorkspace('u', 'br', text(1000), { encoding: 'br' });
+    await expect(refused).rejects.toBeInstanceOf(ValidationError);
+    await expect(refused).rejects.toThrow(/agent-state-store\/client\/node/);
+    expect(api.seen.length).toBe(before);
+    expect(direct).toEqual([]);
+  });
+
+  it('an abort while a stream is read rejects with its reason and cancels the stream', async () => {
+    const controller = new AbortController();
+    let cancelled: unknown;
+    const endless = new ReadableStream<Uint8Array>({
+      pull: async (c) => {
+        await new Promise((r) => setTimeout(r, 5));
+        if (cancelled === undefined) c.enqueue(new Uint8Array(1000));
+      },
+      cancel: (reason) => {
+        cancelled = reason ?? 'cancelled';
+      },
+    });
+    const upload = web.uploadWorkspace('u', 'endless', endless, { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('stop')), 50);
+    await expect(upload).rejects.toThrow('stop');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(cancelled).toBeDefined();
+    expect(await web.getWorkspace('u', 'endless')).toBeUndefined();
+  });
+});
