@@ -8,7 +8,8 @@
  * It runs in any runtime with fetch, Web Crypto, TextEncoder and `CompressionStream` (Node 20,
  * browsers, web workers, edge runtimes): nothing here imports a `node:` module or touches a Node
  * global. The Node entry (`agent-state-store/client/node`, lib/client/node/) adds files, brotli,
- * node:crypto's digests and downloads of the bytes as stored.
+ * and downloads of the bytes as stored. Digests are node:crypto's where the runtime hands it out
+ * without an import (`process.getBuiltinModule`, Node ≥ 20.16), else plain JS (lib/util/digests.ts).
  *
  * Large state never goes through the API: workspaces are compressed here (gzip), then uploaded
  * straight to the object store with the presigned PUT or parts the API signs, and downloaded the

@@ -32,13 +32,10 @@ import type { Attempt } from './transport.js';
 import type { CallOptions, DownloadWorkspaceOptions, UploadWorkspaceOptions } from './types.js';
 
 /**
- * What the transfers need of the runtime: the digests uploads are bound to, and the codecs of
- * workspace bodies. These are the universal ones (plain-JS digests, `CompressionStream`); the Node
- * entry's (lib/client/node/) are node:crypto's and zlib's, with brotli.
+ * What the transfers need of the runtime: the codecs of workspace bodies. These are the universal
+ * ones (`CompressionStream`, gzip); the Node entry's (lib/client/node/) are zlib's, with brotli.
  */
 export interface TransferCodecs {
-  md5Base64(body: Uint8Array): string;
-  sha256Base64(body: Uint8Array): string;
   /** The body to upload: `data` in `encoding`, its size known, read a part at a time. */
   body(data: WorkspaceSource, encoding: string, signal: AbortSignal | undefined): Promise<Source>;
   /**
@@ -50,8 +47,6 @@ export interface TransferCodecs {
 
 /** The codecs of every runtime. */
 export const WEB_CODECS: TransferCodecs = {
-  md5Base64,
-  sha256Base64,
   body: webBody,
   async decode(bytes, encoding, raw, signal) {
     if (!raw) return decodeFetched(bytes, encoding, signal);
@@ -120,7 +115,7 @@ export class Transfers {
     const started = await this.createValueUpload(
       sessionId,
       key,
-      { size: bytes.length, md5: this.codecs.md5Base64(bytes) },
+      { size: bytes.length, md5: md5Base64(bytes) },
       o,
     );
     await this.requests.direct(started.upload, { body: bytes, call: o });
@@ -251,7 +246,7 @@ export class Transfers {
       const started = await this.createWorkspaceUpload(
         sessionId,
         name,
-        { ...stored, md5: this.codecs.md5Base64(body), sha256: this.codecs.sha256Base64(body) },
+        { ...stored, md5: md5Base64(body), sha256: sha256Base64(body) },
         o,
       );
       if (!started.upload) throw new ProtocolError('createWorkspaceUpload: no upload in the answer', 201);
@@ -269,7 +264,7 @@ export class Transfers {
     for (let offset = 0; offset < source.size; offset += partBytes) {
       signal?.throwIfAborted();
       const size = Math.min(partBytes, source.size - offset);
-      parts.push({ offset, size, md5: this.codecs.md5Base64(await source.read(offset, size)) });
+      parts.push({ offset, size, md5: md5Base64(await source.read(offset, size)) });
     }
     const started = await this.createWorkspaceUpload(
       sessionId,

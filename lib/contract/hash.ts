@@ -3,12 +3,13 @@
  * SHA-256(JCS(item i))), written `sha256:<64 hex>`. JCS is RFC 8785 canonical JSON, so key order
  * inside an item does not matter and any change of an item does.
  *
- * SHA-256 is @noble/hashes' (synchronous, plain JS): one definition for the server and for the
- * client in every runtime, browsers and workers included.
+ * One definition for the server and for the client in every runtime, browsers and workers
+ * included: SHA-256 is lib/util/digests.ts' (synchronous; node:crypto's where the runtime has it,
+ * else @noble/hashes').
  */
-import { sha256 } from '@noble/hashes/sha2';
 import canonicalize from 'canonicalize';
-import { fromHex, toHex, utf8Bytes } from '../util/bytes.js';
+import { concatBytes, fromHex, toHex, utf8Bytes } from '../util/bytes.js';
+import { sha256 } from '../util/digests.js';
 import { HASH_PATTERN, HASH_PREFIX as PREFIX } from './limits.js';
 import type { CommitRequest } from './types.js';
 
@@ -38,7 +39,7 @@ export const leafHex = (item: unknown): string => toHex(leafHash(item));
 /** The chain hash after folding in items by their leaf hashes (an item stored elsewhere keeps its leaf). */
 export function chainLeaves(from: string, leaves: readonly Uint8Array[]): string {
   let state = fromHex(from.slice(PREFIX.length));
-  for (const leaf of leaves) state = sha256.create().update(state).update(leaf).digest();
+  for (const leaf of leaves) state = sha256(concatBytes([state, leaf]));
   return `${PREFIX}${toHex(state)}`;
 }
 

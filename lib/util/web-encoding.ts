@@ -1,12 +1,10 @@
 /**
  * Stored bodies in every runtime: their content encodings (recorded as the object's
  * `Content-Encoding`) and the digests presigned uploads are bound to (MD5, and SHA-256 where the
- * backend checks it), in plain JS (@noble/hashes). The server's codecs, and the Node client's
- * faster digests (node:crypto, the same answers), are lib/util/encoding.ts.
+ * backend checks it; digests.ts). The server's codecs (zlib) are lib/util/encoding.ts.
  */
-import { md5 } from '@noble/hashes/legacy';
-import { sha256 } from '@noble/hashes/sha2';
 import { toBase64 } from './bytes.js';
+import { md5, sha256 } from './digests.js';
 
 /** How a body is stored. */
 export type ContentEncoding = 'identity' | 'gzip' | 'br';

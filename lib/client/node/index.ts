@@ -1,9 +1,9 @@
 /**
  * The typed HTTP client on Node (`agent-state-store/client/node`): the universal client
  * (lib/client/index.ts) with what only Node has. Workspaces from and into files (compressed into a
- * temporary file first, streamed on the way back), brotli besides gzip, node:crypto's digests
- * (faster on large bodies), and direct downloads over node:http(s), which hand over the bytes as
- * stored, so that a download's progress counts them (unless the client is given a `fetch`).
+ * temporary file first, streamed on the way back), brotli besides gzip (zlib), and direct
+ * downloads over node:http(s), which hand over the bytes as stored, so that a download's progress
+ * counts them (unless the client is given a `fetch`).
  */
 
 import type { WorkspaceInfo } from '../../contract/types.js';
@@ -19,9 +19,8 @@ import { NodeTransfers } from './transfers.js';
 
 /**
  * The Node entry's client (`agent-state-store/client/node`): the client, plus files (uploaded from
- * a path, compressed into a temporary file first; downloaded into a path, streamed), brotli, the
- * digests of node:crypto, and direct downloads of the bytes as stored (over node:http(s) unless
- * the client is given a `fetch`).
+ * a path, compressed into a temporary file first; downloaded into a path, streamed), brotli, and
+ * direct downloads of the bytes as stored (over node:http(s) unless the client is given a `fetch`).
  */
 export interface NodeHttpSessionStore extends HttpSessionStore {
   /** The same as `uploadWorkspace`, from a file, read a part at a time (compressed into a temporary file first). */

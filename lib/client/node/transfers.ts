@@ -1,6 +1,6 @@
 /**
- * The Node entry's transfers: the universal ones (lib/client/transfers.ts) with node:crypto's
- * digests and zlib's codecs (brotli too), and files: a workspace uploaded from a path (compressed
+ * The Node entry's transfers: the universal ones (lib/client/transfers.ts) with zlib's codecs
+ * (brotli too), and files: a workspace uploaded from a path (compressed
  * into a temporary file first, so that every part's size and MD5 are known up front, then read a
  * part at a time) or downloaded into a path (streamed, decoded on the way).
  */
@@ -13,7 +13,7 @@ import { Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { createBrotliCompress, createBrotliDecompress, createGunzip, createGzip } from 'node:zlib';
-import { decodeBody, encodeBody, md5Base64, sha256Base64 } from '../../util/encoding.js';
+import { decodeBody, encodeBody } from '../../util/encoding.js';
 import type { ContentEncoding } from '../../util/web-encoding.js';
 import { bytesSource, decodeFetched, type Source, streamOf, webBody } from '../sources.js';
 import { abortable, type TransferCodecs, Transfers } from '../transfers.js';
@@ -23,10 +23,8 @@ import type { DownloadWorkspaceOptions, UploadWorkspaceOptions } from '../types.
 const compressor = (encoding: string): Transform =>
   encoding === 'br' ? createBrotliCompress() : createGzip({ level: 6 });
 
-/** node:crypto's digests and zlib's codecs: brotli, and bytes compressed at once as the server does. */
+/** zlib's codecs: brotli, and bytes compressed at once as the server compresses them. */
 export const NODE_CODECS: TransferCodecs = {
-  md5Base64,
-  sha256Base64,
   async body(data, encoding, signal) {
     if (encoding !== 'gzip' && encoding !== 'br') return webBody(data, encoding, signal);
     if (data instanceof Uint8Array) return bytesSource(encodeBody(data, encoding));
@@ -60,7 +58,7 @@ async function fileSource(handle: FileHandle): Promise<Source> {
   };
 }
 
-/** The transfers of the Node entry: node:crypto and zlib, and files. */
+/** The transfers of the Node entry: zlib, and files. */
 export class NodeTransfers extends Transfers {
   constructor(requests: ConstructorParameters<typeof Transfers>[0]) {
     super(requests, NODE_CODECS);
