@@ -8,6 +8,7 @@
 
 import { ValidationError } from '../contract/errors.js';
 import { concatBytes } from '../util/bytes.js';
+import { CONTENT_ENCODINGS } from '../util/web-encoding.js';
 import { race } from './transport.js';
 
 /** What `uploadWorkspace` takes: bytes, a `Blob` (or `File`), or a stream of bytes. */
@@ -106,7 +107,8 @@ export const streamSource = async (stream: ReadableStream<Uint8Array>, signal?: 
 
 /**
  * The body to upload: the data as it is (`identity`) or gzip-compressed with `CompressionStream`.
- * Brotli is refused here (`CompressionStream` has no brotli): the Node entry compresses it.
+ * Brotli is refused here (`CompressionStream` has no brotli): the Node entry compresses it; any
+ * other encoding is refused everywhere.
  */
 export async function webBody(
   data: WorkspaceSource,
@@ -120,10 +122,12 @@ export async function webBody(
   }
   if (encoding === 'gzip')
     return streamSource(streamOf(data).pipeThrough(new CompressionStream('gzip')), signal);
-  throw new ValidationError(
-    'encoding',
-    `${encoding} needs agent-state-store/client/node (this runtime compresses with gzip or identity only)`,
-  );
+  if (encoding === 'br')
+    throw new ValidationError(
+      'encoding',
+      'br needs agent-state-store/client/node (CompressionStream has gzip, not brotli)',
+    );
+  throw new ValidationError('encoding', `must be one of ${CONTENT_ENCODINGS.join(', ')}`);
 }
 
 /** The gzip magic bytes (RFC 1952). */

@@ -156,12 +156,17 @@ describe('universal client: workspace sources and gzip (local server, fs storage
     expect(seen).toEqual(['decoded by fetch', 'raw']);
   });
 
-  it('brotli is refused with the entry that has it, before anything is sent', async () => {
+  it('brotli is refused with the entry that has it, an unknown encoding by both, before anything is sent', async () => {
     direct.length = 0;
     const before = api.seen.length;
     const refused = web.uploadWorkspace('u', 'br', text(1000), { encoding: 'br' });
     await expect(refused).rejects.toBeInstanceOf(ValidationError);
     await expect(refused).rejects.toThrow(/agent-state-store\/client\/node/);
+    // An encoding no client knows, in either entry.
+    for (const client of [web, api.client('alice')])
+      await expect(
+        client.uploadWorkspace('u', 'zz', text(10), { encoding: 'zstd' as 'gzip' }),
+      ).rejects.toThrow(/encoding: must be one of identity, gzip, br/);
     expect(api.seen.length).toBe(before);
     expect(direct).toEqual([]);
   });
