@@ -26,7 +26,17 @@ import type {
 import { paths } from '../protocol/paths.js';
 import { HEADER_NAMES, schemas } from '../protocol/schemas.js';
 import { randomId } from './random-id.js';
-import { answered, bodyOf, callOf, fail, fence, type Requests, requestIdOf, tagged } from './requests.js';
+import {
+  answered,
+  bodyOf,
+  callOf,
+  fail,
+  fence,
+  hiddenRedirect,
+  type Requests,
+  requestIdOf,
+  tagged,
+} from './requests.js';
 import type { CallOptions } from './types.js';
 
 /**
@@ -47,6 +57,15 @@ export class ListChangedError extends StoreError {
     );
   }
 }
+
+/**
+ * A list item too large for an answer, in a runtime whose fetch hides the 303 to where it is
+ * stored (a browser): out of reach there.
+ */
+const hiddenItem = (at: number) =>
+  new PayloadTooLargeError(
+    `an item from ${at} of the list is larger than an answer, and this runtime's fetch hides the redirect to it (a browser): read it with agent-state-store/client/node`,
+  );
 
 /** Times a whole list read starts again when the list was rewritten meanwhile. */
 const LIST_READ_RESTARTS = 3;
@@ -189,6 +208,7 @@ export class Lists {
       if (response.status === 202)
         throw await answered(new RestoreInProgressError(`archive ${archived}`), response);
     }
+    if (hiddenRedirect(response)) throw hiddenItem(query.offset ?? 0);
     if (response.status === 303 && archived === undefined) {
       // The page's first item alone is over the answer cap: it is read from where it is stored.
       const {
@@ -427,6 +447,7 @@ export class Lists {
       await response.body?.cancel();
       return undefined;
     }
+    if (hiddenRedirect(response)) throw hiddenItem(n);
     if (response.status !== 303) return fail(response);
     const located = await bodyOf(response, schemas.ListItemLocation, 'locateListItem');
     return { download: located.download, size: located.size, expiresAt: new Date(located.expiresAt) };

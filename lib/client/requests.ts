@@ -151,6 +151,14 @@ export async function fail(response: Response): Promise<never> {
   throw withProblem(problemError(response.status, body, requestIdOf(response)), response, body);
 }
 
+/**
+ * Whether fetch hid a redirect: a browser answers a 303 to `redirect: 'manual'` with an opaque
+ * redirect (status 0, no headers, no body), so a large value's location in that answer is out of
+ * reach (the client then asks a snapshot, whose body names it).
+ */
+export const hiddenRedirect = (response: Response): boolean =>
+  response.type === 'opaqueredirect' || response.status === 0;
+
 /** A body, whole, as one answer carries it: a fresh `Response` that can be read at leisure. */
 async function buffered(response: Response): Promise<Response> {
   if (!response.body) return response;

@@ -7,6 +7,7 @@
 
 import type * as z from 'zod/mini';
 import {
+  CorruptValueError,
   ProtocolError,
   RestoreInProgressError,
   UploadNotFoundError,
@@ -26,7 +27,17 @@ import { schemas } from '../protocol/schemas.js';
 import { concatBytes } from '../util/bytes.js';
 import { MIB } from '../util/units.js';
 import { md5Base64, sha256Base64 } from '../util/web-encoding.js';
-import { answered, bodyOf, chunksOf, conditions, fail, fence, type Requests, tagged } from './requests.js';
+import {
+  answered,
+  bodyOf,
+  chunksOf,
+  conditions,
+  fail,
+  fence,
+  hiddenRedirect,
+  type Requests,
+  tagged,
+} from './requests.js';
 import { decodeFetched, gunzip, type Source, type WorkspaceSource, webBody } from './sources.js';
 import type { Attempt } from './transport.js';
 import type { CallOptions, DownloadWorkspaceOptions, UploadWorkspaceOptions } from './types.js';
@@ -122,17 +133,45 @@ export class Transfers {
     return this.commitValueUpload(sessionId, key, started.uploadId, o);
   }
 
+  /**
+   * A value as a snapshot answers it (its value and version, or where a large one is stored), for
+   * a runtime whose fetch hides the 303 a large value's read is answered with (a browser);
+   * undefined when there is no such value.
+   */
+  async snapshotValue(sessionId: string, key: string, o?: CallOptions) {
+    const response = await this.requests.call('POST', paths.snapshot(sessionId), {
+      body: { values: [key], lists: [] },
+      // A read: a lost answer is asked again.
+      idempotent: true,
+      call: o,
+    });
+    if (response.status !== 200) return fail(response);
+    const entry = (await bodyOf(response, schemas.Snapshot, 'get')).values.find((v) => v.key === key);
+    if (!entry || 'absent' in entry) return undefined;
+    if ('corrupt' in entry) throw tagged(new CorruptValueError(key), response);
+    return entry;
+  }
+
   /** Where a value too large for an answer is stored; undefined when there is no such value. */
   async locateValue(sessionId: string, key: string, o?: CallOptions) {
     const response = await this.requests.call('GET', paths.value(sessionId, key), { call: o });
     if (response.status === 404) return undefined;
     if (response.status === 202) throw await answered(new RestoreInProgressError(`value ${key}`), response);
-    if (response.status !== 303) {
+    const small = () =>
+      tagged(new ValidationError('key', 'the value is small enough to be read with get'), response);
+    // Where fetch hid the 303 (a browser), a snapshot names the value's location instead.
+    const located = hiddenRedirect(response)
+      ? await this.snapshotValue(sessionId, key, o)
+      : response.status === 303
+        ? await bodyOf(response, schemas.ValueLocation, 'locateValue')
+        : undefined;
+    if (!located) {
+      if (hiddenRedirect(response)) return undefined;
       if (response.status !== 200) return fail(response);
       await response.body?.cancel();
-      throw tagged(new ValidationError('key', 'the value is small enough to be read with get'), response);
+      throw small();
     }
-    const located = await bodyOf(response, schemas.ValueLocation, 'locateValue');
+    if (!('download' in located)) throw small();
     return {
       download: located.download,
       version: located.etag,

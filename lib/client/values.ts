@@ -10,7 +10,16 @@ import type { SaveOptions, Versioned, WriteOptions } from '../contract/types.js'
 import { paths } from '../protocol/paths.js';
 import { schemas } from '../protocol/schemas.js';
 import { utf8Bytes, utf8Length } from '../util/bytes.js';
-import { answered, bodyOf, conditions, fail, fence, type Requests, tagged } from './requests.js';
+import {
+  answered,
+  bodyOf,
+  conditions,
+  fail,
+  fence,
+  hiddenRedirect,
+  type Requests,
+  tagged,
+} from './requests.js';
 import type { Transfers } from './transfers.js';
 import type { CallOptions } from './types.js';
 
@@ -29,8 +38,13 @@ export class Values {
     const response = await this.requests.call('GET', paths.value(sessionId, key), { call: o });
     if (response.status === 404) return undefined;
     if (response.status === 202) throw await answered(new RestoreInProgressError(`value ${key}`), response);
-    if (response.status === 303) {
-      const located = await bodyOf(response, schemas.ValueLocation, 'get');
+    if (response.status === 303 || hiddenRedirect(response)) {
+      // Where fetch hid the 303 (a browser), a snapshot names the value's location instead.
+      const located = hiddenRedirect(response)
+        ? await this.transfers.snapshotValue(sessionId, key, o)
+        : await bodyOf(response, schemas.ValueLocation, 'get');
+      if (!located) return undefined;
+      if (!('download' in located)) return { value: located.value as T, version: located.etag };
       return { value: await this.requests.readStored<T>(located.download, o), version: located.etag };
     }
     if (response.status !== 200) return fail(response);
