@@ -52,6 +52,13 @@ export const requestIdOf = (response: Response) =>
   response.headers.get('x-oss-request-id') ??
   undefined;
 
+/** Whether a value is an answer (a fetch `Response`, of any realm or library). */
+const isAnswer = (value: unknown): value is Response =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as Response).status === 'number' &&
+  typeof (value as Response).headers?.get === 'function';
+
 /**
  * `error`, carrying the status and request id of the answer it comes from (or what another error
  * of that answer carries, or a page's request id).
@@ -60,7 +67,8 @@ export function tagged<E extends StoreError>(
   error: E,
   from: Response | StoreError | { requestId?: string | undefined },
 ): E {
-  if (from instanceof Response) {
+  // An answer by its shape: a given fetch may answer with another realm's (or library's) Response.
+  if (isAnswer(from)) {
     const id = requestIdOf(from);
     if (id !== undefined) error.requestId = id;
     error.status ??= from.status;
