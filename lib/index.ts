@@ -8,7 +8,6 @@
 export {
   type AcquireLockOptions,
   type CallOptions,
-  createHttpClient,
   type DownloadWorkspaceOptions,
   type HttpClientOptions,
   type HttpSessionStore,
@@ -19,6 +18,8 @@ export {
   UnauthorizedError,
   type UploadWorkspaceOptions,
 } from './client/index.js';
+// The package's root is for Node (it loads every driver): its client is the Node one.
+export { createHttpClient, type NodeHttpSessionStore } from './client/node/index.js';
 export { createFsDriver, type FsDriver, type FsDriverOptions } from './drivers/fs.js';
 export type { FsPresignOptions } from './drivers/fs-transfer.js';
 export { createMemoryDriver, type MemoryDriverOptions } from './drivers/memory.js';

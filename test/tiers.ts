@@ -41,6 +41,9 @@ export const TIERS: readonly Tier[] = [
       'test/client/progress.test.ts',
       'test/client/retry-after.test.ts',
       'test/client/timeouts.test.ts',
+      'test/client/manners.test.ts',
+      'test/client/universal-transfers.test.ts',
+      'test/client/universal-bundle.test.ts',
       'test/drivers/memory.test.ts',
       'test/drivers/fs.test.ts',
       'test/drivers/refusals.test.ts',
@@ -80,6 +83,8 @@ export const TIERS: readonly Tier[] = [
       'test/store/truncate.test.ts',
       'test/client/whole-lists.test.ts',
       'test/adapters/langgraph-store-budgets.test.ts',
+      // Debian's chromium, driven by playwright-core: the universal client in a Web Worker.
+      'test/client/worker.test.ts',
       'test/store/backend-probe.test.ts',
       'test/workspaces/',
       'test/faults/',

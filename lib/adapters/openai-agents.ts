@@ -37,7 +37,7 @@ import {
   ListPreconditionFailedError,
   ListTooShortError,
 } from '../contract/errors.js';
-import { canonicalJson, EMPTY_HASH, leafHash } from '../contract/hash.js';
+import { canonicalJson, EMPTY_HASH, leafHex } from '../contract/hash.js';
 import { MAX_APPEND_ITEMS } from '../contract/limits.js';
 import type { CommitList, ListPage } from '../contract/types.js';
 import { BACKOFF, backoff } from '../util/backoff.js';
@@ -89,7 +89,7 @@ const isRef = (entry: unknown): entry is Ref =>
   Object.keys(entry).length === 1;
 
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value) ?? '');
-const digestOf = (value: unknown) => leafHash(value).toString('hex');
+const digestOf = (value: unknown) => leafHex(value);
 
 /** An operation's record: which transaction it applied (its digest). */
 interface OperationRecord {

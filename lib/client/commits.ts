@@ -4,13 +4,13 @@
  * and write of lists is remembered as the list calls remember it.
  */
 
-import { randomUUID } from 'node:crypto';
 import type * as z from 'zod/mini';
 import { EMPTY_HASH } from '../contract/hash.js';
 import type { CommitRequest, CommitResult, Snapshot, SnapshotRequest } from '../contract/types.js';
 import { paths } from '../protocol/paths.js';
 import { schemas } from '../protocol/schemas.js';
 import type { KnownLists } from './lists.js';
+import { randomId } from './random-id.js';
 import { bodyOf, callOf, fail, leaseOf, type Requests } from './requests.js';
 import { Turn, type TurnCommitResult } from './turn.js';
 import type { BeginTurnOptions, CallOptions } from './types.js';
@@ -114,7 +114,7 @@ export class Commits {
           })),
         };
     return new Turn(sessionId, leaseOf(lease), seen, {
-      commitId: () => randomUUID(),
+      commitId: () => randomId(),
       read: (key) => this.values.getVersioned(sessionId, key, callOf(o)).then((v) => v?.value),
       send: (body) => this.sendCommit(sessionId, body, callOf(o)),
     });

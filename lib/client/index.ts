@@ -5,10 +5,21 @@
  * with jittered backoff (and any call answered `contended`), reads a list larger than an answer whole,
  * a page at a time, and raises the same typed errors as the library.
  *
- * Large state never goes through the API: workspaces are compressed here (gzip or brotli), then
- * uploaded straight to the object store with the presigned PUT or parts the API signs, and
- * downloaded the same way; a value larger than a request body is uploaded the same way and
- * committed; a value larger than an answer comes back as a 303 to a presigned URL, followed here.
+ * It runs in any runtime with fetch, Web Crypto, TextEncoder and `CompressionStream` (Node 20,
+ * browsers, web workers, edge runtimes): nothing here imports a `node:` module or touches a Node
+ * global. The Node entry (`agent-state-store/client/node`, lib/client/node/) adds files, brotli,
+ * and downloads of the bytes as stored. Digests are node:crypto's where the runtime hands it out
+ * without an import (`process.getBuiltinModule`, Node ≥ 20.16), else plain JS (lib/util/digests.ts).
+ *
+ * Large state never goes through the API: workspaces are compressed here (gzip), then uploaded
+ * straight to the object store with the presigned PUT or parts the API signs, and downloaded the
+ * same way; a value larger than a request body is uploaded the same way and committed; a value
+ * larger than an answer comes back as a 303 to a presigned URL, followed here.
+ *
+ * Options left out are read from the environment where there is one (`AGENT_STATE_URL`,
+ * `AGENT_STATE_TOKEN`: settings.ts); every request carries `User-Agent: agent-state-store/<version>`
+ * where the runtime lets a script set it; a `logger` gets a debug line for each retry. Every error
+ * raised from an answer carries its `status`, `requestId`, and its problem's `code` and `problem`.
  *
  * The protocol (lib/protocol) is the router's: URLs are built from its paths, every answer is
  * validated with its schemas (an answer that is not what the protocol says is a `ProtocolError`),
@@ -21,19 +32,15 @@
  * This file is the wiring and the public surface (the public types are in types.ts). The parts
  * share one `Requests` (where the API is; how a call is sent and retried, and how an answer becomes
  * a typed error: requests.ts) and one `KnownLists` (what the client knows of each list: lists.ts).
- * Values are in values.ts, lists in lists.ts, direct transfers in transfers.ts, sessions and the
- * lock in sessions.ts, snapshots, commits and turns in commits.ts (the `Turn` itself in turn.ts).
+ * Values are in values.ts, lists in lists.ts, direct transfers in transfers.ts (what they read
+ * from in sources.ts), sessions and the lock in sessions.ts, snapshots, commits and turns in
+ * commits.ts (the `Turn` itself in turn.ts); assemble.ts wires them.
  */
 
-import { Commits } from './commits.js';
-import { KnownLists, Lists } from './lists.js';
-import { Requests } from './requests.js';
-import { Sessions } from './sessions.js';
-import { Transfers } from './transfers.js';
+import { assemble } from './assemble.js';
 import type { HttpClientOptions, HttpSessionStore } from './types.js';
-import { Values } from './values.js';
 
-export type { CommitFailure } from '../contract/errors.js';
+export type { CommitFailure, ProblemDetails } from '../contract/errors.js';
 export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from '../contract/errors.js';
 export type {
   CommitList,
@@ -46,6 +53,8 @@ export type {
   SnapshotValue,
 } from '../contract/types.js';
 export { ListChangedError } from './lists.js';
+export { CLIENT_ENV, CLIENT_VERSION, USER_AGENT } from './settings.js';
+export type { WorkspaceSource } from './sources.js';
 export { RequestTimeoutError } from './transport.js';
 export {
   Turn,
@@ -54,50 +63,10 @@ export {
 } from './turn.js';
 export type * from './types.js';
 
-/** Creates the client: its parts, sharing one `Requests` and one `KnownLists`, behind one interface. */
-export function createHttpClient(options: HttpClientOptions): HttpSessionStore {
-  const requests = new Requests(options);
-  const known = new KnownLists();
-  const transfers = new Transfers(requests);
-  const values = new Values(requests, transfers);
-  const lists = new Lists(requests, known);
-  const sessions = new Sessions(requests, known);
-  const commits = new Commits(requests, known, values);
-  return {
-    createValueUpload: transfers.createValueUpload.bind(transfers),
-    commitValueUpload: transfers.commitValueUpload.bind(transfers),
-    createWorkspaceUpload: transfers.createWorkspaceUpload.bind(transfers),
-    completeWorkspaceUpload: transfers.completeWorkspaceUpload.bind(transfers),
-    getWorkspace: transfers.getWorkspace.bind(transfers),
-    locateListItem: lists.locateListItem.bind(lists),
-    locateValue: transfers.locateValue.bind(transfers),
-    listWorkspaces: transfers.listWorkspaces.bind(transfers),
-    deleteWorkspace: transfers.deleteWorkspace.bind(transfers),
-    uploadWorkspace: transfers.uploadWorkspace.bind(transfers),
-    uploadWorkspaceFile: transfers.uploadWorkspaceFile.bind(transfers),
-    downloadWorkspace: transfers.downloadWorkspace.bind(transfers),
-    downloadWorkspaceToFile: transfers.downloadWorkspaceToFile.bind(transfers),
-    get: values.get.bind(values),
-    getVersioned: values.getVersioned.bind(values),
-    save: values.save.bind(values),
-    deleteKey: values.deleteKey.bind(values),
-    saveList: lists.saveList.bind(lists),
-    appendList: lists.appendList.bind(lists),
-    truncateList: lists.truncateList.bind(lists),
-    listKeys: sessions.listKeys.bind(sessions),
-    getList: lists.getList.bind(lists),
-    deleteList: lists.deleteList.bind(lists),
-    listArchives: lists.listArchives.bind(lists),
-    getArchive: lists.getArchive.bind(lists),
-    exists: sessions.exists.bind(sessions),
-    delete: sessions.delete.bind(sessions),
-    deleteAllSessions: sessions.deleteAllSessions.bind(sessions),
-    listSessionIds: sessions.listSessionIds.bind(sessions),
-    snapshot: commits.snapshot.bind(commits),
-    commit: commits.commit.bind(commits),
-    beginTurn: commits.beginTurn.bind(commits),
-    acquireLock: sessions.acquireLock.bind(sessions),
-    renewLock: sessions.renewLock.bind(sessions),
-    releaseLock: sessions.releaseLock.bind(sessions),
-  };
+/**
+ * Creates the client. Options left out are read from `AGENT_STATE_URL` and `AGENT_STATE_TOKEN`
+ * where the runtime has environment variables; without a URL either way, a `ValidationError`.
+ */
+export function createHttpClient(options?: HttpClientOptions): HttpSessionStore {
+  return assemble(options).store;
 }

@@ -5,7 +5,6 @@
  * time, checked against the first page's hash; the last items of a list are read whole the same way.
  */
 
-import { randomUUID } from 'node:crypto';
 import {
   AppendConflictError,
   PayloadTooLargeError,
@@ -26,7 +25,18 @@ import type {
 } from '../contract/types.js';
 import { paths } from '../protocol/paths.js';
 import { HEADER_NAMES, schemas } from '../protocol/schemas.js';
-import { bodyOf, callOf, fail, fence, type Requests, requestIdOf, tagged } from './requests.js';
+import { randomId } from './random-id.js';
+import {
+  answered,
+  bodyOf,
+  callOf,
+  fail,
+  fence,
+  hiddenRedirect,
+  type Requests,
+  requestIdOf,
+  tagged,
+} from './requests.js';
 import type { CallOptions } from './types.js';
 
 /**
@@ -47,6 +57,15 @@ export class ListChangedError extends StoreError {
     );
   }
 }
+
+/**
+ * A list item too large for an answer, in a runtime whose fetch hides the 303 to where it is
+ * stored (a browser): out of reach there.
+ */
+const hiddenItem = (at: number) =>
+  new PayloadTooLargeError(
+    `an item from ${at} of the list is larger than an answer, and this runtime's fetch hides the redirect to it (a browser): read it with agent-state-store/client/node`,
+  );
 
 /** Times a whole list read starts again when the list was rewritten meanwhile. */
 const LIST_READ_RESTARTS = 3;
@@ -186,8 +205,10 @@ export class Lists {
     const response = await this.requests.call('GET', path, { query: { offset, limit, last }, call: o });
     if (archived !== undefined) {
       if (response.status === 404) return undefined;
-      if (response.status === 202) throw tagged(new RestoreInProgressError(`archive ${archived}`), response);
+      if (response.status === 202)
+        throw await answered(new RestoreInProgressError(`archive ${archived}`), response);
     }
+    if (hiddenRedirect(response)) throw hiddenItem(query.offset ?? 0);
     if (response.status === 303 && archived === undefined) {
       // The page's first item alone is over the answer cap: it is read from where it is stored.
       const {
@@ -344,7 +365,7 @@ export class Lists {
         expectedCount: o.expectedCount,
         ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}),
       },
-      headers: { ...fence(o), [HEADER_NAMES.idempotencyKey]: o.writeId ?? randomUUID() },
+      headers: { ...fence(o), [HEADER_NAMES.idempotencyKey]: o.writeId ?? randomId() },
       // A lost answer is retried only where the outcome can be checked: from a known base hash.
       idempotent: baseHash !== undefined,
       call: o,
@@ -393,7 +414,7 @@ export class Lists {
   ): Promise<ListWriteResult> {
     const response = await this.requests.call('POST', paths.listTruncate(sessionId, key), {
       body: { count: o.count, expectedHash: o.expectedHash },
-      headers: { ...fence(o), [HEADER_NAMES.idempotencyKey]: o.writeId ?? randomUUID() },
+      headers: { ...fence(o), [HEADER_NAMES.idempotencyKey]: o.writeId ?? randomId() },
       // The key names this truncate: a replay of one that landed answers its first answer.
       idempotent: true,
       call: o,
@@ -426,6 +447,7 @@ export class Lists {
       await response.body?.cancel();
       return undefined;
     }
+    if (hiddenRedirect(response)) throw hiddenItem(n);
     if (response.status !== 303) return fail(response);
     const located = await bodyOf(response, schemas.ListItemLocation, 'locateListItem');
     return { download: located.download, size: located.size, expiresAt: new Date(located.expiresAt) };

@@ -3,22 +3,26 @@
  * whenever it is answered `contended`; its answer read whole within the attempt), and a presigned
  * request to the object store (sent again on network errors, timeouts and 5xx). And how an answer
  * becomes what the protocol says it is: its body validated with the protocol's schema, or the typed
- * error its problem names, carrying the answer's request id. The headers the writes share (the
- * fencing token, the conditions of a save) are built here too.
+ * error its problem names, carrying the answer's status, request id, problem code and problem. The
+ * headers the writes share (the fencing token, the conditions of a save) are built here too. Every
+ * retry is a debug line for the client's `logger`: the request, the attempt, what went wrong, the
+ * wait; never a header (the token), a body or a signed URL's query.
  */
 
 import type * as z from 'zod/mini';
 import { DEFAULTS } from '../contract/defaults.js';
-import { BackendError, ProtocolError, type StoreError } from '../contract/errors.js';
+import { BackendError, type ProblemDetails, ProtocolError, type StoreError } from '../contract/errors.js';
 import type { Lease } from '../contract/lock.js';
 import type { SaveOptions, WriteOptions } from '../contract/types.js';
 import { isFinalProblem, type ProblemCode, problemCodeOf, problemError } from '../protocol/problems.js';
 import { HEADER_NAMES, REQUEST_ID_HEADER, type schemas } from '../protocol/schemas.js';
+import { concatBytes, utf8Text } from '../util/bytes.js';
 import { MIB } from '../util/units.js';
+import { type ClientSettings, settingsOf } from './settings.js';
 import {
   type Attempt,
+  type DirectFetch,
   NULL_BODY,
-  nodeFetch,
   pauseMs,
   RequestTimeoutError,
   race,
@@ -48,14 +52,64 @@ export const requestIdOf = (response: Response) =>
   response.headers.get('x-oss-request-id') ??
   undefined;
 
-/** `error`, carrying the request id of the answer it comes from. */
+/** Whether a value is an answer (a fetch `Response`, of any realm or library). */
+const isAnswer = (value: unknown): value is Response =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as Response).status === 'number' &&
+  typeof (value as Response).headers?.get === 'function';
+
+/**
+ * `error`, carrying the status and request id of the answer it comes from (or what another error
+ * of that answer carries, or a page's request id).
+ */
 export function tagged<E extends StoreError>(
   error: E,
-  response: Response | { requestId?: string | undefined },
+  from: Response | StoreError | { requestId?: string | undefined },
 ): E {
-  const id = response instanceof Response ? requestIdOf(response) : response.requestId;
-  if (id !== undefined) error.requestId = id;
+  // An answer by its shape: a given fetch may answer with another realm's (or library's) Response.
+  if (isAnswer(from)) {
+    const id = requestIdOf(from);
+    if (id !== undefined) error.requestId = id;
+    error.status ??= from.status;
+    return error;
+  }
+  if (from.requestId !== undefined) error.requestId = from.requestId;
+  if ('status' in from && from.status !== undefined) error.status ??= from.status;
+  if ('code' in from && from.code !== undefined) error.code ??= from.code;
+  if ('problem' in from && from.problem !== undefined) error.problem ??= from.problem;
   return error;
+}
+
+/** An RFC 9457 problem, as an answer's body is one: an object with a `type` or a `title`. */
+const problemOf = (body: unknown): ProblemDetails | undefined =>
+  typeof body === 'object' &&
+  body !== null &&
+  !Array.isArray(body) &&
+  (typeof (body as ProblemDetails).type === 'string' || typeof (body as ProblemDetails).title === 'string')
+    ? (body as ProblemDetails)
+    : undefined;
+
+/** `error`, carrying its answer's status and request id, and its problem (and code) when the body is one. */
+function withProblem<E extends StoreError>(error: E, response: Response, body: unknown): E {
+  tagged(error, response);
+  const problem = problemOf(body);
+  if (problem) {
+    error.problem = problem;
+    if (typeof problem.code === 'string') error.code = problem.code;
+  }
+  return error;
+}
+
+/** `error` for an answer whose body was not read: tagged, with the answer's problem when it has one. */
+export async function answered<E extends StoreError>(error: E, response: Response): Promise<E> {
+  let body: unknown;
+  try {
+    body = await response.clone().json();
+  } catch {
+    body = undefined;
+  }
+  return withProblem(error, response, body);
 }
 
 /**
@@ -101,8 +155,17 @@ export async function bodyOf<S extends z.ZodMiniType>(
 export async function fail(response: Response): Promise<never> {
   if (response.status < 400)
     throw tagged(new ProtocolError(`unexpected ${response.status} answer`, response.status), response);
-  throw problemError(response.status, await response.json().catch(() => undefined), requestIdOf(response));
+  const body: unknown = await response.json().catch(() => undefined);
+  throw withProblem(problemError(response.status, body, requestIdOf(response)), response, body);
 }
+
+/**
+ * Whether fetch hid a redirect: a browser answers a 303 to `redirect: 'manual'` with an opaque
+ * redirect (status 0, no headers, no body), so a large value's location in that answer is out of
+ * reach (the client then asks a snapshot, whose body names it).
+ */
+export const hiddenRedirect = (response: Response): boolean =>
+  response.type === 'opaqueredirect' || response.status === 0;
 
 /** A body, whole, as one answer carries it: a fresh `Response` that can be read at leisure. */
 async function buffered(response: Response): Promise<Response> {
@@ -190,35 +253,71 @@ export interface CallInit {
 /** A presigned request to the object store, as the API signs it. */
 type StoreRequest = { method: string; url: string; headers: Readonly<Record<string, string>> };
 
+/** What a failed attempt was, for a debug line. */
+function whatWentWrong(response: Response | undefined, failure: unknown, code: string | undefined): string {
+  if (response) {
+    const id = requestIdOf(response);
+    return `answered ${response.status}${code ? ` ${code}` : ''}${id ? ` (request id ${id})` : ''}`;
+  }
+  if (failure instanceof RequestTimeoutError) return `timed out after ${failure.timeoutMs} ms`;
+  const cause = (failure as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  const message = failure instanceof Error ? failure.message : String(failure);
+  return `failed: ${message}${typeof cause === 'string' ? ` (${cause})` : ''}`;
+}
+
 /**
  * What every part of the client shares: where the API is, its token, the fetches, the attempts and
- * the timeouts; and the two ways of sending, to the API and straight to the object store.
+ * the timeouts, the User-Agent and the logger; and the two ways of sending, to the API and
+ * straight to the object store.
  */
 export class Requests {
   /** Largest request body the API takes; a larger value is uploaded directly and committed. */
   readonly bodyLimit: number;
-  private readonly base: string;
+  private readonly settings: ClientSettings;
   private readonly attempts: number;
   private readonly timeoutMs: number;
   private readonly apiFetch: typeof fetch;
-  private readonly downloadFetch: typeof nodeFetch;
+  private readonly downloadFetch: DirectFetch;
+  private readonly rawDownloads: boolean;
 
-  constructor(private readonly options: HttpClientOptions) {
-    this.base = options.baseUrl.replace(/\/+$/, '');
-    this.attempts = options.attempts ?? 4;
-    this.apiFetch = options.fetch ?? fetch;
-    // Direct downloads without a given fetch: node:http(s), which hands over the bytes as stored.
-    this.downloadFetch = options.fetch ?? nodeFetch;
-    this.bodyLimit = options.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes;
-    this.timeoutMs = options.timeoutMs ?? 30_000;
+  /**
+   * `rawFetch`, when the runtime has one (the Node entry's node:http(s) GET), takes the direct
+   * downloads of a client given no `fetch`: it hands over the bytes as stored, never decoded.
+   */
+  constructor(options: HttpClientOptions | undefined, rawFetch?: DirectFetch) {
+    this.settings = settingsOf(options);
+    this.attempts = options?.attempts ?? 4;
+    // Called as a function, never as a method of this object (a browser's fetch needs its global).
+    this.apiFetch = options?.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.rawDownloads = options?.fetch === undefined && rawFetch !== undefined;
+    this.downloadFetch = (this.rawDownloads ? rawFetch : undefined) ?? this.apiFetch;
+    this.bodyLimit = options?.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes;
+    this.timeoutMs = options?.timeoutMs ?? 30_000;
   }
 
   /**
-   * Whether direct downloads go through the fetch the client was given, which decodes a body
-   * served with its Content-Encoding (node:http(s) hands over the bytes as stored).
+   * Whether direct downloads go through a fetch, which decodes a body served with its
+   * Content-Encoding (the raw download hands over the bytes as stored).
    */
   get downloadsThroughFetch(): boolean {
-    return this.options.fetch !== undefined;
+    return !this.rawDownloads;
+  }
+
+  /** The headers every request carries: the User-Agent, where the runtime lets a script set it. */
+  private withAgent(headers: Readonly<Record<string, string>>): Record<string, string> {
+    const agent = this.settings.userAgent;
+    return agent === undefined || 'user-agent' in headers
+      ? { ...headers }
+      : { ...headers, 'user-agent': agent };
+  }
+
+  /** A debug line for the logger, when there is one (never with a header, a body or a URL's query). */
+  private debug(line: string): void {
+    try {
+      this.settings.logger?.debug(`agent-state-store: ${line}`);
+    } catch {
+      // A logger that throws must not fail the call.
+    }
   }
 
   /**
@@ -228,18 +327,18 @@ export class Requests {
    * as the library checks them (an id with a lone surrogate cannot even be encoded).
    */
   async call(method: string, path: string, init: CallInit = {}): Promise<Response> {
-    const { options, attempts } = this;
+    const { settings, attempts } = this;
     const signal = init.call?.signal;
     signal?.throwIfAborted();
     const query = Object.entries(init.query ?? {}).filter(([, v]) => v !== undefined);
-    const url = `${this.base}${path}${query.length > 0 ? `?${new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)]))}` : ''}`;
+    const url = `${settings.baseUrl}${path}${query.length > 0 ? `?${new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)]))}` : ''}`;
     const token =
-      typeof options.token !== 'function'
-        ? options.token
+      typeof settings.token !== 'function'
+        ? settings.token
         : signal
-          ? await race(Promise.resolve(options.token()), signal)
-          : await options.token();
-    const headers: Record<string, string> = { ...init.headers };
+          ? await race(Promise.resolve(settings.token()), signal)
+          : await settings.token();
+    const headers = this.withAgent(init.headers ?? {});
     if (token) headers.authorization = `Bearer ${token}`;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     const body = init.body === undefined ? undefined : JSON.stringify(init.body);
@@ -270,6 +369,9 @@ export class Requests {
         const wait = pauseMs(attempt, response, code === 'contended');
         if (wait !== undefined && ((idempotent && retryable) || (response && code === 'contended'))) {
           if (init.retried && (!response || response.status >= 500)) init.retried.lost = true;
+          this.debug(
+            `${method} ${path}: attempt ${attempt} of ${attempts} ${whatWentWrong(response, failure, code)}; retrying in ${Math.round(wait)} ms`,
+          );
           await sleep(wait, signal);
           continue;
         }
@@ -302,6 +404,7 @@ export class Requests {
     const ms = o.call?.timeoutMs ?? this.timeoutMs;
     const limit = ms > 0 ? ms + Math.ceil((o.body?.byteLength ?? 0) / MIB) * 1000 : 0;
     const what = `object store ${request.method}`;
+    const headers = this.withAgent(request.headers);
     for (let attempt = 1; ; attempt++) {
       let response: Response | undefined;
       let failure: unknown;
@@ -311,7 +414,7 @@ export class Requests {
         try {
           const answer = send(request.url, {
             method: request.method,
-            headers: { ...request.headers },
+            headers,
             body: o.body,
             signal: clock.signal,
           });
@@ -324,11 +427,16 @@ export class Requests {
         if (response && (response.ok || response.status < 500 || attempt >= attempts || wait === undefined)) {
           if (!response.ok) {
             const text = await race(response.text(), clock.signal);
-            const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? `HTTP ${response.status}`;
-            throw tagged(
-              new BackendError(`object store refused the ${request.method}: ${code}`, response.status >= 500),
+            const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1];
+            const error = tagged(
+              new BackendError(
+                `object store refused the ${request.method}: ${code ?? `HTTP ${response.status}`}`,
+                response.status >= 500,
+              ),
               response,
             );
+            if (code !== undefined) error.code = code;
+            throw error;
           }
           return await read(response, clock);
         }
@@ -342,6 +450,9 @@ export class Requests {
         if (failure instanceof RequestTimeoutError) throw failure;
         throw new BackendError(`object store request failed: ${String(failure)}`, true, { cause: failure });
       }
+      this.debug(
+        `${what} ${hostOf(request.url)}: attempt ${attempt} of ${attempts} ${whatWentWrong(response, failure, undefined)}; retrying in ${Math.round(wait ?? 0)} ms`,
+      );
       await sleep(wait ?? 0, signal);
     }
   }
@@ -351,8 +462,17 @@ export class Requests {
     const bytes = await this.direct(download, { call: o }, async (answer, clock) => {
       const chunks: Uint8Array[] = [];
       for await (const chunk of chunksOf(answer, clock)) chunks.push(chunk);
-      return Buffer.concat(chunks);
+      return concatBytes(chunks);
     });
-    return JSON.parse(bytes.toString('utf8')) as T;
+    return JSON.parse(utf8Text(bytes)) as T;
   }
 }
+
+/** The host of a URL, for a debug line (a presigned URL's path and query stay out of the log). */
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '(unparsable URL)';
+  }
+};

@@ -5,15 +5,9 @@
  * request body is uploaded the same way and committed, and a value larger than an answer is located.
  */
 
-import { createReadStream, createWriteStream } from 'node:fs';
-import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { createBrotliCompress, createBrotliDecompress, createGunzip, createGzip } from 'node:zlib';
 import type * as z from 'zod/mini';
 import {
+  CorruptValueError,
   ProtocolError,
   RestoreInProgressError,
   UploadNotFoundError,
@@ -30,37 +24,52 @@ import type {
 } from '../contract/types.js';
 import { paths } from '../protocol/paths.js';
 import { schemas } from '../protocol/schemas.js';
-import { type ContentEncoding, decodeBody, encodeBody, md5Base64, sha256Base64 } from '../util/encoding.js';
+import { concatBytes } from '../util/bytes.js';
 import { MIB } from '../util/units.js';
-import { bodyOf, chunksOf, conditions, fail, fence, type Requests, tagged } from './requests.js';
+import { md5Base64, sha256Base64 } from '../util/web-encoding.js';
+import {
+  answered,
+  bodyOf,
+  chunksOf,
+  conditions,
+  fail,
+  fence,
+  hiddenRedirect,
+  type Requests,
+  tagged,
+} from './requests.js';
+import { decodeFetched, gunzip, type Source, type WorkspaceSource, webBody } from './sources.js';
 import type { Attempt } from './transport.js';
 import type { CallOptions, DownloadWorkspaceOptions, UploadWorkspaceOptions } from './types.js';
 
-/** Bytes to upload, read a part at a time. */
-interface Source {
-  readonly size: number;
-  read(offset: number, length: number): Promise<Uint8Array>;
+/**
+ * What the transfers need of the runtime: the codecs of workspace bodies. These are the universal
+ * ones (`CompressionStream`, gzip); the Node entry's (lib/client/node/) are zlib's, with brotli.
+ */
+export interface TransferCodecs {
+  /** The body to upload: `data` in `encoding`, its size known, read a part at a time. */
+  body(data: WorkspaceSource, encoding: string, signal: AbortSignal | undefined): Promise<Source>;
+  /**
+   * Decodes a downloaded body stored in `encoding`: `raw` when it is the bytes as stored, else
+   * fetch downloaded it without showing a `Content-Encoding` (and may have decoded it).
+   */
+  decode(bytes: Uint8Array, encoding: string, raw: boolean, signal?: AbortSignal): Promise<Uint8Array>;
 }
 
-const bytesSource = (body: Uint8Array): Source => ({
-  size: body.byteLength,
-  read: async (offset, length) => body.subarray(offset, offset + length),
-});
-
-async function fileSource(handle: FileHandle): Promise<Source> {
-  const { size } = await handle.stat();
-  return {
-    size,
-    async read(offset, length) {
-      const buffer = Buffer.alloc(length);
-      const { bytesRead } = await handle.read(buffer, 0, length, offset);
-      return buffer.subarray(0, bytesRead);
-    },
-  };
-}
+/** The codecs of every runtime. */
+export const WEB_CODECS: TransferCodecs = {
+  body: webBody,
+  async decode(bytes, encoding, raw, signal) {
+    if (!raw) return decodeFetched(bytes, encoding, signal);
+    if (encoding === 'gzip') return gunzip(bytes, signal);
+    if (encoding === 'br')
+      throw new ValidationError('encoding', 'brotli bodies are decoded by agent-state-store/client/node');
+    return bytes;
+  },
+};
 
 /** Runs `work`; when the call was aborted meanwhile, rejects with the signal's reason instead. */
-async function abortable<T>(signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+export async function abortable<T>(signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
   signal?.throwIfAborted();
   try {
     return await work();
@@ -77,7 +86,10 @@ const workspaceOf = (x: z.output<typeof schemas.Workspace>): WorkspaceInfo => ({
 
 /** The direct transfers of the client: values too large for the API, and workspaces. */
 export class Transfers {
-  constructor(private readonly requests: Requests) {}
+  constructor(
+    protected readonly requests: Requests,
+    protected readonly codecs: TransferCodecs = WEB_CODECS,
+  ) {}
 
   async createValueUpload(
     sessionId: string,
@@ -104,7 +116,7 @@ export class Transfers {
       headers: conditions(o),
       call: o,
     });
-    if (response.status === 404) throw tagged(new UploadNotFoundError(uploadId), response);
+    if (response.status === 404) throw await answered(new UploadNotFoundError(uploadId), response);
     if (response.status !== 200) return fail(response);
     return { version: (await bodyOf(response, schemas.Etag, 'commitValueUpload')).etag };
   }
@@ -121,17 +133,45 @@ export class Transfers {
     return this.commitValueUpload(sessionId, key, started.uploadId, o);
   }
 
+  /**
+   * A value as a snapshot answers it (its value and version, or where a large one is stored), for
+   * a runtime whose fetch hides the 303 a large value's read is answered with (a browser);
+   * undefined when there is no such value.
+   */
+  async snapshotValue(sessionId: string, key: string, o?: CallOptions) {
+    const response = await this.requests.call('POST', paths.snapshot(sessionId), {
+      body: { values: [key], lists: [] },
+      // A read: a lost answer is asked again.
+      idempotent: true,
+      call: o,
+    });
+    if (response.status !== 200) return fail(response);
+    const entry = (await bodyOf(response, schemas.Snapshot, 'get')).values.find((v) => v.key === key);
+    if (!entry || 'absent' in entry) return undefined;
+    if ('corrupt' in entry) throw tagged(new CorruptValueError(key), response);
+    return entry;
+  }
+
   /** Where a value too large for an answer is stored; undefined when there is no such value. */
   async locateValue(sessionId: string, key: string, o?: CallOptions) {
     const response = await this.requests.call('GET', paths.value(sessionId, key), { call: o });
     if (response.status === 404) return undefined;
-    if (response.status === 202) throw tagged(new RestoreInProgressError(`value ${key}`), response);
-    if (response.status !== 303) {
+    if (response.status === 202) throw await answered(new RestoreInProgressError(`value ${key}`), response);
+    const small = () =>
+      tagged(new ValidationError('key', 'the value is small enough to be read with get'), response);
+    // Where fetch hid the 303 (a browser), a snapshot names the value's location instead.
+    const located = hiddenRedirect(response)
+      ? await this.snapshotValue(sessionId, key, o)
+      : response.status === 303
+        ? await bodyOf(response, schemas.ValueLocation, 'locateValue')
+        : undefined;
+    if (!located) {
+      if (hiddenRedirect(response)) return undefined;
       if (response.status !== 200) return fail(response);
       await response.body?.cancel();
-      throw tagged(new ValidationError('key', 'the value is small enough to be read with get'), response);
+      throw small();
     }
-    const located = await bodyOf(response, schemas.ValueLocation, 'locateValue');
+    if (!('download' in located)) throw small();
     return {
       download: located.download,
       version: located.etag,
@@ -166,7 +206,7 @@ export class Transfers {
       headers: fence(o),
       call: o,
     });
-    if (response.status === 404) throw tagged(new UploadNotFoundError(uploadId), response);
+    if (response.status === 404) throw await answered(new UploadNotFoundError(uploadId), response);
     if (response.status !== 200) return fail(response);
     return workspaceOf(await bodyOf(response, schemas.Workspace, 'completeWorkspaceUpload'));
   }
@@ -210,42 +250,27 @@ export class Transfers {
     if (response.status !== 204) await fail(response);
   }
 
-  async uploadWorkspace(sessionId: string, name: string, data: Uint8Array, o: UploadWorkspaceOptions = {}) {
-    o.signal?.throwIfAborted();
-    const body = encodeBody(data, o.encoding ?? 'gzip');
-    return this.uploadSource(sessionId, name, bytesSource(body), o);
-  }
-
-  async uploadWorkspaceFile(sessionId: string, name: string, file: string, o: UploadWorkspaceOptions = {}) {
-    const encoding = o.encoding ?? 'gzip';
-    return abortable(o.signal, async () => {
-      // Compressed into a temporary file first: every part's size and MD5 are declared up front.
-      const dir = encoding === 'identity' ? undefined : await mkdtemp(path.join(tmpdir(), 'workspace-'));
-      const stored = dir ? path.join(dir, 'body') : file;
-      try {
-        if (dir) {
-          const compress = encoding === 'gzip' ? createGzip() : createBrotliCompress();
-          await pipeline(createReadStream(file), compress, createWriteStream(stored), {
-            ...(o.signal ? { signal: o.signal } : {}),
-          });
-        }
-        const handle = await open(stored, 'r');
-        try {
-          return await this.uploadSource(sessionId, name, await fileSource(handle), o);
-        } finally {
-          await handle.close();
-        }
-      } finally {
-        if (dir) await rm(dir, { recursive: true, force: true });
-      }
-    });
+  /** Compresses the data here (`encoding`, default gzip), then uploads it (`uploadSource`). */
+  async uploadWorkspace(
+    sessionId: string,
+    name: string,
+    data: WorkspaceSource,
+    o: UploadWorkspaceOptions = {},
+  ) {
+    const body = await abortable(o.signal, () => this.codecs.body(data, o.encoding ?? 'gzip', o.signal));
+    return this.uploadSource(sessionId, name, body, o);
   }
 
   /**
    * Uploads a body from a source straight to the object store: one PUT, or parts (at most 1,000,
    * so parts grow with the body) sent `concurrency` at a time, each retried; then completes.
    */
-  private async uploadSource(sessionId: string, name: string, source: Source, o: UploadWorkspaceOptions) {
+  protected async uploadSource(
+    sessionId: string,
+    name: string,
+    source: Source,
+    o: UploadWorkspaceOptions & { readonly encoding?: string },
+  ) {
     const signal = o.signal;
     const stored = {
       size: source.size,
@@ -320,38 +345,21 @@ export class Transfers {
   }
 
   async downloadWorkspace(sessionId: string, name: string, o: DownloadWorkspaceOptions = {}) {
-    return this.download(sessionId, name, o, async (body, encoding) => {
+    return this.download(sessionId, name, o, async (body, encoding, clock) => {
       const chunks: Uint8Array[] = [];
       for await (const chunk of body) chunks.push(chunk);
-      const bytes = new Uint8Array(Buffer.concat(chunks));
-      return encoding ? decodeBody(bytes, encoding as ContentEncoding) : bytes;
+      const bytes = concatBytes(chunks);
+      if (!encoding || encoding === 'identity') return bytes;
+      return this.codecs.decode(bytes, encoding, !this.requests.downloadsThroughFetch, clock.signal);
     });
-  }
-
-  async downloadWorkspaceToFile(
-    sessionId: string,
-    name: string,
-    file: string,
-    o: DownloadWorkspaceOptions = {},
-  ) {
-    const written = await this.download(sessionId, name, o, async (body, encoding, clock) => {
-      const stream = Readable.from(body);
-      const out = createWriteStream(file);
-      const streams = { signal: clock.signal };
-      if (!encoding || encoding === 'identity') await pipeline(stream, out, streams);
-      else
-        await pipeline(stream, encoding === 'br' ? createBrotliDecompress() : createGunzip(), out, streams);
-      return true;
-    });
-    return written ?? false;
   }
 
   /**
    * Streams a workspace straight from the object store into `consume` (given the stored bytes and
-   * the encoding to undo, none when fetch already decoded them), counting progress in stored bytes;
-   * undefined when there is no such workspace, `RestoreInProgressError` while archived.
+   * the encoding to undo, none when fetch showed that it decoded them), counting progress in stored
+   * bytes; undefined when there is no such workspace, `RestoreInProgressError` while archived.
    */
-  private async download<T>(
+  protected async download<T>(
     sessionId: string,
     name: string,
     o: DownloadWorkspaceOptions,
@@ -361,7 +369,7 @@ export class Transfers {
     if (!found) return undefined;
     if (found.status === 'restoring') throw new RestoreInProgressError(`workspace ${name}`);
     return this.requests.direct(found.download, { call: o, download: true }, async (response, clock) => {
-      // Only fetch decodes (node:http hands over the bytes as stored).
+      // Only fetch decodes (the Node entry's raw download hands over the bytes as stored).
       const decoded = this.requests.downloadsThroughFetch && response.headers.has('content-encoding');
       const total = found.size;
       let done = 0;

@@ -1,13 +1,7 @@
 /**
  * The client's clocks and waits: a per-attempt timeout that also relays the caller's `AbortSignal`,
- * waits between retries that an abort cuts short, `Retry-After` read as seconds or an HTTP date, and
- * a GET over node:http(s) that hands the object store's bytes over exactly as stored (fetch would
- * decode a body served with its Content-Encoding, hiding the stored bytes a download counts).
+ * waits between retries that an abort cuts short, and `Retry-After` read as seconds or an HTTP date.
  */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { Readable } from 'node:stream';
-import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { BackendError } from '../contract/errors.js';
 import { BACKOFF, backoffMs } from '../util/backoff.js';
 
@@ -155,38 +149,13 @@ export function pauseMs(attempt: number, response?: Response, honoured = false):
 /** Statuses whose answers have no body. */
 export const NULL_BODY = new Set([101, 204, 205, 304]);
 
-/**
- * A request over node:http(s), answered as a fetch `Response` whose body is the bytes as sent
- * (never decoded): the transport of direct downloads when the client is given no `fetch`.
- */
-export function nodeFetch(
+/** What a direct request is sent with: a fetch, or the Node entry's raw download. */
+export type DirectFetch = (
   url: string,
-  init: { method?: string; headers?: Readonly<Record<string, string>>; signal?: AbortSignal },
-): Promise<Response> {
-  return new Promise((resolve, reject) => {
-    const target = new URL(url);
-    const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    const request = send(
-      target,
-      { method: init.method ?? 'GET', headers: { ...init.headers }, signal: init.signal },
-      (answer: IncomingMessage) => {
-        try {
-          const headers = new Headers();
-          for (const [name, value] of Object.entries(answer.headers))
-            for (const one of [value ?? []].flat()) headers.append(name, one);
-          const status = answer.statusCode ?? 0;
-          if (NULL_BODY.has(status)) answer.resume();
-          const body = NULL_BODY.has(status)
-            ? null
-            : (Readable.toWeb(answer) as NodeReadableStream as unknown as ReadableStream<Uint8Array>);
-          resolve(new Response(body, { status, statusText: answer.statusMessage, headers }));
-        } catch (error) {
-          answer.destroy();
-          reject(error);
-        }
-      },
-    );
-    request.on('error', reject);
-    request.end();
-  });
-}
+  init: {
+    method?: string;
+    headers?: Readonly<Record<string, string>>;
+    body?: Uint8Array | undefined;
+    signal?: AbortSignal;
+  },
+) => Promise<Response>;

@@ -31,15 +31,38 @@ import type {
   WorkspaceUploadRequest,
   WriteOptions,
 } from '../contract/types.js';
-import type { ContentEncoding } from '../util/encoding.js';
+import type { ContentEncoding } from '../util/web-encoding.js';
+import type { WorkspaceSource } from './sources.js';
 import type { Turn } from './turn.js';
 
-/** Options of the client. */
+/**
+ * Where the client's debug lines go (`console` will do, as will most loggers): one line per retry,
+ * naming the request, the attempt, what went wrong (a status and problem code with the request id,
+ * a timeout, a network error) and the wait. A line never holds a header (the token), a body, or
+ * the query of a presigned URL.
+ */
+export interface ClientLogger {
+  debug(message: string): void;
+}
+
+/**
+ * Options of the client. Each one left out takes its default; `baseUrl` and `token` are read from
+ * `AGENT_STATE_URL` and `AGENT_STATE_TOKEN` where the runtime has environment variables
+ * (`globalThis.process?.env`). An option given wins over its variable.
+ */
 export interface HttpClientOptions {
-  /** For example `http://127.0.0.1:8787` or the API Gateway URL. */
-  readonly baseUrl: string;
-  /** The bearer token, or a function returning a fresh one; omit for an anonymous local server. */
+  /**
+   * For example `http://127.0.0.1:8787` or the API Gateway URL; default `AGENT_STATE_URL`. With
+   * neither, `createHttpClient` throws a `ValidationError`.
+   */
+  readonly baseUrl?: string;
+  /**
+   * The bearer token, or a function returning a fresh one (called for each request); default
+   * `AGENT_STATE_TOKEN`; none for an anonymous local server.
+   */
   readonly token?: string | (() => string | Promise<string>);
+  /** Where debug lines of retries go; none by default. */
+  readonly logger?: ClientLogger;
   /**
    * Attempts of a call: of an idempotent one (GET, HEAD, PUT, DELETE, and an append, which carries
    * its `Idempotency-Key`) after a network error, a timeout or a 429/5xx, of any one answered 409
@@ -55,9 +78,9 @@ export interface HttpClientOptions {
    */
   readonly timeoutMs?: number;
   /**
-   * The fetch to use; default the global one. Without it, direct workspace downloads go over
-   * node:http(s), so that progress counts the bytes as stored (fetch decodes a body served with its
-   * Content-Encoding); with it, they go through it too.
+   * The fetch to use; default the global one. The Node entry (`agent-state-store/client/node`)
+   * downloads workspaces over node:http(s) unless it is given one, so that progress counts the
+   * bytes as stored (fetch decodes a body served with its Content-Encoding).
    */
   readonly fetch?: typeof fetch;
   /**
@@ -83,7 +106,10 @@ export type TransferProgress = (done: number, total: number) => void;
 
 /** Options of `uploadWorkspace`. */
 export interface UploadWorkspaceOptions extends WriteOptions, CallOptions {
-  /** Compression applied here before upload; default `gzip`. */
+  /**
+   * Compression applied here before upload; default `gzip` (`CompressionStream`). `br` is the
+   * Node entry's (`agent-state-store/client/node`); elsewhere it is a `ValidationError`.
+   */
   readonly encoding?: ContentEncoding;
   readonly storageClass?: StorageTier;
   readonly contentType?: string;
@@ -100,11 +126,12 @@ export interface UploadWorkspaceOptions extends WriteOptions, CallOptions {
   readonly onProgress?: TransferProgress;
 }
 
-/** Options of `downloadWorkspace` and `downloadWorkspaceToFile`. */
+/** Options of `downloadWorkspace` (and the Node entry's `downloadWorkspaceToFile`). */
 export interface DownloadWorkspaceOptions extends CallOptions {
   /**
    * Called with (0, total), then as chunks of the stored (compressed) body arrive; the last call
-   * has `done === total`. (Through a `fetch` that decodes the body, only the first and last.)
+   * has `done === total`. (Through a `fetch` that decodes the body, only the first and last: the
+   * Node entry downloads the stored bytes unless it is given a `fetch`.)
    */
   readonly onProgress?: TransferProgress;
 }
@@ -133,7 +160,9 @@ export interface LeaseRef {
 
 /**
  * The client: the user's `SessionStore` plus the lock and the workspace transfers; every method
- * takes `CallOptions` (`signal`, `timeoutMs`) in its last, optional options parameter.
+ * takes `CallOptions` (`signal`, `timeoutMs`) in its last, optional options parameter. It runs in
+ * any runtime with fetch and Web Crypto (Node 20, browsers, workers); the Node entry's client
+ * (`NodeHttpSessionStore`) adds files and brotli.
  */
 export interface HttpSessionStore extends SessionStore {
   get<T = unknown>(sessionId: string, key: string, options?: CallOptions): Promise<T | undefined>;
@@ -264,18 +293,16 @@ export interface HttpSessionStore extends SessionStore {
   acquireLock(sessionId: string, options?: AcquireLockOptions): Promise<Lease>;
   renewLock(sessionId: string, lease: LeaseRef, options?: { leaseMs?: number } & CallOptions): Promise<Lease>;
   releaseLock(sessionId: string, lease: LeaseRef, options?: CallOptions): Promise<void>;
-  /** Compresses, uploads straight to the object store (one PUT or parts, each retried), completes. */
+  /**
+   * Compresses (gzip by default), uploads straight to the object store (one PUT or parts, each
+   * retried), completes. A `Blob` is read a part at a time when it is sent as it is; a stream,
+   * and a compressed body, are held in memory until uploaded (the Node entry's
+   * `uploadWorkspaceFile` compresses into a temporary file instead).
+   */
   uploadWorkspace(
     sessionId: string,
     name: string,
-    data: Uint8Array,
-    options?: UploadWorkspaceOptions,
-  ): Promise<WorkspaceInfo>;
-  /** The same from a file, read a part at a time (compressed into a temporary file first). */
-  uploadWorkspaceFile(
-    sessionId: string,
-    name: string,
-    file: string,
+    data: WorkspaceSource,
     options?: UploadWorkspaceOptions,
   ): Promise<WorkspaceInfo>;
   /** Downloads straight from the object store and decompresses; `RestoreInProgressError` while archived. */
@@ -284,11 +311,4 @@ export interface HttpSessionStore extends SessionStore {
     name: string,
     options?: DownloadWorkspaceOptions,
   ): Promise<Uint8Array | undefined>;
-  /** The same into a file, streamed; false when there is no such workspace. */
-  downloadWorkspaceToFile(
-    sessionId: string,
-    name: string,
-    file: string,
-    options?: DownloadWorkspaceOptions,
-  ): Promise<boolean>;
 }

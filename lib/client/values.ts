@@ -9,7 +9,17 @@ import { canonicalJson } from '../contract/hash.js';
 import type { SaveOptions, Versioned, WriteOptions } from '../contract/types.js';
 import { paths } from '../protocol/paths.js';
 import { schemas } from '../protocol/schemas.js';
-import { bodyOf, conditions, fail, fence, type Requests, tagged } from './requests.js';
+import { utf8Bytes, utf8Length } from '../util/bytes.js';
+import {
+  answered,
+  bodyOf,
+  conditions,
+  fail,
+  fence,
+  hiddenRedirect,
+  type Requests,
+  tagged,
+} from './requests.js';
 import type { Transfers } from './transfers.js';
 import type { CallOptions } from './types.js';
 
@@ -27,9 +37,14 @@ export class Values {
   async getVersioned<T>(sessionId: string, key: string, o?: CallOptions): Promise<Versioned<T> | undefined> {
     const response = await this.requests.call('GET', paths.value(sessionId, key), { call: o });
     if (response.status === 404) return undefined;
-    if (response.status === 202) throw tagged(new RestoreInProgressError(`value ${key}`), response);
-    if (response.status === 303) {
-      const located = await bodyOf(response, schemas.ValueLocation, 'get');
+    if (response.status === 202) throw await answered(new RestoreInProgressError(`value ${key}`), response);
+    if (response.status === 303 || hiddenRedirect(response)) {
+      // Where fetch hid the 303 (a browser), a snapshot names the value's location instead.
+      const located = hiddenRedirect(response)
+        ? await this.transfers.snapshotValue(sessionId, key, o)
+        : await bodyOf(response, schemas.ValueLocation, 'get');
+      if (!located) return undefined;
+      if (!('download' in located)) return { value: located.value as T, version: located.etag };
       return { value: await this.requests.readStored<T>(located.download, o), version: located.etag };
     }
     if (response.status !== 200) return fail(response);
@@ -48,9 +63,9 @@ export class Values {
     o: SaveOptions & CallOptions = {},
   ): Promise<{ version: string }> {
     const text = JSON.stringify(value);
-    if (text !== undefined && Buffer.byteLength(text) > this.requests.bodyLimit - 1024) {
+    if (text !== undefined && utf8Length(text) > this.requests.bodyLimit - 1024) {
       // Too large for a request body: upload it straight to the store, then commit it as a save.
-      return this.transfers.uploadValue(sessionId, key, new Uint8Array(Buffer.from(text, 'utf8')), o);
+      return this.transfers.uploadValue(sessionId, key, utf8Bytes(text), o);
     }
     const retried = { lost: false };
     const response = await this.requests.call('PUT', paths.value(sessionId, key), {

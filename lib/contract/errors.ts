@@ -7,11 +7,33 @@
 /** What a deployment gives a backend: a missing or refused one is a configuration problem. */
 export type BackendResource = 'bucket' | 'table' | 'credentials';
 
-/** Base class of every store error. */
+/** An RFC 9457 problem, as an answer of the API carried it (every member as sent). */
+export interface ProblemDetails {
+  readonly type?: string;
+  readonly title?: string;
+  readonly status?: number;
+  readonly detail?: string;
+  /** The problem code (lib/protocol/problems.ts). */
+  readonly code?: string;
+  readonly [member: string]: unknown;
+}
+
+/**
+ * Base class of every store error. Raised by the typed HTTP client from an answer, it carries what
+ * the answer said: `status`, `requestId`, and, when the answer was a problem, its `code` and the
+ * `problem` itself (from the object store, `code` is its error code). Raised before any answer (a
+ * bad option, a network failure), they are undefined.
+ */
 export class StoreError extends Error {
   override name = 'StoreError';
-  /** The `X-Request-Id` of the answer it comes from, when the typed HTTP client raised it. */
+  /** The HTTP status of the answer it comes from. */
+  declare status?: number;
+  /** The problem code of that answer (its `code`), or the object store's error code. */
+  declare code?: string;
+  /** The `X-Request-Id` of the answer it comes from (or the object store's request id). */
   declare requestId?: string;
+  /** The RFC 9457 problem the answer carried. */
+  declare problem?: ProblemDetails;
 }
 
 /** An id, key, value or option was refused before anything was read or written. */
@@ -258,6 +280,8 @@ export type CommitFailure =
  */
 export class CommitPreconditionError extends StoreError {
   override name = 'CommitPreconditionError';
+  /** 409 with a count conflict among the failures, else 412. */
+  override readonly status: 409 | 412;
   constructor(
     readonly commitId: string,
     readonly failures: readonly CommitFailure[],
@@ -265,11 +289,7 @@ export class CommitPreconditionError extends StoreError {
     super(
       `commit ${commitId}: preconditions failed for ${failures.map((f) => `${f.kind} ${f.key}`).join(', ')}; nothing was written`,
     );
-  }
-
-  /** 409 with a count conflict among the failures, else 412. */
-  get status(): 409 | 412 {
-    return this.failures.some((f) => f.reason === 'count') ? 409 : 412;
+    this.status = failures.some((f) => f.reason === 'count') ? 409 : 412;
   }
 }
 
@@ -358,7 +378,7 @@ export class ProtocolError extends BackendError {
   constructor(
     message: string,
     /** The answer's HTTP status. */
-    readonly status: number,
+    override readonly status: number,
     options?: { cause?: unknown },
   ) {
     super(message, false, options);

@@ -2,14 +2,19 @@
  * The list chain hash shared by the client and the server: h0 = SHA-256(""), hi = SHA-256(hi-1 ||
  * SHA-256(JCS(item i))), written `sha256:<64 hex>`. JCS is RFC 8785 canonical JSON, so key order
  * inside an item does not matter and any change of an item does.
+ *
+ * One definition for the server and for the client in every runtime, browsers and workers
+ * included: SHA-256 is lib/util/digests.ts' (synchronous; node:crypto's where the runtime has it,
+ * else @noble/hashes').
  */
-import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { concatBytes, fromHex, toHex, utf8Bytes } from '../util/bytes.js';
+import { sha256 } from '../util/digests.js';
 import { HASH_PATTERN, HASH_PREFIX as PREFIX } from './limits.js';
 import type { CommitRequest } from './types.js';
 
 /** The hash of the empty list. */
-export const EMPTY_HASH = `${PREFIX}${createHash('sha256').update('').digest('hex')}`;
+export const EMPTY_HASH = `${PREFIX}${toHex(sha256(new Uint8Array(0)))}`;
 
 /** RFC 8785 canonical JSON of a value. */
 export function canonicalJson(value: unknown): string {
@@ -24,15 +29,18 @@ export function chainHash(from: string, items: readonly unknown[]): string {
 }
 
 /** SHA-256 of an item's canonical JSON: what the chain hash folds in for it. */
-export function leafHash(item: unknown): Buffer {
-  return createHash('sha256').update(canonicalJson(item)).digest();
+export function leafHash(item: unknown): Uint8Array {
+  return sha256(utf8Bytes(canonicalJson(item)));
 }
+
+/** `leafHash` in hex, as a stored item reference records it. */
+export const leafHex = (item: unknown): string => toHex(leafHash(item));
 
 /** The chain hash after folding in items by their leaf hashes (an item stored elsewhere keeps its leaf). */
 export function chainLeaves(from: string, leaves: readonly Uint8Array[]): string {
-  let state = Buffer.from(from.slice(PREFIX.length), 'hex');
-  for (const leaf of leaves) state = createHash('sha256').update(state).update(leaf).digest();
-  return `${PREFIX}${state.toString('hex')}`;
+  let state = fromHex(from.slice(PREFIX.length));
+  for (const leaf of leaves) state = sha256(concatBytes([state, leaf]));
+  return `${PREFIX}${toHex(state)}`;
 }
 
 /** True for a well-formed hash string. */
@@ -42,7 +50,7 @@ export function isHash(value: unknown): value is string {
 
 /** SHA-256 (hex) of the JCS of a request body: what a replay under the same key must match. */
 export function requestDigest(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+  return toHex(sha256(utf8Bytes(canonicalJson(body))));
 }
 
 /** The digest of the commit's `values` and `lists` (`requestDigest`): what a retry must match. */

@@ -6,6 +6,7 @@
  * so they cannot collide with the names an engine adds, and no two distinct (user, session, key)
  * triples share a name. The object store's names are lib/store/layout.ts.
  */
+import { fromBase64Url, toBase64Url, utf8Length } from '../util/bytes.js';
 import { ValidationError } from './errors.js';
 import { LIMITS } from './limits.js';
 
@@ -41,8 +42,7 @@ export function checkId(kind: IdKind, id: unknown): string {
   if (id.trim() === '') throw new ValidationError(kind, 'must not be empty or blank');
   if (CONTROL.test(id)) throw new ValidationError(kind, 'must not contain control characters');
   if (LONE_SURROGATE.test(id)) throw new ValidationError(kind, 'must be valid UTF-8 (no lone surrogates)');
-  if (Buffer.byteLength(id) > LIMITS[kind])
-    throw new ValidationError(kind, `must be at most ${LIMITS[kind]} bytes`);
+  if (utf8Length(id) > LIMITS[kind]) throw new ValidationError(kind, `must be at most ${LIMITS[kind]} bytes`);
   return id;
 }
 
@@ -52,7 +52,7 @@ export function checkId(kind: IdKind, id: unknown): string {
  * The store (keys.ts) and the HTTP query schema (lib/protocol/schemas.ts) apply the same rule.
  */
 export function keyBoundProblem(value: string): string | undefined {
-  if (Buffer.byteLength(value) > LIMITS.key) return `must be at most ${LIMITS.key} bytes`;
+  if (utf8Length(value) > LIMITS.key) return `must be at most ${LIMITS.key} bytes`;
   if (CONTROL.test(value)) return 'must not contain control characters';
   if (LONE_SURROGATE.test(value)) return 'must be valid UTF-8 (no lone surrogates)';
   return undefined;
@@ -60,7 +60,7 @@ export function keyBoundProblem(value: string): string | undefined {
 
 /** Refuses a prefix that is over-long, has control characters, or does not end with `/` (unless empty). */
 export function checkPrefix(prefix: string): string {
-  if (Buffer.byteLength(prefix) > LIMITS.prefix)
+  if (utf8Length(prefix) > LIMITS.prefix)
     throw new ValidationError('prefix', `at most ${LIMITS.prefix} bytes`);
   if (CONTROL.test(prefix) || LONE_SURROGATE.test(prefix))
     throw new ValidationError('prefix', 'invalid characters');
@@ -80,7 +80,7 @@ function needsEncoding(kind: IdKind, id: string): boolean {
 /** The object-name segment of an id (checked first). */
 export function encodeId(kind: IdKind, id: string): string {
   checkId(kind, id);
-  return needsEncoding(kind, id) ? `!${Buffer.from(id, 'utf8').toString('base64url')}` : id;
+  return needsEncoding(kind, id) ? `!${toBase64Url(id)}` : id;
 }
 
 /** The id of an object-name segment; throws `ValidationError` for a segment `encodeId` cannot produce. */
@@ -88,8 +88,9 @@ export function decodeId(kind: IdKind, segment: string): string {
   let id = segment;
   if (segment.startsWith('!')) {
     const body = segment.slice(1);
-    if (!BASE64URL.test(body)) throw new ValidationError(kind, 'not an encoded id');
-    id = Buffer.from(body, 'base64url').toString('utf8');
+    const decoded = BASE64URL.test(body) ? fromBase64Url(body) : undefined;
+    if (decoded === undefined) throw new ValidationError(kind, 'not an encoded id');
+    id = decoded;
   }
   if (encodeId(kind, id) !== segment) throw new ValidationError(kind, 'not an encoded id');
   return id;

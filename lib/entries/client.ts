@@ -1,6 +1,8 @@
 /**
- * `agent-state-store/client`: the typed HTTP client and everything it raises and returns. Loads
- * only the client's own modules (and `canonicalize` for the chain hash): no cloud SDK, no server.
+ * `agent-state-store/client`: the typed HTTP client and everything it raises and returns, for any
+ * runtime with fetch and Web Crypto (Node 20, browsers, web workers, edge runtimes). Loads only the
+ * client's own modules, `canonicalize` and `@noble/hashes` (for the chain hash) and zod: no cloud
+ * SDK, no server, no `node:` module. Files and brotli are `agent-state-store/client/node`'s.
  */
 
 export * from '../client/index.js';

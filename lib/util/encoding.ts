@@ -1,13 +1,13 @@
 /**
- * Content encodings of stored bodies (archives, workspaces): gzip or brotli, recorded as the
- * object's `Content-Encoding`. The typed client uses the same functions for workspaces.
+ * Content encodings of stored bodies (archives, workspaces) on Node: gzip or brotli with zlib,
+ * recorded as the object's `Content-Encoding`. The Node entry of the typed client uses the same
+ * functions for workspaces. The list of encodings and the digests uploads are bound to are
+ * lib/util/web-encoding.ts' (re-exported here), for every runtime.
  */
-import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzipSync } from 'node:zlib';
+import type { ContentEncoding } from './web-encoding.js';
 
-/** How a body is stored. */
-export type ContentEncoding = 'identity' | 'gzip' | 'br';
-export const CONTENT_ENCODINGS: readonly ContentEncoding[] = ['identity', 'gzip', 'br'];
+export { CONTENT_ENCODINGS, type ContentEncoding, md5Base64, sha256Base64 } from './web-encoding.js';
 
 /** Encodes a body; `identity` returns it as it is. */
 export function encodeBody(body: Uint8Array, encoding: ContentEncoding): Uint8Array {
@@ -25,14 +25,4 @@ export function decodeBody(body: Uint8Array, encoding: string | undefined): Uint
   if (encoding === 'gzip') return gunzipSync(body);
   if (encoding === 'br') return brotliDecompressSync(body);
   return body;
-}
-
-/** Base64 MD5 of a body (the digest presigned uploads are bound to). */
-export function md5Base64(body: Uint8Array): string {
-  return createHash('md5').update(body).digest('base64');
-}
-
-/** Base64 SHA-256 of a body (bound too where the backend checks it: AWS S3). */
-export function sha256Base64(body: Uint8Array): string {
-  return createHash('sha256').update(body).digest('base64');
 }

@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpClient } from '../../lib/client/index.js';
+import { createHttpClient } from '../../lib/client/node/index.js';
 import { createFsDriver } from '../../lib/drivers/fs.js';
 import { hsToken } from '../http/harness.js';
 import { localBase, startWorkspaceApi, type WorkspaceApi } from '../workspaces/api.js';

@@ -71,8 +71,9 @@ describe('the library through the package exports (dist/lib)', () => {
   });
 
   it('an error class has one definition: instanceof holds across the entries', async () => {
-    const [client, store, root] = await Promise.all([
+    const [client, clientNode, store, root] = await Promise.all([
       import(path.join(process.cwd(), 'dist/lib/entries/client.js')),
+      import(path.join(process.cwd(), 'dist/lib/entries/client-node.js')),
       import(path.join(process.cwd(), 'dist/lib/entries/store.js')),
       import(path.join(process.cwd(), 'dist/lib/index.js')),
     ]);
@@ -84,6 +85,7 @@ describe('the library through the package exports (dist/lib)', () => {
       'CommitMismatchError',
     ]) {
       expect(client[name], name).toBe(store[name]);
+      expect(clientNode[name], name).toBe(store[name]);
       expect(root[name], name).toBe(store[name]);
     }
     expect(new client.FencedError(1, 2)).toBeInstanceOf(store.StoreError);
@@ -140,10 +142,11 @@ describe('the library through the package exports (dist/lib)', () => {
     expect(loaded).not.toContain('ali-oss');
   });
 
-  it('the client, and the store with the embedded drivers and lock, load only canonicalize and zod', async () => {
-    const allowed = ['canonicalize', 'zod'];
+  it('the clients, and the store with the embedded drivers and lock, load only canonicalize, @noble/hashes and zod', async () => {
+    const allowed = ['@noble/hashes', 'canonicalize', 'zod'];
     for (const specifiers of [
       ['agent-state-store/client'],
+      ['agent-state-store/client/node'],
       [
         'agent-state-store/store',
         'agent-state-store/drivers/fs',

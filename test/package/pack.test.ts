@@ -3,7 +3,7 @@
  * shared by the package tests), the tarball's file list, an install into an empty project with
  * `--prefer-offline` (only the client's dependencies arrive), the README's client program
  * type-checked there with this repository's tsc and run against a local server, and the client
- * entry's size bundled by esbuild.
+ * entries' sizes bundled by esbuild.
  */
 import { readdirSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -160,11 +160,17 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       path.join(project, 'check.ts'),
       [
         "import { createHttpClient, type HttpSessionStore, PreconditionFailedError } from 'agent-state-store/client';",
+        "import { createHttpClient as createNodeClient, type NodeHttpSessionStore } from 'agent-state-store/client/node';",
         "const client: HttpSessionStore = createHttpClient({ baseUrl: 'http://127.0.0.1:1' });",
         '// @ts-expect-error appendList takes the expected count',
         "void client.appendList('s', 'k', [1]);",
-        '// @ts-expect-error the base URL is required',
-        'createHttpClient({});',
+        '// @ts-expect-error the base URL is a string',
+        'createHttpClient({ baseUrl: 8787 });',
+        '// @ts-expect-error files are the Node entry’s',
+        'void client.uploadWorkspaceFile;',
+        "const onNode: NodeHttpSessionStore = createNodeClient({ baseUrl: 'http://127.0.0.1:1', logger: console });",
+        "export const toFile = onNode.downloadWorkspaceToFile('s', 'w', 'out.tar');",
+        'export const same: HttpSessionStore = onNode;',
         'export const current = (e: PreconditionFailedError): string | null => e.currentVersion;',
         '',
       ].join('\n'),
@@ -199,7 +205,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     expect(stdout.trim().split('\n')).toEqual(prints);
   });
 
-  it('bundles the client entry (esbuild, minified, dependencies included, tree-shaken) to at most 120 KB', async () => {
+  it('bundles each client entry (esbuild, minified, dependencies included, tree-shaken) to at most 120 KB', async () => {
     const bundle = async (contents: string) => {
       const result = await build({
         stdin: { contents, resolveDir: project, loader: 'js', sourcefile: 'entry.mjs' },
@@ -221,17 +227,23 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       );
       return { bytes: result.outputFiles[0]?.contents.length ?? 0, packages: [...packages].sort() };
     };
-    const entry = await bundle("export * from 'agent-state-store/client';");
-    const used = await bundle(
-      "import { createHttpClient } from 'agent-state-store/client';\nexport const client = createHttpClient({ baseUrl: 'http://127.0.0.1:8787' });",
-    );
-    console.log(
-      `client bundle (esbuild, minified, dependencies included): entry ${(entry.bytes / 1024).toFixed(1)} KB, createHttpClient alone ${(used.bytes / 1024).toFixed(1)} KB; packages: ${entry.packages.join(', ')}`,
-    );
-    expect(entry.bytes).toBeLessThanOrEqual(CLIENT_BUNDLE_LIMIT);
-    expect(entry.packages.filter((p) => !['agent-state-store', 'canonicalize', 'zod'].includes(p))).toEqual(
-      [],
-    );
-    expect(entry.packages).toContain('agent-state-store');
+    const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+    for (const subpath of ['agent-state-store/client', 'agent-state-store/client/node']) {
+      const entry = await bundle(`export * from '${subpath}';`);
+      const used = await bundle(
+        `import { createHttpClient } from '${subpath}';\nexport const client = createHttpClient({ baseUrl: 'http://127.0.0.1:8787' });`,
+      );
+      console.log(
+        `${subpath} bundle (esbuild, minified, dependencies included): entry ${kb(entry.bytes)}, createHttpClient alone ${kb(used.bytes)}; packages: ${entry.packages.join(', ')}`,
+      );
+      expect(entry.bytes, subpath).toBeLessThanOrEqual(CLIENT_BUNDLE_LIMIT);
+      expect(
+        entry.packages.filter(
+          (p) => !['@noble/hashes', 'agent-state-store', 'canonicalize', 'zod'].includes(p),
+        ),
+        subpath,
+      ).toEqual([]);
+      expect(entry.packages).toContain('agent-state-store');
+    }
   });
 });

@@ -3,7 +3,7 @@
  * function handles, so a suite can assert that large content never passes through it.
  */
 import type { AddressInfo } from 'node:net';
-import { createHttpClient, type HttpSessionStore } from '../../lib/client/index.js';
+import { createHttpClient, type NodeHttpSessionStore } from '../../lib/client/node/index.js';
 import type { SessionLock } from '../../lib/contract/lock.js';
 import type { FsDriver } from '../../lib/drivers/fs.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
@@ -30,7 +30,7 @@ export interface WorkspaceApi {
   /** The server's lock: leases whose tokens its writes accept. */
   readonly lock: SessionLock;
   /** The typed client of one user. */
-  client(user: string): HttpSessionStore;
+  client(user: string): NodeHttpSessionStore;
   /** A raw call as one user. */
   call(user: string, method: string, path: string, body?: unknown): Promise<Response>;
   close(): Promise<void>;

@@ -7,7 +7,7 @@
  * formats store: one JSON text and `\n` per item.
  */
 
-import { chainLeaves, leafHash } from '../../contract/hash.js';
+import { chainLeaves, leafHash, leafHex } from '../../contract/hash.js';
 import { jsonBody } from '../../contract/json.js';
 import { LIST_ITEM_OBJECT_BYTES } from '../../contract/limits.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
@@ -103,7 +103,7 @@ export function storedItems(
   const stored = items.map((item, i) => {
     const body = Buffer.from(jsonBody(item), 'utf8');
     if (body.length <= LIST_ITEM_OBJECT_BYTES) return escapeItem(item);
-    const leaf = leafHash(item).toString('hex');
+    const leaf = leafHex(item);
     const name = nameOf(i, leaf.slice(0, 12));
     objects.push({ name, body });
     return { [ITEM_REF]: name, [ITEM_LEAF]: leaf };
@@ -136,7 +136,7 @@ export async function resolveItem(driver: ObjectStoreDriver, stored: unknown): P
   } catch {
     value = undefined;
   }
-  if (value === undefined || leafHash(value).toString('hex') !== stored[ITEM_LEAF]) return { corrupt: true };
+  if (value === undefined || leafHex(value) !== stored[ITEM_LEAF]) return { corrupt: true };
   return { value };
 }
 
