@@ -80,12 +80,17 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('packs dist/lib/ (.js and .d.ts of every lib/ module), LICENSE, README.md, openapi.json and package.json only', async () => {
+  it('packs dist/lib/ (.js and .d.ts of every lib/ module), CHANGELOG.md, LICENSE, README.md, openapi.json and package.json only', async () => {
     const listed = (await run('tar', ['-tzf', tarball])).stdout.trim().split('\n').sort();
     expect(listed).toEqual(packed.files.map((f) => `package/${f.path}`).sort());
-    const expected = [...libraryOutputs(), 'LICENSE', 'README.md', 'openapi.json', 'package.json'].map(
-      (f) => `package/${f}`,
-    );
+    const expected = [
+      ...libraryOutputs(),
+      'CHANGELOG.md',
+      'LICENSE',
+      'README.md',
+      'openapi.json',
+      'package.json',
+    ].map((f) => `package/${f}`);
     expect(listed).toEqual(expected.sort());
     for (const file of listed) {
       expect(file).not.toMatch(/^package\/(test|bench|functions|scripts|infra|lib)\//);
@@ -244,6 +249,15 @@ describe('npm package: pack, install into a fresh project, use the client', () =
         subpath,
       ).toEqual([]);
       expect(entry.packages).toContain('agent-state-store');
+      if (subpath === 'agent-state-store/client') {
+        // docs/client.md states the figure: it may not drift more than 10 % from what is measured.
+        const page = await readFile(path.join(ROOT, 'docs/client.md'), 'utf8');
+        const stated = Number(/<!-- client-bundle-kb -->([\d.]+)<!--/.exec(page)?.[1]);
+        expect(
+          Math.abs(stated * 1024 - entry.bytes) / entry.bytes,
+          `docs/client.md says ${stated} KB`,
+        ).toBeLessThan(0.1);
+      }
     }
   });
 });
