@@ -26,8 +26,11 @@ import { type DocBlock, docBlocks, printedAs } from './blocks.js';
 const run = promisify(execFile);
 const ROOT = process.cwd();
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-/** Where the blocks are written: under node_modules, so their packages resolve from the project. */
-const WORK = path.join(ROOT, 'node_modules/.cache/docs-blocks');
+/**
+ * Where the blocks are written: inside the project, so their packages resolve from its
+ * node_modules, in a folder of this process's own that nothing else writes or cleans.
+ */
+const WORK = path.join(ROOT, 'dist', `docs-blocks-${process.pid}`);
 
 /** The package's subpaths and the source file each one's build comes from (`exports` in package.json). */
 function packageSources(): Record<string, string> {
