@@ -93,7 +93,7 @@ export const TIERS: readonly Tier[] = [
       'test/bench-smoke.test.ts',
     ],
     servers: 'local',
-    seconds: 400,
+    seconds: 380,
   },
   {
     name: 'rgw',
@@ -108,7 +108,7 @@ export const TIERS: readonly Tier[] = [
       'test/deploy/bootstrap.test.ts',
     ],
     servers: 'local+rgw',
-    seconds: 200,
+    seconds: 240,
   },
   { name: 'java', files: ['test/java/'], servers: 'none', seconds: 20 },
   {
@@ -124,7 +124,7 @@ export const TIERS: readonly Tier[] = [
     ],
     exclude: ['test/deploy/rgw-lifecycle.test.ts'],
     servers: 'local',
-    seconds: 160,
+    seconds: 140,
   },
 ];
 

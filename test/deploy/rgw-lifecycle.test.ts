@@ -25,12 +25,12 @@ describe.skipIf(!rgw)('lifecycle on Ceph RGW [rgw]', () => {
     const bucket = `lc-${randomUUID().slice(0, 8)}`;
     const client = createS3Client({ endpoint: rgw.endpoint, credentials: rgw });
     await client.send(new CreateBucketCommand({ Bucket: bucket }));
-    // State expires 4 lc-days after the markers: room for RGW's passes on a loaded machine (RGW
+    // State expires 8 lc-days after the markers: room for RGW's passes on a loaded machine (RGW
     // rounds a rule's day up to its next lifecycle boundary, and a pass may leave an eligible
     // object for the next one), while each phase can still tell the markers' rule from the state's.
     await applyS3Lifecycle(client, bucket, {
       retentionDays: 1,
-      stateGraceDays: 4,
+      stateGraceDays: 8,
       archiveStorageClass: 'STANDARD_IA',
       archiveTransitionDays: 30,
     });
@@ -46,12 +46,12 @@ describe.skipIf(!rgw)('lifecycle on Ceph RGW [rgw]', () => {
     const putAt = Date.now();
     for (const kind of ['marker', 'state', 'archive'])
       await driver.put(`agent-state/raw/${kind}`, kind, { tags: { kind } });
-    // A store in RGW's compressed time: retention 1 lc-day, grace 2, keep-alive 2 s.
+    // A store in RGW's compressed time: retention 1 lc-day, grace 8, keep-alive 2 s.
     const day = LC_DAY_MS / 86_400_000;
     const store = createStateStore({
       driver,
       retentionDays: 1,
-      stateGraceDays: 4 * day,
+      stateGraceDays: 8 * day,
       keepAliveMs: 2000,
     }).forUser('u');
     await store.save('active', 'old', 'kept alive');
@@ -91,9 +91,9 @@ describe.skipIf(!rgw)('lifecycle on Ceph RGW [rgw]', () => {
       }
     };
 
-    // Past 1.6 lc-days: markers are eligible; state (5 lc-days) and archives are not.
+    // Past 1.6 lc-days: markers are eligible; state (9 lc-days) and archives are not.
     await keepActiveUntil(1.6);
-    await processUntilGone('agent-state/raw/marker', 4.5);
+    await processUntilGone('agent-state/raw/marker', 8);
     expect(await gone('agent-state/raw/marker')).toBe(true);
     expect(await gone('agent-state/raw/state')).toBe(false);
     expect(await gone('agent-state/raw/archive')).toBe(false);
@@ -101,9 +101,9 @@ describe.skipIf(!rgw)('lifecycle on Ceph RGW [rgw]', () => {
     expect(await store.get('idle', 'old')).toBeUndefined();
     expect(await store.exists('active')).toBe(true);
 
-    // Past 6.1 lc-days: state is eligible too; the active session, refreshed, is whole.
-    await keepActiveUntil(6.1);
-    await processUntilGone('agent-state/raw/state', 9);
+    // Past 10.1 lc-days: state is eligible too; the active session, refreshed, is whole.
+    await keepActiveUntil(10.1);
+    await processUntilGone('agent-state/raw/state', 14);
     expect(await gone('agent-state/raw/state')).toBe(true);
     expect(await gone('agent-state/raw/archive')).toBe(false);
     expect(await store.get('active', 'old')).toBe('kept alive');
