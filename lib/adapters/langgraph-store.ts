@@ -17,9 +17,8 @@
  *
  * HTTP calls: a batch's gets, 1 snapshot per 100; `put` of a new item 1 (a create-only save), of one
  * this store read or wrote 1 (a save on its version), else 3 (a refused create, a read, the save);
- * `delete` 1; `search` without a filter, 1 page of `offset + limit` keys and 1 snapshot of the
- * `limit` items answered; with a filter, a page of keys and a snapshot of their items per page
- * (pages of twice the items wanted, doubling up to 100);
+ * `delete` 1; `search` 1 snapshot of a page of values (`offset + limit` of them without a filter,
+ * up to 100 a page; with a filter, twice the items wanted, doubling up to 100);
  * `listNamespaces`, a page per 1,000 items under the prefix (and 1 snapshot for namespaces with a
  * hashed label). Semantic search (`query`) and indexing (`put`'s `index`) are refused with
  * `UnsupportedOperationError`: the store keeps no embeddings.
@@ -66,11 +65,11 @@ const HASH_CHARS = 32;
 /** The longest namespace encoding (`m␠` and its labels): room is left for a separator and a hashed key. */
 export const NAMESPACE_BYTES = LIMITS.key - SEPARATOR.length - HASHED.length - HASH_CHARS;
 /**
- * Keys read per page when a filter decides what is answered: twice the items still wanted at
- * first (at least 10), doubling each page up to 100 (each key read costs a HEAD and a GET, each
- * page a LIST and two HTTP calls).
+ * Values read in the first page when a filter decides what is answered (at least this, else
+ * twice the items wanted), doubling each page up to 100: each value read costs a GET, each page
+ * a LIST and one HTTP call.
  */
-const FILTER_PAGE = { first: 10, most: 100 } as const;
+const FILTER_PAGE_FIRST = 10;
 /** Puts of one batch in flight at once. */
 const PUT_CONCURRENCY = 8;
 /** Attempts of a put that keeps finding the item changed. */
@@ -355,25 +354,32 @@ class MemoryCore {
     for (let i = 0; i < keys.length; i += MAX_TURN_KEYS) {
       const chunk = [...new Set(keys.slice(i, i + MAX_TURN_KEYS))];
       const snap: Snapshot = await this.#client.snapshot(MEMORY_SESSION, { values: chunk });
-      if (!snap.exists) continue;
-      for (const v of snap.values) {
-        if ('absent' in v) continue;
-        if ('corrupt' in v) throw new CorruptValueError(v.key);
-        // Too large for the snapshot's answer: read on its own.
-        const read =
-          'value' in v
-            ? { value: v.value, version: v.etag }
-            : await this.#client.getVersioned<unknown>(MEMORY_SESSION, v.key);
-        if (read === undefined) continue;
-        const item = storedItem(v.key, read.value);
-        this.#remember(v.key, { version: read.version, createdAt: item.createdAt });
-        found.set(v.key, item);
-      }
+      for (const [key, item] of await this.#itemsOf(snap)) found.set(key, item);
     }
     return keys.flatMap((key) => {
       const item = found.get(key);
       return item ? [item] : [];
     });
+  }
+
+  /** The items a snapshot answered, in its order, by their keys in the memory session. */
+  async #itemsOf(snap: Snapshot): Promise<Array<[string, StoredItem]>> {
+    if (!snap.exists) return [];
+    const items: Array<[string, StoredItem]> = [];
+    for (const v of snap.values) {
+      if ('absent' in v) continue;
+      if ('corrupt' in v) throw new CorruptValueError(v.key);
+      // Too large for the snapshot's answer: read on its own.
+      const read =
+        'value' in v
+          ? { value: v.value, version: v.etag }
+          : await this.#client.getVersioned<unknown>(MEMORY_SESSION, v.key);
+      if (read === undefined) continue;
+      const item = storedItem(v.key, read.value);
+      this.#remember(v.key, { version: read.version, createdAt: item.createdAt });
+      items.push([v.key, item]);
+    }
+    return items;
   }
 
   async #gets(ops: readonly GetOperation[]): Promise<Array<Item | null>> {
@@ -404,9 +410,9 @@ class MemoryCore {
   }
 
   /**
-   * The items under a prefix, in key order, from `offset`: without a filter, only the keys up to
-   * `offset + limit` are listed and only the `limit` answered are read; with one, the items are read
-   * a page at a time until `limit` have passed it.
+   * The items under a prefix, in key order, from `offset`: a snapshot of a page of the values
+   * under the prefix's key, each page `offset + limit` values without a filter (up to 100), and
+   * with one twice the items wanted, doubling up to 100, until `limit` have passed it.
    */
   async #search(op: SearchOperation): Promise<SearchItem[]> {
     const limit = op.limit ?? 10;
@@ -414,31 +420,28 @@ class MemoryCore {
     if (limit <= 0) return out;
     const filter = op.filter && Object.keys(op.filter).length > 0 ? op.filter : undefined;
     const prefix = prefixKey(op.namespacePrefix);
+    // No key is that long: nothing is under it.
+    if (bytes(prefix) > LIMITS.key) return out;
     let skip = op.offset ?? 0;
     let cursor: string | undefined;
-    let filterPage = Math.min(FILTER_PAGE.most, Math.max(FILTER_PAGE.first, 2 * (skip + limit)));
+    let filterPage = Math.min(MAX_TURN_KEYS, Math.max(FILTER_PAGE_FIRST, 2 * (skip + limit)));
     do {
-      const wanted = filter ? filterPage : Math.min(MAX_KEY_PAGE, skip + limit - out.length);
-      filterPage = Math.min(FILTER_PAGE.most, 2 * filterPage);
-      const page = await this.#keyPage(prefix, wanted, cursor);
-      if (page === undefined) break;
-      let keys = page.values.map((v) => v.key);
-      if (!filter) {
-        const skipped = Math.min(skip, keys.length);
-        skip -= skipped;
-        keys = keys.slice(skipped, skipped + limit - out.length);
-      }
-      for (const item of await this.#items(keys)) {
+      const wanted = filter ? filterPage : Math.min(MAX_TURN_KEYS, skip + limit - out.length);
+      filterPage = Math.min(MAX_TURN_KEYS, 2 * filterPage);
+      const snap = await this.#client.snapshot(MEMORY_SESSION, {
+        valuePage: { prefix, limit: wanted, ...(cursor ? { cursor } : {}) },
+      });
+      for (const [, item] of await this.#itemsOf(snap)) {
         if (!startsWith(item.namespace, op.namespacePrefix)) continue;
         if (filter && !matchesFilter(item.value, filter)) continue;
-        if (filter && skip > 0) {
+        if (skip > 0) {
           skip--;
           continue;
         }
         out.push({ ...toItem(item), score: undefined });
         if (out.length >= limit) return out;
       }
-      cursor = page.nextCursor;
+      cursor = snap.nextCursor;
     } while (cursor !== undefined);
     return out;
   }

@@ -31,12 +31,13 @@ export class Commits {
       exists: answer.exists,
       values: answer.values.map((v) => ('download' in v ? { ...v, expiresAt: new Date(v.expiresAt) } : v)),
       lists: answer.lists,
+      ...(answer.nextCursor !== undefined ? { nextCursor: answer.nextCursor } : {}),
     };
   }
 
   async snapshot(sessionId: string, request: SnapshotRequest, o?: CallOptions): Promise<Snapshot> {
     const response = await this.requests.call('POST', paths.snapshot(sessionId), {
-      body: { values: request.values, lists: request.lists },
+      body: { values: request.values, lists: request.lists, valuePage: request.valuePage },
       // A read: a lost answer is asked again.
       idempotent: true,
       call: o,
@@ -91,7 +92,14 @@ export class Commits {
 
   async beginTurn(sessionId: string, o: BeginTurnOptions): Promise<Turn> {
     const response = await this.requests.call('POST', paths.turns(sessionId), {
-      body: { leaseMs: o.leaseMs, waitMs: o.waitMs, owner: o.owner, values: o.values, lists: o.lists },
+      body: {
+        leaseMs: o.leaseMs,
+        waitMs: o.waitMs,
+        owner: o.owner,
+        values: o.values,
+        lists: o.lists,
+        valuePage: o.valuePage,
+      },
       call: o,
       extraMs: o.waitMs ?? 0,
     });

@@ -51,6 +51,7 @@ export type {
   SnapshotList,
   SnapshotRequest,
   SnapshotValue,
+  ValuePage,
 } from '../contract/types.js';
 export { ListChangedError } from './lists.js';
 export { CLIENT_ENV, CLIENT_VERSION, USER_AGENT } from './settings.js';

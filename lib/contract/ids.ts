@@ -106,3 +106,26 @@ export function userSegment(userId: string | null | undefined): string {
   const named = namedUser(userId);
   return named === null ? ANONYMOUS : encodeId('userId', named);
 }
+
+/**
+ * The cursor of a page of keys that ended at `key` (`listKeys`, a snapshot's `valuePage`): the
+ * unpadded base64url of its UTF-8, the same for every engine.
+ */
+export function cursorOf(key: string): string {
+  return toBase64Url(key);
+}
+
+/** The key a cursor names; `ValidationError` on `field` for anything `cursorOf` cannot have made. */
+export function keyOfCursor(cursor: unknown, field = 'cursor'): string {
+  const refused = () => new ValidationError(field, 'not a cursor of this listing');
+  if (typeof cursor !== 'string' || !BASE64URL.test(cursor)) throw refused();
+  const key = fromBase64Url(cursor);
+  if (key === undefined) throw refused();
+  try {
+    checkId('key', key);
+  } catch {
+    throw refused();
+  }
+  if (cursorOf(key) !== cursor) throw refused();
+  return key;
+}

@@ -5,7 +5,7 @@
  */
 import { ValidationError } from './errors.js';
 import { isHash } from './hash.js';
-import { checkId } from './ids.js';
+import { checkId, keyBoundProblem, keyOfCursor } from './ids.js';
 import { jsonBody } from './json.js';
 import { MAX_COMMIT_ITEMS, MAX_TURN_KEYS, WRITE_ID_PATTERN, WRITE_ID_RULE } from './limits.js';
 import { checkToken } from './lock.js';
@@ -31,8 +31,24 @@ export function checkSnapshot(request: SnapshotRequest) {
   const lists = request.lists ?? [];
   if (!Array.isArray(values)) throw new ValidationError('values', 'must be an array of keys');
   if (!Array.isArray(lists)) throw new ValidationError('lists', 'must be an array');
-  if (values.length + lists.length > MAX_TURN_KEYS)
-    throw new ValidationError('values', `at most ${MAX_TURN_KEYS} keys (values and lists together)`);
+  const page = request.valuePage;
+  if (page !== undefined && (typeof page !== 'object' || page === null))
+    throw new ValidationError('valuePage', 'must be an object');
+  const pageKeys = page?.limit ?? 0;
+  if (page !== undefined) {
+    if (!Number.isSafeInteger(pageKeys) || pageKeys < 1)
+      throw new ValidationError('valuePage.limit', 'must be a positive integer');
+    if (page.prefix !== undefined) {
+      const problem = typeof page.prefix === 'string' ? keyBoundProblem(page.prefix) : 'must be a string';
+      if (problem) throw new ValidationError('valuePage.prefix', problem);
+    }
+    if (page.cursor !== undefined) keyOfCursor(page.cursor, 'valuePage.cursor');
+  }
+  if (values.length + lists.length + pageKeys > MAX_TURN_KEYS)
+    throw new ValidationError(
+      'values',
+      `at most ${MAX_TURN_KEYS} keys (values, lists and the value page's limit together)`,
+    );
   values.forEach((key, i) => {
     checkKey(`values[${i}]`, key);
   });
@@ -46,7 +62,7 @@ export function checkSnapshot(request: SnapshotRequest) {
     'lists',
     lists.map((l) => l.key),
   );
-  return { values, lists };
+  return { values, lists, ...(page ? { page } : {}) };
 }
 
 /** Checks a commit request as `commit` does. */

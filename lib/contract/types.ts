@@ -362,10 +362,25 @@ export type StoreCounter =
 
 // ---- a turn's snapshot ----------------------------------------------------------------------------------
 
-/** What a snapshot reads: values by key, lists by key (the `last` most recent items, or the whole list). */
+/**
+ * What a snapshot reads: values by key, lists by key (the `last` most recent items, or the whole
+ * list), and the values of a page of keys (`valuePage`: in key order, as `listKeys` pages them).
+ */
 export interface SnapshotRequest {
   readonly values?: readonly string[];
   readonly lists?: ReadonlyArray<{ readonly key: string; readonly last?: number }>;
+  readonly valuePage?: ValuePage;
+}
+
+/**
+ * A page of values read by a snapshot: the values whose keys start with `prefix`, from `cursor`
+ * on, `limit` keys at most (they count towards the snapshot's 100 keys). A key that is only a
+ * list, or whose value vanished, is left out; read on with the snapshot's `nextCursor`.
+ */
+export interface ValuePage {
+  readonly prefix?: string;
+  readonly limit: number;
+  readonly cursor?: string;
 }
 
 /**
@@ -393,8 +408,11 @@ export type SnapshotList =
 /** The answer of `snapshot`: `exists: false` (and no data) for an absent session, another user's included. */
 export interface Snapshot {
   readonly exists: boolean;
+  /** The values named, in their order, then the page's (a key named and in the page comes once). */
   readonly values: SnapshotValue[];
   readonly lists: SnapshotList[];
+  /** With a `valuePage`: pass as its `cursor` for the next page; absent on the last page. */
+  readonly nextCursor?: string;
 }
 
 // ---- commit ------------------------------------------------------------------------------------

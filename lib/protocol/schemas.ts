@@ -79,6 +79,23 @@ const snapshotKeys = {
     ),
     { description: 'lists to read (a key at most once)' },
   ),
+  valuePage: meta(
+    z.optional(
+      z.strictObject({
+        prefix: meta(z.optional(z.string()), {
+          description: 'only keys that start with this (UTF-8); at most 128 bytes, no control characters',
+        }),
+        limit: meta(int(1, MAX_TURN_KEYS), {
+          description: "most keys in the page (they count towards the snapshot's keys)",
+        }),
+        cursor: z.optional(meta(z.string(), { description: 'nextCursor of the previous snapshot' })),
+      }),
+    ),
+    {
+      description:
+        'the values of a page of keys, in key order, as listKeys pages them: answered after the values named (a key named too comes once); a key that is only a list is left out',
+    },
+  ),
 };
 const snapshotValue = z.union([
   z.object({ key: z.string(), absent: z.literal(true) }),
@@ -106,6 +123,9 @@ const snapshot = {
   exists: meta(z.boolean(), { description: 'false (and no data) for an absent session' }),
   values: z.array(snapshotValue),
   lists: z.array(snapshotList),
+  nextCursor: meta(z.optional(z.string()), {
+    description: "with a valuePage: pass as the page's `cursor` for the next one; absent on the last page",
+  }),
 };
 const workspace = {
   name: z.string(),

@@ -48,6 +48,7 @@ import {
   type StoreContext,
   storedToken,
 } from './context.js';
+import type { Keys } from './keys.js';
 import type { UserLayout } from './layout.js';
 import type { ListFormat, ListPeek } from './lists/format.js';
 import type { Marker, MarkerRead, Sessions } from './sessions.js';
@@ -109,42 +110,62 @@ export class Commits {
     private readonly layout: UserLayout,
     private readonly sessions: Sessions,
     private readonly lists: ListFormat,
+    private readonly keys: Keys,
     private readonly fenceOf: (sessionId: string, token: number | undefined) => Fence,
   ) {}
 
   async snapshot(s: string, request: SnapshotRequest): Promise<Snapshot> {
-    const { values, lists } = checkSnapshot(request);
+    const { values, lists, page } = checkSnapshot(request);
     const marker = this.sessions.read(s);
     // Every read starts now; a failing one is answered after all have settled.
-    const valueReads = values.map((key) =>
-      settle(getOrUndefined(this.ctx.driver, this.layout.value(s, key))),
-    );
+    const readValue = (key: string) => settle(getOrUndefined(this.ctx.driver, this.layout.value(s, key)));
+    const valueReads = values.map(readValue);
     const listReads = lists.map((l) =>
       settle(this.lists.read(s, l.key, l.last === undefined ? {} : { last: l.last }, marker)),
     );
-    const [read, gotValues, gotLists] = await Promise.all([
+    // A value page: its LISTs beside the marker, then a GET per value it names (the GET carries
+    // the incarnation: no HEAD).
+    const paged = page
+      ? settle(
+          this.keys.listed(s, page).then(async (listed) => {
+            const keys = listed.keys.filter((k) => listed.found.get(k)?.value && !values.includes(k));
+            return { keys, reads: await Promise.all(keys.map(readValue)), nextCursor: listed.nextCursor };
+          }),
+        )
+      : undefined;
+    const [read, gotValues, gotLists, gotPage] = await Promise.all([
       settle(marker),
       Promise.all(valueReads),
       Promise.all(listReads),
+      paged,
     ]);
     const live = unwrap(read).live;
     // An emptied session (its last key deleted) holds nothing: it does not exist.
     if (!live || live.empty) return { exists: false, values: [], lists: [] };
+    const answered = (key: string, got: Settled<StoredObject | undefined>): SnapshotValue => {
+      const object = unwrap(got);
+      if (!object || object.metadata.inc !== live.inc) return { key, absent: true };
+      const value = this.parse(object);
+      if (value === CORRUPT) return { key, corrupt: true };
+      return { key, value: value.value, etag: object.etag };
+    };
+    const pageOf = gotPage && unwrap(gotPage);
     return {
       exists: true,
-      values: values.map((key, i): SnapshotValue => {
-        const object = unwrap(gotValues[i] as Settled<StoredObject | undefined>);
-        if (!object || object.metadata.inc !== live.inc) return { key, absent: true };
-        const value = this.parse(object);
-        if (value === CORRUPT) return { key, corrupt: true };
-        return { key, value: value.value, etag: object.etag };
-      }),
+      values: [
+        ...values.map((key, i) => answered(key, gotValues[i] as Settled<StoredObject | undefined>)),
+        // A listed value that vanished, or is another incarnation's, is no key of the page.
+        ...(pageOf?.keys ?? [])
+          .map((key, i) => answered(key, pageOf?.reads[i] as Settled<StoredObject | undefined>))
+          .filter((v) => !('absent' in v)),
+      ],
       lists: lists.map(({ key }, i): SnapshotList => {
         const got = gotLists[i] as Settled<ListPage>;
         // A damaged list fails only its own key.
         if ('error' in got && got.error instanceof CorruptValueError) return { key, corrupt: true };
         return { key, ...unwrap(got) };
       }),
+      ...(pageOf?.nextCursor !== undefined ? { nextCursor: pageOf.nextCursor } : {}),
     };
   }
 

@@ -24,7 +24,7 @@
  */
 
 import { CorruptValueError, SessionNotFoundError, ValidationError } from '../contract/errors.js';
-import { checkId, decodeId, keyBoundProblem, PLAIN_ID } from '../contract/ids.js';
+import { cursorOf, decodeId, keyBoundProblem, keyOfCursor, PLAIN_ID } from '../contract/ids.js';
 import { MAX_KEY_PAGE } from '../contract/limits.js';
 import type { KeyListInfo, KeyPage, KeyValueInfo, ListKeysOptions } from '../contract/types.js';
 import { ObjectNotFoundError } from '../drivers/errors.js';
@@ -98,25 +98,6 @@ function checkBound(field: string, value: unknown): string | undefined {
   return value;
 }
 
-/** The cursor of a page that ended at `key`. */
-function cursorOf(key: string): string {
-  return Buffer.from(key, 'utf8').toString('base64url');
-}
-
-/** The key a cursor names; `ValidationError` for anything `cursorOf` cannot have made. */
-function keyOfCursor(cursor: unknown): string {
-  if (typeof cursor !== 'string' || !/^[A-Za-z0-9_-]+$/.test(cursor))
-    throw new ValidationError('cursor', 'not a cursor of this listing');
-  const key = Buffer.from(cursor, 'base64url').toString('utf8');
-  try {
-    checkId('key', key);
-  } catch {
-    throw new ValidationError('cursor', 'not a cursor of this listing');
-  }
-  if (cursorOf(key) !== cursor) throw new ValidationError('cursor', 'not a cursor of this listing');
-  return key;
-}
-
 /** The key and kind of a name (relative to the session's folder), or undefined when it is no key's. */
 function keyOf(name: string): { key: string; kind: 'value' | 'list' } | undefined {
   const kind = name.endsWith(LIST_SUFFIX) ? 'list' : name.endsWith(VALUE_SUFFIX) ? 'value' : undefined;
@@ -130,10 +111,17 @@ function keyOf(name: string): { key: string; kind: 'value' | 'list' } | undefine
   }
 }
 
-/** What a listing found of one key. */
-interface Found {
+/** What a listing found of one key: its value's object, and whether it has a list. */
+export interface ListedKey {
   value?: ListedObject;
   list?: boolean;
+}
+
+/** The keys a page's listing found, in order, and the cursor after them. */
+export interface ListedKeys {
+  readonly keys: readonly string[];
+  readonly found: ReadonlyMap<string, ListedKey>;
+  readonly nextCursor?: string;
 }
 
 /** The keys of one user's sessions. */
@@ -146,6 +134,35 @@ export class Keys {
   ) {}
 
   async page(s: string, options: ListKeysOptions = {}): Promise<KeyPage> {
+    const marker = this.sessions.read(s);
+    // Read early, so an absent session is not reported as a listing failure.
+    marker.catch(() => undefined);
+    const { keys, found, nextCursor } = await this.listed(s, options);
+    const read = await marker;
+    if (!read.live) throw new SessionNotFoundError(s);
+    const { inc } = read.live;
+    const values: KeyValueInfo[] = [];
+    const lists: KeyListInfo[] = [];
+    const resolved = await mapLimited(keys, PARALLEL, async (key) => {
+      const entry = found.get(key) as ListedKey;
+      const [value, list] = await Promise.all([
+        entry.value ? this.value(entry.value, inc) : undefined,
+        entry.list ? this.list(s, key, inc) : undefined,
+      ]);
+      return { key, value, list };
+    });
+    for (const { key, value, list } of resolved) {
+      if (value) values.push({ key, etag: value.etag, size: value.size, lastModified: value.lastModified });
+      if (list) lists.push({ key, ...list });
+    }
+    return { values, lists, ...(nextCursor !== undefined ? { nextCursor } : {}) };
+  }
+
+  /**
+   * The keys of a page as its listing names them, in order, with what it found of each and the
+   * cursor after them (the LISTs only: neither the marker nor any object is read).
+   */
+  async listed(s: string, options: ListKeysOptions = {}): Promise<ListedKeys> {
     const prefix = checkBound('prefix', options.prefix) ?? '';
     let after = checkBound('startAfter', options.startAfter);
     if (after === '') after = undefined;
@@ -156,18 +173,15 @@ export class Keys {
       const key = keyOfCursor(options.cursor);
       if (after === undefined || compareUtf8(key, after) > 0) after = key;
     }
-    const marker = this.sessions.read(s);
-    // Read early, so an absent session is not reported as a listing failure.
-    marker.catch(() => undefined);
     const { driver } = this.ctx;
     const folder = this.layout.session(s);
-    const found = new Map<string, Found>();
+    const found = new Map<string, ListedKey>();
     const wanted = (key: string) =>
       key.startsWith(prefix) && (after === undefined || compareUtf8(key, after) > 0);
     const take = (object: ListedObject) => {
       const got = keyOf(object.key.slice(folder.length));
       if (!got || !wanted(got.key)) return;
-      const entry = found.get(got.key) ?? {};
+      const entry: ListedKey = found.get(got.key) ?? {};
       if (got.kind === 'value') entry.value = object;
       else entry.list = true;
       found.set(got.key, entry);
@@ -237,26 +251,8 @@ export class Keys {
     answerable.sort(compareUtf8);
     const keys = answerable.slice(0, limit);
     const more = !plainDone || answerable.length > keys.length;
-
-    const read = await marker;
-    if (!read.live) throw new SessionNotFoundError(s);
-    const { inc } = read.live;
-    const values: KeyValueInfo[] = [];
-    const lists: KeyListInfo[] = [];
-    const resolved = await mapLimited(keys, PARALLEL, async (key) => {
-      const entry = found.get(key) as Found;
-      const [value, list] = await Promise.all([
-        entry.value ? this.value(entry.value, inc) : undefined,
-        entry.list ? this.list(s, key, inc) : undefined,
-      ]);
-      return { key, value, list };
-    });
-    for (const { key, value, list } of resolved) {
-      if (value) values.push({ key, etag: value.etag, size: value.size, lastModified: value.lastModified });
-      if (list) lists.push({ key, ...list });
-    }
     const end = keys.at(-1);
-    return { values, lists, ...(more && end !== undefined ? { nextCursor: cursorOf(end) } : {}) };
+    return { keys, found, ...(more && end !== undefined ? { nextCursor: cursorOf(end) } : {}) };
   }
 
   /** The value's attributes when it is this incarnation's (a leftover of another is no key). */

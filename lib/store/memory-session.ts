@@ -20,21 +20,43 @@ export function tagsFor(
   return inMemorySession(prefix, name) ? { ...tags, kind: MEMORY_KIND } : tags;
 }
 
-/** Methods whose options carry the tags of the object they write (named by their first argument, or the second for `copy`). */
-const WRITES = new Set(['put', 'append', 'copy']);
+/** `options` with the tags of an object written at `name`. */
+function tagged<O extends { readonly tags?: Readonly<Record<string, string>> }>(
+  prefix: string,
+  name: string,
+  options: O,
+): O {
+  const tags = tagsFor(prefix, name, options.tags);
+  return tags === options.tags ? options : { ...options, tags };
+}
 
-/** `driver`, writing the memory session's markers and state objects under `prefix` as `kind=memory`. */
+/**
+ * `driver`, writing the memory session's markers and state objects under `prefix` as `kind=memory`:
+ * the three writes that carry tags (`put`, `append`, `copy` by its target) choose them here; every
+ * other member is the driver's own (a member added to the interface must be listed here).
+ */
 export function withMemoryTags(driver: ObjectStoreDriver, prefix: string): ObjectStoreDriver {
-  return new Proxy(driver, {
-    get(target, name) {
-      const member = Reflect.get(target, name, target);
-      if (typeof member !== 'function') return member;
-      if (typeof name !== 'string' || !WRITES.has(name)) return member.bind(target);
-      return (first: string, second: unknown, options?: { tags?: Record<string, string> }) => {
-        const written = name === 'copy' ? (second as string) : first;
-        const tags = tagsFor(prefix, written, options?.tags);
-        return member.call(target, first, second, options && { ...options, ...(tags ? { tags } : {}) });
-      };
-    },
-  });
+  return {
+    name: driver.name,
+    capabilities: driver.capabilities,
+    get: (key, options) => driver.get(key, options),
+    head: (key, options) => driver.head(key, options),
+    put: (key, body, options) => driver.put(key, body, options && tagged(prefix, key, options)),
+    delete: (key, options) => driver.delete(key, options),
+    deleteMany: (keys) => driver.deleteMany(keys),
+    list: (options) => driver.list(options),
+    copy: (source, target, options) =>
+      driver.copy(source, target, options && tagged(prefix, target, options)),
+    append: (key, body, options) => driver.append(key, body, tagged(prefix, key, options)),
+    presignGet: (key, options) => driver.presignGet(key, options),
+    presignPut: (key, options) => driver.presignPut(key, options),
+    presignUpload: (key, options) => driver.presignUpload(key, options),
+    createMultipart: (key, options) => driver.createMultipart(key, options),
+    presignPart: (key, uploadId, part, options) => driver.presignPart(key, uploadId, part, options),
+    listParts: (key, uploadId) => driver.listParts(key, uploadId),
+    completeMultipart: (key, uploadId, parts) => driver.completeMultipart(key, uploadId, parts),
+    abortMultipart: (key, uploadId) => driver.abortMultipart(key, uploadId),
+    restore: (key, options) => driver.restore(key, options),
+    close: () => driver.close(),
+  };
 }

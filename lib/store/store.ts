@@ -238,7 +238,9 @@ class UserStore implements SessionStore {
         : new AppendFormat(ctx, layout, this.sessions);
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
     this.keys = new Keys(ctx, layout, this.sessions, this.lists);
-    this.commits = new Commits(ctx, layout, this.sessions, this.lists, (s, token) => this.fence(s, token));
+    this.commits = new Commits(ctx, layout, this.sessions, this.lists, this.keys, (s, token) =>
+      this.fence(s, token),
+    );
   }
 
   /** Waits for the keep-alives this store's writes started beside them. */

@@ -96,6 +96,32 @@ for (const make of harnesses) {
       });
     });
 
+    it('snapshot valuePage: the values under a prefix a page at a time by nextCursor, through the turn too; another user’s is exists:false', async () => {
+      const s = sid();
+      for (const key of ['p/1', 'p/2', 'p/../3', 'q']) await putValue(s, key, { key });
+      const first = await post('alice', s, 'snapshot', { valuePage: { prefix: 'p/', limit: 2 } });
+      expect(first.status).toBe(200);
+      const body = first.json();
+      expect(body.values.map((v: { key: string }) => v.key)).toEqual(['p/../3', 'p/1']);
+      expect(body.values[0]).toEqual({ key: 'p/../3', value: { key: 'p/../3' }, etag: expect.any(String) });
+      const rest = await post('alice', s, 'snapshot', {
+        valuePage: { prefix: 'p/', limit: 2, cursor: body.nextCursor },
+      });
+      expect(rest.json()).toEqual({
+        exists: true,
+        values: [{ key: 'p/2', value: { key: 'p/2' }, etag: expect.any(String) }],
+        lists: [],
+      });
+      const turn = await post('alice', s, 'turns', { leaseMs: 5000, valuePage: { limit: 10 } });
+      expect(turn.status).toBe(201);
+      expect(turn.json().values.map((v: { key: string }) => v.key)).toEqual(['p/../3', 'p/1', 'p/2', 'q']);
+      expect((await post('bob', s, 'snapshot', { valuePage: { limit: 10 } })).json()).toEqual({
+        exists: false,
+        values: [],
+        lists: [],
+      });
+    });
+
     it('bad input is 400 naming the field: unknown members, 101 keys, the same key twice in one kind; lease without token', async () => {
       const s = sid();
       await putValue(s, 'a', 1);
@@ -111,6 +137,12 @@ for (const make of harnesses) {
         ],
         ['values', 'snapshot', { values: ['a', 'a'] }],
         ['lists', 'snapshot', { lists: [{ key: 'l' }, { key: 'l', last: 1 }] }],
+        ['valuePage.limit', 'snapshot', { valuePage: { limit: 0 } }],
+        ['valuePage', 'snapshot', { valuePage: { limit: 1, stray: true } }],
+        ['values', 'snapshot', { values: keys.slice(0, 95), valuePage: { limit: 10 } }],
+        ['valuePage.prefix', 'snapshot', { valuePage: { limit: 1, prefix: 'a\u0001' } }],
+        ['valuePage.cursor', 'snapshot', { valuePage: { limit: 1, cursor: 'YQ==' } }],
+        ['valuePage.cursor', 'turns', { leaseMs: 5000, valuePage: { limit: 1, cursor: '..' } }],
         ['body', 'turns', { leaseMs: 5000, values: [], stray: true }],
         ['leaseMs', 'turns', { values: ['a'] }],
         ['values', 'turns', { leaseMs: 5000, values: ['a', 'a'] }],

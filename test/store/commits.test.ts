@@ -117,6 +117,76 @@ for (const listFormat of ['cas', 'append'] as const) {
       );
     });
 
+    it('snapshot valuePage: the values under a prefix in key order, a page at a time; odd keys; a list-only key left out, a named key once; 1 LIST beside the marker, a GET per value, no HEAD', async () => {
+      const { user, measure } = setup(listFormat);
+      const keys = ['n/a', 'n/b', 'n/~c', 'n/../d', 'n/é', 'n/z'];
+      for (const [i, key] of keys.entries()) await user.save('s', key, { i });
+      await user.save('s', 'm/outside', 0);
+      await user.appendList('s', 'n/list', [1], { expectedCount: 0 });
+      const inOrder = [...keys, 'n/list'].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+      const first = await measure(() =>
+        user.snapshot('s', { values: ['n/b'], valuePage: { prefix: 'n/', limit: 4 } }),
+      );
+      const named = first.result.values[0];
+      expect(named).toMatchObject({ key: 'n/b', value: { i: 1 } });
+      const paged = first.result.values.slice(1).map((v) => v.key);
+      // The page's 4 keys, less the named one (answered once, in its place).
+      expect(paged).toEqual(inOrder.slice(0, 4).filter((k) => k !== 'n/b' && k !== 'n/list'));
+      expect(first.result.nextCursor).toEqual(expect.any(String));
+      expect([first.lists, first.writes]).toEqual([1, 0]);
+      // The marker, the named value, a GET per paged value: no HEAD.
+      expect(first.gets).toBe(2 + paged.length);
+      const rest = await user.snapshot('s', {
+        valuePage: { prefix: 'n/', limit: 10, cursor: first.result.nextCursor as string },
+      });
+      expect(rest.values.map((v) => v.key)).toEqual(inOrder.slice(4).filter((k) => k !== 'n/list'));
+      expect(rest.nextCursor).toBeUndefined();
+      for (const v of rest.values) expect(v).toMatchObject({ value: { i: keys.indexOf(v.key) } });
+    });
+
+    it('snapshot valuePage: another user’s session and an absent one answer nothing; an earlier incarnation’s leftover is no key; a damaged value fails only its key; bad pages are ValidationError', async () => {
+      const inner = createMemoryDriver();
+      const { store, user } = setup(listFormat, inner);
+      await user.save('s', 'k1', 1);
+      const names = (await inner.list({ prefix: '' })).objects.map((o) => o.key);
+      const oldName = names.find((n) => n.endsWith('/k1.json')) as string;
+      const old = await inner.get(oldName);
+      await user.delete('s');
+      await user.save('s', 'k2', 2);
+      // What a crashed purge could have left of the deleted session.
+      await inner.put(oldName, old.body, { contentType: 'application/json', metadata: old.metadata });
+      await user.save('s', 'k3', 3);
+      const k3 = (await inner.list({ prefix: '' })).objects.find((o) => o.key.endsWith('/k3.json'));
+      await inner.put(k3?.key as string, '{not json', {
+        contentType: 'application/json',
+        metadata: (await inner.head(k3?.key as string)).metadata,
+      });
+      const page = { prefix: 'k', limit: 10 };
+      expect(await user.snapshot('s', { valuePage: page })).toEqual({
+        exists: true,
+        values: [
+          { key: 'k2', value: 2, etag: expect.any(String) },
+          { key: 'k3', corrupt: true },
+        ],
+        lists: [],
+      });
+      const empty = { exists: false, values: [], lists: [] };
+      expect(await store.forUser('other').snapshot('s', { valuePage: page })).toEqual(empty);
+      expect(await user.snapshot('nope', { valuePage: page })).toEqual(empty);
+      const refused = [
+        { valuePage: { limit: 0 } },
+        { valuePage: { limit: 101 } },
+        { values: ['a'], valuePage: { limit: 100 } },
+        { valuePage: { limit: 1.5 } },
+        { valuePage: { prefix: 'a\u0000', limit: 1 } },
+        { valuePage: { prefix: 'x'.repeat(129), limit: 1 } },
+        { valuePage: { limit: 1, cursor: 'not a cursor!' } },
+        { valuePage: { limit: 1, cursor: 7 } },
+        { valuePage: null },
+      ];
+      for (const request of refused) await failure(user.snapshot('s', request as never), ValidationError);
+    });
+
     it('commit: another user’s commit to the same session id acts on their own session; nothing of the caller’s changes', async () => {
       const { store, user } = setup(listFormat);
       await user.save('s', 'v', 'mine');

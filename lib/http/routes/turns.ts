@@ -76,7 +76,12 @@ async function fitted(
       baseHash: cut.baseHash,
     };
   });
-  return { exists: true, values, lists };
+  return {
+    exists: true,
+    values,
+    lists,
+    ...(snapshot.nextCursor !== undefined ? { nextCursor: snapshot.nextCursor } : {}),
+  };
 }
 
 /** The keys of a snapshot request, as the store takes them. */
@@ -85,6 +90,7 @@ const keysOf = (body: SnapshotRequest): SnapshotRequest => ({
   ...(body.lists
     ? { lists: body.lists.map((l) => (l.last === undefined ? { key: l.key } : { key: l.key, last: l.last })) }
     : {}),
+  ...(body.valuePage ? { valuePage: body.valuePage } : {}),
 });
 
 const lockKey = (c: RouteContext<'/{sessionId}'>) => ({ userId: c.userId, sessionId: c.params.sessionId });
