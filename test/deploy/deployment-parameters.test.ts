@@ -9,6 +9,7 @@
  */
 import { execFile } from 'node:child_process';
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DeploymentParameterError, deploymentSettings } from '../../lib/lifecycle/deployment.js';
@@ -173,6 +174,16 @@ describe('the identity provider and the guard rails', () => {
     expect(guardValues({ alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:ops' }).alarmTopicArn).toBe(
       'arn:aws:sns:eu-west-1:123456789012:ops',
     );
+  });
+
+  it('are each documented in docs/deploying.md with their default', () => {
+    const docs = readFileSync('docs/deploying.md', 'utf8');
+    const rows = docs.split('\n').filter((l) => l.startsWith('| `'));
+    for (const p of GUARD_PARAMETERS) {
+      const row = rows.find((r) => r.includes(`\`${p.name}\``));
+      expect(row, p.name).toBeDefined();
+      if (p.default !== '') expect(row, p.name).toMatch(new RegExp(`\\| [^|]*\\b${p.default}\\b`));
+    }
   });
 
   it("names routes as osls does (the stage's DependsOn)", () => {

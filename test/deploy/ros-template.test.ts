@@ -28,6 +28,7 @@ import * as rosResources from '@alicloud/ros-cdk-ros';
 import * as sls from '@alicloud/ros-cdk-sls';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
+import { SignJWT } from 'jose';
 import yaml from 'js-yaml';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { createS3Client } from '../../lib/drivers/s3.js';
@@ -222,7 +223,7 @@ function createStack(
 
 // --- Fixtures ---------------------------------------------------------------------------------------
 
-const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const JWKS = { keys: [{ ...publicKey.export({ format: 'jwk' }), alg: 'RS256', use: 'sig', kid: 'k1' }] };
 /** The parameters without a default. */
 const REQUIRED = {
@@ -610,6 +611,61 @@ describe('ROS template: guard rails', () => {
     expect(configuration.SeverityConfigurations[0].EvalCondition.Condition).toBe('problems > 0');
     expect(configuration.PolicyConfiguration).toMatchObject({ ActionPolicyId: REQUIRED.AlertActionPolicyId });
     expect(alert?.Properties.Detail.Schedule).toEqual({ Type: 'FixedRate', Interval: '5m' });
+  });
+
+  it('finds the problem in the line the FC bundle logs for it (a bucket that does not exist: backend-misconfigured)', async () => {
+    const servers = inject('servers');
+    await promisify(execFile)('node', ['scripts/build.mjs', 'aliyun/api']);
+    // The JWKS the function verifies the bearer token against, on 127.0.0.1.
+    const jwks = http.createServer((_, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(JWKS)),
+    );
+    await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
+    try {
+      const token = await new SignJWT({ sub: 'alice' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(privateKey);
+      const event = {
+        rawPath: '/v1/sessions/s/state/plan',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        queryParameters: {},
+        body: '{"a":1}',
+        isBase64Encoded: false,
+        requestContext: { requestId: 'r-problem', http: { method: 'PUT' } },
+      };
+      const script = `import('./dist/aliyun/api.mjs').then((m) => m.handler(Buffer.from(process.env.EVENT))).then((r) => console.log(JSON.stringify({ answer: r })))`;
+      const { stdout, stderr } = await promisify(execFile)('node', ['--input-type=module', '-e', script], {
+        env: {
+          ...process.env,
+          NODE_OPTIONS: '',
+          EVENT: JSON.stringify(event),
+          FC_FUNCTION_NAME: 'f',
+          STORE_BACKEND: 'oss',
+          OSS_BUCKET: 'no-such-bucket',
+          OSS_REGION: 'oss-cn-hangzhou',
+          OSS_ENDPOINT: servers.oss,
+          ALIBABA_CLOUD_ACCESS_KEY_ID: OSS_CREDENTIALS.accessKeyId,
+          ALIBABA_CLOUD_ACCESS_KEY_SECRET: OSS_CREDENTIALS.accessKeySecret,
+          LOCK_BACKEND: 'dynamodb',
+          LOCK_TABLE: 'unused',
+          DYNAMODB_ENDPOINT: servers.dynamodb,
+          AUTH_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
+          LOG_LEVEL: 'INFO',
+        },
+        timeout: 30_000,
+      });
+      const lines = `${stdout}\n${stderr}`.split('\n').filter((l) => l.startsWith('{'));
+      const answer = JSON.parse(lines.find((l) => l.startsWith('{"answer"')) ?? '{}').answer;
+      expect(answer?.statusCode).toBe(503);
+      // The alert's phrase, as the full-text index reads it (a hyphen does not split a token).
+      const problemLines = lines.filter((l) => l.includes('"backend-misconfigured"'));
+      expect(problemLines.length).toBeGreaterThan(0);
+      expect(problemLines.every((l) => JSON.parse(l).requestId === 'r-problem')).toBe(true);
+    } finally {
+      await new Promise((r) => jwks.close(r));
+    }
   });
 });
 
