@@ -3,13 +3,23 @@
  * refused with the parameter's name by deploymentSettings and by osls when it resolves
  * serverless.yml (`serverless print`, offline: the same resolution `serverless package` runs); the
  * tracing parameter turning on Lambda's active tracing and the Powertools Tracer, which then sends
- * X-Ray subsegments (to a daemon address on 127.0.0.1 here), and nothing when off.
+ * X-Ray subsegments (to a daemon address on 127.0.0.1 here), and nothing when off; the issuer a
+ * stage other than dev must give (a real https: one) and the guard-rail parameters' checks
+ * (scripts/deployment-guards.ts).
  */
 import { execFile } from 'node:child_process';
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DeploymentParameterError, deploymentSettings } from '../../lib/lifecycle/deployment.js';
+import {
+  GUARD_PARAMETERS,
+  guardValues,
+  issuerRefusal,
+  REAL_ISSUER_PATTERN,
+  routeLogicalId,
+} from '../../scripts/deployment-guards.js';
 
 const run = promisify(execFile);
 
@@ -102,6 +112,85 @@ describe('deployment parameters', () => {
     expect(traced.output).toMatch(/tracing:\n\s+lambda: Active/);
     expect(traced.output).toMatch(/TRACING: 'true'/);
     expect(traced.output).toMatch(/RETENTION_DAYS: '7'/);
+  });
+});
+
+describe('the identity provider and the guard rails', () => {
+  it('takes only a real https: issuer, refusing the hosts reserved for examples and tests', () => {
+    for (const real of [
+      'https://login.acme-agents.io/',
+      'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_AbC123',
+      'https://acme.eu.auth0.com/',
+      'https://idp.corp:8443/realms/agents',
+      'https://example.com.acme.io/',
+      'https://notexample.com/',
+    ])
+      expect(issuerRefusal(real), real).toBeUndefined();
+    for (const placeholder of [
+      'https://issuer.example.com/',
+      'https://example.org',
+      'https://a.b.example.net/x',
+      'https://idp.test/',
+      'https://test/',
+      'https://login.invalid/',
+      'https://localhost:8443/realms/x',
+      'https://idp.localhost/',
+      'https://example.com./',
+    ])
+      expect(issuerRefusal(placeholder), placeholder).toMatch(/is a placeholder/);
+    for (const insecure of ['http://login.acme-agents.io/', 'login.acme-agents.io', '', 'https://'])
+      expect(issuerRefusal(insecure), insecure).toMatch(/must be an https: URL/);
+    // The ROS template checks the same expression (AllowedPattern).
+    expect(new RegExp(REAL_ISSUER_PATTERN).test('https://issuer.example.com/')).toBe(false);
+  });
+
+  it('fill the guard rails in with their defaults and refuse invalid values, naming the parameter', () => {
+    const defaults = guardValues({});
+    for (const p of GUARD_PARAMETERS) expect(defaults[p.name], p.name).toBe(p.default);
+    expect(guardValues({ throttleRateLimit: '20', alarm5xxPercent: '0.5' })).toMatchObject({
+      throttleRateLimit: 20,
+      alarm5xxPercent: 0.5,
+    });
+    const refused = (given: Record<string, unknown>) => {
+      try {
+        guardValues(given);
+      } catch (error) {
+        expect(error).toBeInstanceOf(DeploymentParameterError);
+        return (error as DeploymentParameterError).message;
+      }
+      throw new Error('not refused');
+    };
+    expect(refused({ throttleRateLimit: '0' })).toMatch(
+      /^parameter throttleRateLimit: must be a whole number/,
+    );
+    expect(refused({ turnsThrottleBurstLimit: '1.5' })).toMatch(/^parameter turnsThrottleBurstLimit:/);
+    expect(refused({ accessLogRetentionDays: '10' })).toMatch(
+      /^parameter accessLogRetentionDays: must be one of 1, 3, 5/,
+    );
+    expect(refused({ alarmTopicArn: 'ops-alarms' })).toMatch(
+      /^parameter alarmTopicArn: must be an SNS topic ARN/,
+    );
+    expect(refused({ alarmLatencyP99Ms: '60000' })).toMatch(/^parameter alarmLatencyP99Ms:/);
+    expect(guardValues({ alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:ops' }).alarmTopicArn).toBe(
+      'arn:aws:sns:eu-west-1:123456789012:ops',
+    );
+  });
+
+  it('are each documented in docs/deploying.md with their default', () => {
+    const docs = readFileSync('docs/deploying.md', 'utf8');
+    const rows = docs.split('\n').filter((l) => l.startsWith('| `'));
+    for (const p of GUARD_PARAMETERS) {
+      const row = rows.find((r) => r.includes(`\`${p.name}\``));
+      expect(row, p.name).toBeDefined();
+      if (p.default !== '') expect(row, p.name).toMatch(new RegExp(`\\| [^|]*\\b${p.default}\\b`));
+    }
+  });
+
+  it("names routes as osls does (the stage's DependsOn)", () => {
+    expect(routeLogicalId('POST /v1/sessions/{sessionId}/turns')).toBe(
+      'HttpApiRoutePostV1SessionsSessionidVarTurns',
+    );
+    expect(routeLogicalId('GET /v1/openapi.json')).toBe('HttpApiRouteGetV1Openapijson');
   });
 });
 

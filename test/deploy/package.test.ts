@@ -1,20 +1,27 @@
 /**
  * `npm run package -- --param=retentionDays=7` (osls + serverless-esbuild, offline, no credentials):
  * assertions on the generated CloudFormation (the parameter reaches both the functions' environment
- * and the bucket's rules); each built bundle loaded under Node 24 answering a health event; the ROS
- * template.
+ * and the bucket's rules; the guard rails: the stage's throttling, JSON access logs, the alarms, the
+ * last on the metric the bundle emits); a stage other than dev refused, in one line naming the
+ * parameter, without its identity provider and CORS or with a placeholder issuer; each built bundle
+ * loaded under Node 24 answering a health event; the ROS template.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import yaml from 'js-yaml';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { ROUTES } from '../../lib/http/router.js';
 import { deploymentSettings } from '../../lib/lifecycle/deployment.js';
 import { lifecycleRules, renderCloudFormation } from '../../lib/lifecycle/index.js';
+import { PATHS } from '../../lib/protocol/paths.js';
+import { ACCESS_LOG_FORMAT, BACKEND_PROBLEMS } from '../../scripts/deployment-guards.js';
 
 const run = promisify(execFile);
+const SLS_ENV = { ...process.env, SLS_TELEMETRY_DISABLED: '1', SLS_NOTIFICATIONS_MODE: 'off' };
+// biome-ignore lint/suspicious/noExplicitAny: CloudFormation is inspected loosely
+type Any = any;
 type Template = {
   // biome-ignore lint/suspicious/noExplicitAny: CloudFormation is inspected loosely
   Resources: Record<string, { Type: string; Properties: any }>;
@@ -25,7 +32,7 @@ describe('AWS: serverless package', () => {
   let t: Template;
   beforeAll(async () => {
     await run('npm', ['run', 'package', '--', '--param=retentionDays=7'], {
-      env: { ...process.env, SLS_TELEMETRY_DISABLED: '1', SLS_NOTIFICATIONS_MODE: 'off' },
+      env: SLS_ENV,
       timeout: 240_000,
     });
     t = JSON.parse(await readFile('.serverless/cloudformation-template-update-stack.json', 'utf8'));
@@ -205,6 +212,247 @@ describe('AWS: serverless package', () => {
     });
     expect(Object.keys(t.Outputs)).toEqual(expect.arrayContaining(['ApiUrl', 'BucketName', 'LockTableName']));
   });
+
+  it("throttles the HTTP API's stage, and the turn routes on their own, after those routes exist", () => {
+    const stage = ofType('AWS::ApiGatewayV2::Stage')[0]?.[1] as unknown as {
+      Properties: Any;
+      DependsOn: string[];
+    };
+    expect(stage.Properties.DefaultRouteSettings).toEqual({
+      DetailedMetricsEnabled: false,
+      ThrottlingRateLimit: 100,
+      ThrottlingBurstLimit: 200,
+    });
+    const turnRoutes = [PATHS.turns, PATHS.commits, PATHS.snapshot].map((p) => `POST ${p}`);
+    expect(Object.keys(stage.Properties.RouteSettings).sort()).toEqual([...turnRoutes].sort());
+    for (const key of turnRoutes)
+      expect(stage.Properties.RouteSettings[key]).toEqual({
+        ThrottlingRateLimit: 50,
+        ThrottlingBurstLimit: 100,
+      });
+    // CloudFormation refuses route settings of a route not created yet: the stage waits for them.
+    const routeIds = Object.fromEntries(
+      ofType('AWS::ApiGatewayV2::Route').map(([id, r]) => [r.Properties.RouteKey as string, id]),
+    );
+    for (const key of turnRoutes) expect(stage.DependsOn, key).toContain(routeIds[key]);
+  });
+
+  it('writes JSON access logs to a log group kept 30 days', () => {
+    const stage = t.Resources.HttpApiStage?.Properties;
+    expect(stage.AccessLogSettings).toEqual({
+      DestinationArn: { 'Fn::GetAtt': ['HttpApiLogGroup', 'Arn'] },
+      Format: ACCESS_LOG_FORMAT,
+    });
+    const format = JSON.parse(stage.AccessLogSettings.Format);
+    expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
+    // No identity and no query string in the access log.
+    expect(stage.AccessLogSettings.Format).not.toMatch(/claims|querystring|authorization/i);
+    expect(t.Resources.HttpApiLogGroup).toMatchObject({
+      Type: 'AWS::Logs::LogGroup',
+      Properties: { RetentionInDays: 30 },
+    });
+  });
+
+  it('alarms on 5xx, p99 latency, errors and throttles of each function, DynamoDB throttles and the backend problems, to one SNS topic', () => {
+    const alarms = Object.fromEntries(ofType('AWS::CloudWatch::Alarm').map(([id, r]) => [id, r.Properties]));
+    // No alarmTopicArn: the stack's own topic, in the outputs.
+    expect(t.Resources.AlarmTopic?.Type).toBe('AWS::SNS::Topic');
+    expect(t.Outputs.AlarmTopicArn).toEqual({ Value: { Ref: 'AlarmTopic' } });
+    for (const [id, a] of Object.entries(alarms)) {
+      expect(a.AlarmActions, id).toEqual([{ Ref: 'AlarmTopic' }]);
+      expect(a.OKActions, id).toEqual([{ Ref: 'AlarmTopic' }]);
+      expect(a.TreatMissingData, id).toBe('notBreaching');
+    }
+    const rate = alarms.Api5xxRateAlarm;
+    expect(rate.Threshold).toBe(1);
+    const metric = (id: string) => rate.Metrics.find((m: Any) => m.Id === id)?.MetricStat.Metric;
+    expect(metric('errors')).toEqual({
+      Namespace: 'AWS/ApiGateway',
+      MetricName: '5xx',
+      Dimensions: [{ Name: 'ApiId', Value: { Ref: 'HttpApi' } }],
+    });
+    expect(metric('requests')?.MetricName).toBe('Count');
+    expect(rate.Metrics.find((m: Any) => m.ReturnData)?.Expression).toContain('100 * errors / requests');
+    for (const [fn] of ofType('AWS::Lambda::Function')) {
+      const name = fn.replace(/LambdaFunction$/, '');
+      const dimensions = [{ Name: 'FunctionName', Value: { Ref: fn } }];
+      expect(alarms[`${name}LatencyP99Alarm`], fn).toMatchObject({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Duration',
+        ExtendedStatistic: 'p99',
+        Threshold: 3000,
+        Dimensions: dimensions,
+      });
+      for (const m of ['Errors', 'Throttles'])
+        expect(alarms[`${name}${m}Alarm`], `${fn} ${m}`).toMatchObject({
+          Namespace: 'AWS/Lambda',
+          MetricName: m,
+          Statistic: 'Sum',
+          Threshold: 1,
+          Dimensions: dimensions,
+        });
+    }
+    const dynamo = alarms.LockTableThrottlesAlarm.Metrics.filter((m: Any) => m.MetricStat);
+    expect(dynamo.map((m: Any) => m.MetricStat.Metric)).toEqual(
+      ['ReadThrottleEvents', 'WriteThrottleEvents'].map((MetricName) => ({
+        Namespace: 'AWS/DynamoDB',
+        MetricName,
+        Dimensions: [{ Name: 'TableName', Value: { Ref: 'LockTable' } }],
+      })),
+    );
+    expect(BACKEND_PROBLEMS).toEqual(['backend-unsafe', 'backend-unavailable', 'backend-misconfigured']);
+    const problems = Object.values(alarms).filter((a) => String(a.MetricName).startsWith('Outcome_'));
+    expect(problems.map((a) => a.MetricName).sort()).toEqual(
+      BACKEND_PROBLEMS.map((c) => `Outcome_${c}`).sort(),
+    );
+  });
+
+  it("alarms on the backend problems with the namespace, name and dimensions the bundle's EMF carries", async () => {
+    // The bundled handler against a bucket that does not exist: backend-misconfigured, counted in
+    // the EMF line Powertools Metrics writes to stdout (what CloudWatch turns into the metric).
+    const event = {
+      version: '2.0',
+      routeKey: 'GET /v1/sessions/{sessionId}/state/{key}',
+      rawPath: '/v1/sessions/s/state/plan',
+      rawQueryString: '',
+      headers: {},
+      requestContext: {
+        http: { method: 'GET', path: '/v1/sessions/s/state/plan' },
+        requestId: 'r-emf',
+        authorizer: { jwt: { claims: { sub: 'alice' }, scopes: [] } },
+      },
+      pathParameters: { sessionId: 's', key: 'plan' },
+      isBase64Encoded: false,
+    };
+    const script = `import('./dist/aws/api.mjs').then((m) => m.handler(JSON.parse(process.env.EVENT), { functionName: 'f', awsRequestId: 'r1', getRemainingTimeInMillis: () => 10000 })).then((r) => console.log(JSON.stringify({ answer: r })))`;
+    const env = t.Resources.StateLambdaFunction?.Properties.Environment.Variables;
+    const { stdout } = await run('node', ['--input-type=module', '-e', script], {
+      env: {
+        ...process.env,
+        NODE_OPTIONS: '',
+        EVENT: JSON.stringify(event),
+        AWS_LAMBDA_FUNCTION_NAME: 'f',
+        // As the functions are deployed: the Powertools variables of serverless.yml.
+        POWERTOOLS_SERVICE_NAME: env.POWERTOOLS_SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: env.POWERTOOLS_METRICS_NAMESPACE,
+        STORE_BACKEND: 's3',
+        S3_BUCKET: 'no-such-bucket',
+        S3_ENDPOINT: inject('servers').s3,
+        S3_REGION: 'us-east-1',
+        AWS_ACCESS_KEY_ID: 'S3RVER',
+        AWS_SECRET_ACCESS_KEY: 'S3RVER',
+        LOCK_BACKEND: 'dynamodb',
+        LOCK_TABLE: 'unused',
+        DYNAMODB_ENDPOINT: inject('servers').dynamodb,
+        LOG_LEVEL: 'SILENT',
+      },
+      timeout: 30_000,
+    });
+    const lines = stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    expect(lines.find((l) => l.answer)?.answer.statusCode).toBe(503);
+    const emf = lines.find((l) => l._aws);
+    const directive = emf?._aws.CloudWatchMetrics[0];
+    const alarm = t.Resources.BackendMisconfiguredAlarm?.Properties;
+    expect(directive.Namespace).toBe(alarm.Namespace);
+    expect(directive.Metrics.map((m: { Name: string }) => m.Name)).toContain(alarm.MetricName);
+    expect(emf[alarm.MetricName]).toBe(1);
+    // The alarm's dimensions are exactly one of the metric's dimension sets, with the same values.
+    const names = alarm.Dimensions.map((d: { Name: string }) => d.Name);
+    expect(directive.Dimensions).toContainEqual(names);
+    for (const d of alarm.Dimensions) expect(emf[d.Name], d.Name).toBe(d.Value);
+  });
+});
+
+describe('AWS: placeholders do not reach production', () => {
+  /** `serverless <command> --stage prod` with these parameters: exit code and output. */
+  const sls = (command: 'package' | 'print', ...params: string[]) =>
+    run(
+      'npx',
+      [
+        'serverless',
+        command,
+        '--stage',
+        'prod',
+        ...(command === 'print' ? ['--format', 'json'] : []),
+        ...params.flatMap((p) => ['--param', p]),
+      ],
+      {
+        env: SLS_ENV,
+        timeout: 60_000,
+      },
+    ).then(
+      (out) => ({ code: 0, stdout: out.stdout, output: out.stdout + out.stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => ({
+        code: error.code,
+        stdout: error.stdout,
+        output: error.stdout + error.stderr,
+      }),
+    );
+  const REAL = ['jwtIssuer=https://login.acme-agents.io/', 'jwtAudience=acme-agents'];
+
+  it('packages no other stage than dev without its identity provider and CORS, or with a placeholder issuer: one line naming the parameter', async () => {
+    // The renderer (dist/sls-deployment.mjs) is built by the package run above.
+    // (Each issuer the rule refuses is in deployment-parameters.test.ts: these are the renderer's.)
+    const [bare, placeholder, noAudience, noCors] = await Promise.all([
+      sls('package'),
+      sls('package', 'jwtIssuer=https://issuer.example.com/', 'jwtAudience=a', 'corsOrigins=none'),
+      sls('package', REAL[0] as string, 'corsOrigins=none'),
+      sls('package', ...REAL),
+    ]);
+    const refusal = (r: typeof bare) => {
+      expect(r.code, r.output).not.toBe(0);
+      const lines = r.output.trim().split('\n');
+      expect(lines, r.output).toHaveLength(1);
+      return lines[0];
+    };
+    expect(refusal(bare)).toBe(
+      'parameter jwtIssuer: required on stage prod (only dev has examples): --param="jwtIssuer=https://<your identity provider>/"',
+    );
+    expect(refusal(placeholder)).toMatch(
+      /^parameter jwtIssuer: "https:\/\/issuer\.example\.com\/" is a placeholder/,
+    );
+    expect(refusal(noAudience)).toMatch(/^parameter jwtAudience: required on stage prod/);
+    expect(refusal(noCors)).toMatch(/^parameter corsOrigins: required on stage prod/);
+  }, 120_000);
+
+  it('resolves a stage given its own parameters: the authorizer and the functions get them, corsOrigins=none turns CORS off', async () => {
+    const [prod, custom] = await Promise.all([
+      sls('print', ...REAL, 'corsOrigins=none'),
+      sls(
+        'print',
+        ...REAL,
+        'corsOrigins=https://console.acme-agents.io',
+        'throttleRateLimit=20',
+        'alarmTopicArn=arn:aws:sns:eu-west-1:123456789012:ops',
+        'accessLogRetentionDays=90',
+      ),
+    ]);
+    expect(prod.code, prod.output).toBe(0);
+    const config = JSON.parse(prod.stdout.slice(prod.stdout.indexOf('{')));
+    const jwt = config.provider.httpApi.authorizers.jwt;
+    expect(jwt.issuerUrl).toBe('https://login.acme-agents.io/');
+    expect([jwt.audience].flat()).toEqual(['acme-agents']);
+    expect(config.provider.environment).toMatchObject({
+      AUTH_ISSUER: 'https://login.acme-agents.io/',
+      AUTH_AUDIENCE: 'acme-agents',
+      CORS_ORIGINS: '',
+    });
+    expect(config.provider.httpApi.cors).toBe(false);
+    expect(custom.code, custom.output).toBe(0);
+    const tuned = JSON.parse(custom.stdout.slice(custom.stdout.indexOf('{')));
+    expect(tuned.provider.environment.CORS_ORIGINS).toBe('https://console.acme-agents.io');
+    const ext = tuned.resources.extensions;
+    expect(ext.HttpApiStage.Properties.DefaultRouteSettings.ThrottlingRateLimit).toBe(20);
+    expect(ext.HttpApiLogGroup.Properties.RetentionInDays).toBe(90);
+    // A topic given: every alarm notifies it, and the stack creates none.
+    expect(tuned.resources.Resources.AlarmTopic).toBeUndefined();
+    expect(tuned.resources.Resources.Api5xxRateAlarm.Properties.AlarmActions).toEqual([
+      'arn:aws:sns:eu-west-1:123456789012:ops',
+    ]);
+  }, 120_000);
 });
 
 // Installed by .ci/run (`npm run setup:node24`) into its own folder: inside node_modules its `node`

@@ -7,7 +7,11 @@
  *   refuses exactly what deploymentSettings refuses, naming the same parameter;
  * - every resource of the evaluated stack goes through the validators generated into Alibaba's ROS
  *   CDK packages (and renders back to itself, so no property is unknown to them);
- * - the HTTP trigger's config, an untyped map there, against FC 3.0's documented HTTPTriggerConfig.
+ * - the HTTP trigger's config, an untyped map there, against FC 3.0's documented HTTPTriggerConfig;
+ * - the guard rails: no identity parameter has a default, the issuer and the JWKS URL refuse a
+ *   placeholder (the AWS rule's expression, as AllowedPattern), the API function's reserved
+ *   concurrency, CloudMonitor rules on FC's metrics and the Simple Log Service alert on the
+ *   store's problem lines.
  */
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
@@ -15,6 +19,7 @@ import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
+import * as cms from '@alicloud/ros-cdk-cms';
 import * as ros from '@alicloud/ros-cdk-core';
 import * as fc3 from '@alicloud/ros-cdk-fc3';
 import * as oss from '@alicloud/ros-cdk-oss';
@@ -23,6 +28,7 @@ import * as rosResources from '@alicloud/ros-cdk-ros';
 import * as sls from '@alicloud/ros-cdk-sls';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
+import { SignJWT } from 'jose';
 import yaml from 'js-yaml';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { createS3Client } from '../../lib/drivers/s3.js';
@@ -33,6 +39,7 @@ import {
   deploymentSettings,
 } from '../../lib/lifecycle/deployment.js';
 import { lifecycleRules, renderOss, renderRos } from '../../lib/lifecycle/index.js';
+import { BACKEND_PROBLEMS, issuerRefusal, REAL_ISSUER_PATTERN } from '../../scripts/deployment-guards.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 import { xmlValues } from '../servers/http-util.js';
 
@@ -189,6 +196,10 @@ function createStack(
     if (p.MinValue !== undefined && (value as number) < p.MinValue) refused.push(`${name}: under MinValue`);
     if (p.MaxValue !== undefined && (value as number) > p.MaxValue) refused.push(`${name}: over MaxValue`);
     if (p.AllowedValues && !p.AllowedValues.includes(value)) refused.push(`${name}: not in AllowedValues`);
+    if (p.AllowedPattern !== undefined && !new RegExp(p.AllowedPattern).test(String(value)))
+      refused.push(`${name}: does not match AllowedPattern`);
+    if (p.MinLength !== undefined && String(value).length < p.MinLength)
+      refused.push(`${name}: under MinLength`);
     params[name] = value;
   }
   const ctx: Context = { template, params, conditions: {}, resolved: {} };
@@ -212,17 +223,20 @@ function createStack(
 
 // --- Fixtures ---------------------------------------------------------------------------------------
 
-const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const JWKS = { keys: [{ ...publicKey.export({ format: 'jwk' }), alg: 'RS256', use: 'sig', kid: 'k1' }] };
 /** The parameters without a default. */
 const REQUIRED = {
   BucketName: 'agent-state-test',
   CodeBucket: 'agent-state-code',
-  JwksUrl: 'https://idp.example.com/.well-known/jwks.json',
+  JwksUrl: 'https://login.acme-agents.io/.well-known/jwks.json',
   JwksJson: JSON.stringify(JWKS),
-  JwtIssuer: 'https://idp.example.com/',
+  JwtIssuer: 'https://login.acme-agents.io/',
+  JwtAudience: 'acme-agents',
   AwsLockAccessKeyId: 'AKIAEXAMPLE',
   AwsLockSecretAccessKey: 'secret',
+  ContactGroup: 'agent-state-ops',
+  AlertActionPolicyId: 'agent-state-ops',
 };
 const rosName = (name: string) => DEPLOYMENT_PARAMETERS.find((p) => p.name === name)?.ros as string;
 
@@ -376,9 +390,20 @@ describe('ROS template: Function Compute as documented', () => {
       'ALIYUN::OSS::Bucket': oss.RosBucket,
       'ALIYUN::RAM::Role': ram.RosRole,
       'ALIYUN::ROS::CustomResource': rosResources.RosCustomResource,
+      'ALIYUN::FC3::ConcurrencyConfig': fc3.RosConcurrencyConfig,
+      'ALIYUN::CMS::ResourceMetricRule': cms.RosResourceMetricRule,
+      'ALIYUN::SLS::Alert': sls.RosAlert,
     };
-    // Maps whose keys are data, not property names (the CDK types them as untyped hashes).
-    const FREE = new Set(['EnvironmentVariables', 'TriggerConfig', 'Params', 'Condition', 'Parameters']);
+    // Maps whose keys are data, not property names (the CDK types them as untyped hashes): a
+    // metric rule's Resources are its metric's dimensions.
+    const FREE = new Set([
+      'EnvironmentVariables',
+      'TriggerConfig',
+      'Params',
+      'Condition',
+      'Parameters',
+      'Resources',
+    ]);
     // TTL -> ttl, SSEAlgorithm -> sseAlgorithm, VSwitchIds -> vSwitchIds, FunctionName -> functionName.
     const camel = (key: string) => {
       if (/^[A-Z0-9]+$/.test(key)) return key.toLowerCase();
@@ -430,6 +455,14 @@ describe('ROS template: Function Compute as documented', () => {
     expect(() =>
       render('ALIYUN::FC3::Function', { ...resources.Function?.Properties, MemorySize: 100_000 }),
     ).toThrow(/memorySize/);
+    // And for CloudMonitor: a statistic its rules do not take (FC's metric tables list "Value").
+    const rule = resources.FunctionErrorsAlarm?.Properties;
+    expect(() =>
+      render('ALIYUN::CMS::ResourceMetricRule', {
+        ...rule,
+        Escalations: { Critical: { ...rule.Escalations.Critical, Statistics: 'Value' } },
+      }),
+    ).toThrow(/statistics/);
     // Why the rules are a custom resource's: ALIYUN::OSS::Bucket's lifecycle rules have no tag
     // filter (only a prefix and an exclusion), so a rule selecting kind=marker would lose its tag
     // and expire every object under the prefix.
@@ -484,6 +517,155 @@ describe('ROS template: Function Compute as documented', () => {
     expect(auth.Whitelist).toEqual(expect.arrayContaining(['/v1/health', '/v1/openapi.json']));
     // The function verifies the token again itself.
     expect(resources.Function?.Properties.EnvironmentVariables.AUTH_JWKS_URL).toBe(REQUIRED.JwksUrl);
+  });
+});
+
+describe('ROS template: guard rails', () => {
+  it('gives the identity provider no default, and refuses a placeholder issuer or JWKS URL as the AWS side does', () => {
+    for (const name of [
+      'JwtIssuer',
+      'JwtAudience',
+      'JwksUrl',
+      'JwksJson',
+      'ContactGroup',
+      'AlertActionPolicyId',
+    ])
+      expect(template.Parameters[name]?.Default, name).toBeUndefined();
+    // No default anywhere is a URL the AWS side would refuse as a placeholder.
+    for (const [name, p] of Object.entries(template.Parameters))
+      if (/^https?:/.test(String(p.Default ?? '')))
+        expect(issuerRefusal(String(p.Default)), name).toBeUndefined();
+    expect(template.Parameters.JwtIssuer?.AllowedPattern).toBe(REAL_ISSUER_PATTERN);
+    expect(template.Parameters.JwksUrl?.AllowedPattern).toBe(REAL_ISSUER_PATTERN);
+    const { JwtIssuer: _, JwtAudience: __, ...withoutIdentity } = REQUIRED;
+    expect(createStack(template, withoutIdentity).refused).toEqual([
+      'JwtIssuer: required',
+      'JwtAudience: required',
+    ]);
+    for (const issuer of ['https://issuer.example.com/', 'https://idp.test/', 'http://login.acme-agents.io/'])
+      expect(createStack(template, { ...REQUIRED, JwtIssuer: issuer }).refused, issuer).toEqual([
+        'JwtIssuer: does not match AllowedPattern',
+      ]);
+    expect(createStack(template, { ...REQUIRED, JwksUrl: 'https://localhost/jwks' }).refused).toEqual([
+      'JwksUrl: does not match AllowedPattern',
+    ]);
+    expect(createStack(template, { ...REQUIRED, JwtAudience: '' }).refused).toEqual([
+      'JwtAudience: under MinLength',
+    ]);
+  });
+
+  it("reserves the API function's concurrency and alarms on FC's errors, throttles and p99 duration to the ContactGroup", () => {
+    const { resources } = createStack(template, {
+      ...REQUIRED,
+      ReservedConcurrency: 20,
+      AlarmLatencyP99Ms: 2000,
+    });
+    const fn = resources.Function?.Properties.FunctionName;
+    expect(resources.FunctionConcurrency).toEqual({
+      Type: 'ALIYUN::FC3::ConcurrencyConfig',
+      Properties: { FunctionName: fn, ReservedConcurrency: 20 },
+    });
+    expect(template.Parameters.ReservedConcurrency?.Default).toBe(50);
+    const rules = Object.values(resources).filter((r) => r.Type === 'ALIYUN::CMS::ResourceMetricRule');
+    expect(rules.map((r) => r.Properties.MetricName).sort()).toEqual([
+      'FunctionConcurrencyThrottles',
+      'FunctionFunctionErrors',
+      'FunctionP99Duration',
+      'FunctionResourceThrottles',
+      'FunctionServerErrors',
+    ]);
+    for (const { Properties: rule } of rules) {
+      expect(rule.Namespace).toBe('acs_fc');
+      expect(rule.ContactGroups).toEqual([REQUIRED.ContactGroup]);
+      expect(rule.Resources).toEqual([
+        { userId: '1234567890123456', region: 'cn-hangzhou', functionName: fn },
+      ]);
+      expect(rule.Escalations.Critical).toMatchObject({
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        Times: 1,
+      });
+    }
+    const latency = rules.find((r) => r.Properties.MetricName === 'FunctionP99Duration');
+    expect(latency?.Properties.Escalations.Critical.Threshold).toBe('2000');
+    const names = rules.map((r) => r.Properties.RuleName);
+    expect(new Set(names).size).toBe(names.length);
+  });
+
+  it("alerts from the function's logstore on the store's backend problem lines, through the action policy", () => {
+    const { resources } = createStack(template, REQUIRED);
+    const alert = resources.ProblemsAlert;
+    expect(alert?.Type).toBe('ALIYUN::SLS::Alert');
+    expect(alert?.Properties.Project).toBe(resources.LogProject?.Properties.Name);
+    const configuration = alert?.Properties.Detail.Configuration;
+    const [query] = configuration.QueryList;
+    expect(query).toMatchObject({
+      StoreType: 'log',
+      Project: resources.LogProject?.Properties.Name,
+      Store: resources.FunctionLogs?.Properties.LogstoreName,
+      Region: 'cn-hangzhou',
+    });
+    // Every backend problem code, as a phrase of the full-text index, counted.
+    const terms = [...String(query.Query).matchAll(/"([^"]+)"/g)].map((m) => m[1]);
+    expect(terms).toEqual([...BACKEND_PROBLEMS]);
+    expect(query.Query).toMatch(/\| select count\(\*\) as problems$/);
+    expect(configuration.SeverityConfigurations[0].EvalCondition.Condition).toBe('problems > 0');
+    expect(configuration.PolicyConfiguration).toMatchObject({ ActionPolicyId: REQUIRED.AlertActionPolicyId });
+    expect(alert?.Properties.Detail.Schedule).toEqual({ Type: 'FixedRate', Interval: '5m' });
+  });
+
+  it('finds the problem in the line the FC bundle logs for it (a bucket that does not exist: backend-misconfigured)', async () => {
+    const servers = inject('servers');
+    await promisify(execFile)('node', ['scripts/build.mjs', 'aliyun/api']);
+    // The JWKS the function verifies the bearer token against, on 127.0.0.1.
+    const jwks = http.createServer((_, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(JWKS)),
+    );
+    await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
+    try {
+      const token = await new SignJWT({ sub: 'alice' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(privateKey);
+      const event = {
+        rawPath: '/v1/sessions/s/state/plan',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        queryParameters: {},
+        body: '{"a":1}',
+        isBase64Encoded: false,
+        requestContext: { requestId: 'r-problem', http: { method: 'PUT' } },
+      };
+      const script = `import('./dist/aliyun/api.mjs').then((m) => m.handler(Buffer.from(process.env.EVENT))).then((r) => console.log(JSON.stringify({ answer: r })))`;
+      const { stdout, stderr } = await promisify(execFile)('node', ['--input-type=module', '-e', script], {
+        env: {
+          ...process.env,
+          NODE_OPTIONS: '',
+          EVENT: JSON.stringify(event),
+          FC_FUNCTION_NAME: 'f',
+          STORE_BACKEND: 'oss',
+          OSS_BUCKET: 'no-such-bucket',
+          OSS_REGION: 'oss-cn-hangzhou',
+          OSS_ENDPOINT: servers.oss,
+          ALIBABA_CLOUD_ACCESS_KEY_ID: OSS_CREDENTIALS.accessKeyId,
+          ALIBABA_CLOUD_ACCESS_KEY_SECRET: OSS_CREDENTIALS.accessKeySecret,
+          LOCK_BACKEND: 'dynamodb',
+          LOCK_TABLE: 'unused',
+          DYNAMODB_ENDPOINT: servers.dynamodb,
+          AUTH_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
+          LOG_LEVEL: 'INFO',
+        },
+        timeout: 30_000,
+      });
+      const lines = `${stdout}\n${stderr}`.split('\n').filter((l) => l.startsWith('{'));
+      const answer = JSON.parse(lines.find((l) => l.startsWith('{"answer"')) ?? '{}').answer;
+      expect(answer?.statusCode).toBe(503);
+      // The alert's phrase, as the full-text index reads it (a hyphen does not split a token).
+      const problemLines = lines.filter((l) => l.includes('"backend-misconfigured"'));
+      expect(problemLines.length).toBeGreaterThan(0);
+      expect(problemLines.every((l) => JSON.parse(l).requestId === 'r-problem')).toBe(true);
+    } finally {
+      await new Promise((r) => jwks.close(r));
+    }
   });
 });
 
