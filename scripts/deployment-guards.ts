@@ -25,7 +25,10 @@ export const REAL_ISSUER_PATTERN =
 
 /** Why `value` is not a real issuer (undefined when it is one). */
 export function issuerRefusal(value: string): string | undefined {
-  if (new RegExp(REAL_ISSUER_PATTERN).test(value)) return undefined;
+  // Checked as the URL parser spells it (scheme and host in lower case): host names are
+  // case-insensitive. (The ROS template's AllowedPattern sees the value as given.)
+  const spelled = URL.canParse(value) ? new URL(value).href : value;
+  if (new RegExp(REAL_ISSUER_PATTERN).test(spelled)) return undefined;
   if (!URL.canParse(value) || new URL(value).protocol !== 'https:')
     return `must be an https: URL, not ${JSON.stringify(value)}`;
   return `${JSON.stringify(value)} is a placeholder (example.com, .org, .net, .test, .invalid and localhost are reserved): give your identity provider's issuer`;

@@ -136,6 +136,9 @@ describe('the identity provider and the guard rails', () => {
       'https://localhost:8443/realms/x',
       'https://idp.localhost/',
       'https://example.com./',
+      // Host names are case-insensitive.
+      'https://ISSUER.EXAMPLE.COM/',
+      'HTTPS://Login.Invalid/x',
     ])
       expect(issuerRefusal(placeholder), placeholder).toMatch(/is a placeholder/);
     for (const insecure of ['http://login.acme-agents.io/', 'login.acme-agents.io', '', 'https://'])
