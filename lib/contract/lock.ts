@@ -76,6 +76,11 @@ export interface SessionLock extends TokenAuthority {
   release(key: LockKey, owner: string, token: number, options?: { commit?: CommitIdentity }): Promise<void>;
   /** Records a commit made under the lease of `token` without renewing or releasing it (when that lease is still held). */
   recordCommit(key: LockKey, token: number, commit: CommitIdentity): Promise<void>;
+  /**
+   * Whether the lock's backend can be reached (DynamoDB: one DescribeTable): resolves, or
+   * `MisconfiguredBackendError` (a missing table, refused credentials) or a retryable `BackendError`.
+   */
+  checkReady(): Promise<void>;
 }
 
 export const LEASE_MS = { min: 1000, max: 900_000, default: 60_000 } as const;

@@ -479,4 +479,9 @@ export interface StateStore {
   forUser(userId: string | null | undefined, options?: { readonly authority?: TokenAuthority }): SessionStore;
   /** Deletes every session of every user under the prefix; only with `allowTruncate`. */
   truncateAllSessions?(): Promise<void>;
+  /**
+   * Whether the backend can be reached with these credentials (one GET of a fixed name): resolves,
+   * or `MisconfiguredBackendError` (a missing bucket, refused credentials) or a retryable `BackendError`.
+   */
+  checkReady(): Promise<void>;
 }

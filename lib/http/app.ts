@@ -13,6 +13,7 @@ import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
 import { openApiDocument } from './openapi.js';
+import { DependencyFailure } from './readiness.js';
 import { createRouter } from './router.js';
 import type { HttpHandler } from './types.js';
 
@@ -108,10 +109,15 @@ export function createApp(config: Config, parts: AppParts): App {
         code,
         ms: Math.round(ms),
       };
+      // A readiness check's failure is logged as what failed.
+      const failure = error instanceof DependencyFailure ? error.cause : error;
       // A deployment problem: one line naming the resource and what configures it, no stack.
-      if (error instanceof MisconfiguredBackendError)
-        logger.error(`${error.message}: check ${configuredBy(config, error.backend, error.resource)}`, entry);
-      else if (error) logger.error('request failed', { ...entry, error: error as Error });
+      if (failure instanceof MisconfiguredBackendError)
+        logger.error(
+          `${failure.message}: check ${configuredBy(config, failure.backend, failure.resource)}`,
+          entry,
+        );
+      else if (failure) logger.error('request failed', { ...entry, error: failure as Error });
       else logger.info('request', entry);
       metrics?.addMetric(code ? `Outcome_${code}` : `Outcome_${response.status}`, MetricUnit.Count, 1);
       if (code === 'lock-held') metrics?.addMetric('LockContention', MetricUnit.Count, 1);

@@ -5,6 +5,7 @@
  */
 import { MisconfiguredBackendError, RestoreInProgressError } from '../contract/errors.js';
 import { answerOf, PROBLEMS, type ProblemCode, problemType } from '../protocol/problems.js';
+import { DependencyFailure } from './readiness.js';
 import type { HttpResponse } from './types.js';
 
 /** A problem the router raises itself (its status is the code's). */
@@ -75,6 +76,17 @@ export function toProblem(
   if (error instanceof HttpProblem)
     return { response: problem(error.code, error.message, error.extra, error.headers), internal: false };
   if (error instanceof RestoreInProgressError) return { response: restoring(error.message), internal: false };
+  // A readiness check's failure: its cause's problem, naming the dependency.
+  if (error instanceof DependencyFailure) {
+    const inner = error.cause instanceof Error ? answerOf(error.cause, requestId) : undefined;
+    const code = inner?.code === 'backend-misconfigured' ? inner.code : 'backend-unavailable';
+    const detail = inner?.code === code ? inner.detail : `the ${error.dependency} cannot be reached; retry`;
+    return {
+      response: problem(code, detail, { dependency: error.dependency }),
+      internal: false,
+      log: true,
+    };
+  }
   const found = error instanceof Error ? answerOf(error, requestId) : undefined;
   if (!found) return { response: problem('internal', 'internal error', { requestId }), internal: true };
   return {

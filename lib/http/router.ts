@@ -20,6 +20,7 @@ import { decodeUrlId } from '../protocol/url-ids.js';
 import { negotiated } from './compression.js';
 import { preflight, withCors } from './cors.js';
 import { HttpProblem, toProblem } from './problems.js';
+import { readinessOf } from './readiness.js';
 import { methodsOf, ROUTES, type Route, type RouterDeps } from './routes/index.js';
 import type { HttpHandler, HttpRequest, HttpResponse } from './types.js';
 
@@ -136,7 +137,8 @@ function parseHeaders(request: HttpRequest, schema: z.ZodMiniObject): unknown {
 const TABLE = compileRoutes(ROUTES);
 
 /** Creates the router (of the API's routes, or of `routes`, compiled here). */
-export function createRouter(deps: RouterDeps, routes: readonly Route[] = ROUTES): HttpHandler {
+export function createRouter(given: RouterDeps, routes: readonly Route[] = ROUTES): HttpHandler {
+  const deps: RouterDeps = given.ready ? given : { ...given, ready: readinessOf(given.store, given.lock) };
   const limit = deps.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes;
   const root = routes === ROUTES ? TABLE : compileRoutes(routes);
   return async (request) => {

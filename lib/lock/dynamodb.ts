@@ -25,6 +25,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DEFAULTS } from '../contract/defaults.js';
 import {
+  BackendError,
   type BackendResource,
   LockConflictError,
   LockLostError,
@@ -139,7 +140,7 @@ function toLease(item: Item | undefined, leaseMs: number): Lease {
 }
 
 /** The lock's calls on its table (`createDynamoDbLock` names their deployment errors). */
-class DynamoDbLock implements SessionLock {
+class DynamoDbLock implements Omit<SessionLock, 'checkReady'> {
   readonly #client: DynamoDBClient;
   readonly #table: string;
   readonly #now: () => number;
@@ -395,5 +396,19 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
     release: (key, owner, token, o) => lock.release(key, owner, token, o).catch(named),
     recordCommit: (key, token, commit) => lock.recordCommit(key, token, commit).catch(named),
     grantOf: (key) => lock.grantOf(key).catch(named),
+    // One DescribeTable: a table that is not ACTIVE yet (or any other failure) is worth a retry.
+    checkReady: () =>
+      client.send(new DescribeTableCommand({ TableName })).then(
+        ({ Table }) => {
+          if (Table?.TableStatus !== 'ACTIVE')
+            throw new BackendError(`lock table ${TableName} is ${Table?.TableStatus ?? 'in no state'}`, true);
+        },
+        (error: unknown) => {
+          named(error);
+          throw new BackendError(`dynamodb: ${(error as Error)?.message ?? String(error)}`, true, {
+            cause: error,
+          });
+        },
+      ),
   };
 }

@@ -100,5 +100,7 @@ export function createMemoryLock(options: MemoryLockOptions = {}): SessionLock {
       const live = e.owner !== undefined && leaseHolds(e.expiresAt, now());
       return { token: e.token, live, ...(e.commit ? { commit: e.commit } : {}) };
     },
+    // In process: always reachable.
+    async checkReady() {},
   };
 }

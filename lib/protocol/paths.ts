@@ -16,6 +16,7 @@ const WORKSPACE = `${WORKSPACES}/{name}`;
 /** Every path pattern of the API, by name. */
 export const PATHS = {
   health: '/v1/health',
+  ready: '/v1/ready',
   openapi: '/v1/openapi.json',
   sessions: SESSIONS,
   session: SESSION,

@@ -270,6 +270,7 @@ export const schemas = {
   }),
 
   Health: z.object({ status: z.literal('ok') }),
+  Ready: z.object({ status: z.literal('ok') }),
   WorkspaceUploadRequest: z.strictObject({
     size: int(0),
     md5: meta(z.optional(md5), { description: 'whole body, for a single PUT' }),

@@ -140,6 +140,12 @@ export const isValueName = (name: string) => name.endsWith(NAME.value) && !name.
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
+/**
+ * The name readiness checks read (`StateStore.checkReady`, one GET): `<prefix>~ready`, never written;
+ * no user's segment holds `~`, so no object of the store has it.
+ */
+export const readyProbe = (prefix: string) => `${prefix}~ready`;
+
 /** The backend probe's objects: a random user's random session's values, under the store's prefix. */
 export const probeNames = {
   /** A fresh session folder: `<prefix><24 hex>/<24 hex>/`. */

@@ -50,7 +50,7 @@ import {
   storedToken,
 } from './context.js';
 import { Keys } from './keys.js';
-import { layoutFor, type UserLayout } from './layout.js';
+import { layoutFor, readyProbe, type UserLayout } from './layout.js';
 import { AppendFormat } from './lists/append.js';
 import { Archives } from './lists/archives.js';
 import { CasFormat } from './lists/cas.js';
@@ -178,6 +178,16 @@ export function createStateStore(options: StateStoreOptions): StateStore {
       const authority = o.authority ?? options.authority;
       return guarded(new UserStore(ctx, layoutFor(prefix, user), listFormat, user, authority));
     },
+    // A GET of a name nothing writes: absent (NoSuchKey) is ready; a missing bucket or refused
+    // credentials are the driver's typed refusals. (Not a HEAD: S3 answers a HEAD on a missing
+    // bucket 404 without a body, as it answers a missing key.)
+    checkReady: () =>
+      getOrUndefined(ctx.driver, readyProbe(prefix)).then(
+        () => undefined,
+        (error: unknown) => {
+          throw backendError(error);
+        },
+      ),
   };
   if (options.allowTruncate) {
     store.truncateAllSessions = async () => {

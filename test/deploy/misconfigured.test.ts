@@ -6,16 +6,18 @@
  * AccessDenied, runs against Ceph RGW in test/deploy/bootstrap.test.ts.)
  */
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from '../../lib/config.js';
 import type { SessionLock } from '../../lib/contract/lock.js';
 import { createOssDriver } from '../../lib/drivers/oss.js';
 import { createS3Driver } from '../../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
-import { createDynamoDbLock } from '../../lib/lock/dynamodb.js';
+import { createDynamoDbLock, createLockTable } from '../../lib/lock/dynamodb.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { type ApiHarness, nodeHarness } from '../http/harness.js';
+import { type ApiHarness, apiGatewayHarness, functionComputeHarness, nodeHarness } from '../http/harness.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 
 const servers = () => inject('servers');
@@ -133,6 +135,50 @@ describe('a missing or refused backend resource', () => {
       'dynamodb lock table no-such-table does not exist (ResourceNotFoundException); credentials: access key id loca…: check LOCK_TABLE=no-such-table',
     ]);
   });
+});
+
+describe('GET /v1/ready on real protocols, through each adapter', () => {
+  const s3 = (bucket: string) =>
+    createS3Driver({
+      bucket,
+      endpoint: servers().s3,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    });
+  const dynamo = async (tableName: string, create: boolean) => {
+    const client = new DynamoDBClient({
+      endpoint: servers().dynamodb,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    if (create) await createLockTable(client, tableName);
+    return createDynamoDbLock({ tableName, client });
+  };
+
+  for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
+    it(`${make.name}: ready on s3rver and dynalite; a missing bucket names the store, a missing table the lock, both 503 backend-misconfigured without Retry-After`, async () => {
+      const table = `ready-${randomUUID()}`;
+      api = await make(s3(servers().bucket), await dynamo(table, true));
+      const ok = await api.call(null, 'GET', '/v1/ready');
+      expect([ok.status, ok.json()]).toEqual([200, { status: 'ok' }]);
+      await api.close();
+      for (const [driver, lock, dependency] of [
+        [s3('no-such-bucket'), await dynamo(table, false), 'store'],
+        [s3(servers().bucket), await dynamo('no-such-table', false), 'lock'],
+      ] as const) {
+        api = await make(driver, lock);
+        const errors = vi.spyOn(api.app.logger, 'error');
+        const answer = await api.call(null, 'GET', '/v1/ready');
+        expectMisconfigured(answer);
+        expect((answer.json() as { dependency: string }).dependency).toBe(dependency);
+        // The log says which resource.
+        expect(
+          String(errors.mock.calls[0]?.[0] ?? '') + JSON.stringify(errors.mock.calls[0]?.[1] ?? {}),
+        ).toMatch(dependency === 'store' ? /no-such-bucket/ : /no-such-table/);
+        await api.close();
+      }
+      api = undefined;
+    });
+  }
 });
 
 describe('a bad environment', () => {

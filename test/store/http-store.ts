@@ -34,6 +34,11 @@ export async function httpStateStore(
       checkId('userId', userId);
       return createHttpClient({ baseUrl, token: () => hsToken({ sub: userId }) });
     },
+    // The server's own readiness route.
+    async checkReady() {
+      const answer = await fetch(`${baseUrl}/v1/ready`);
+      if (answer.status !== 200) throw new Error(`GET /v1/ready: ${answer.status} ${await answer.text()}`);
+    },
   };
   return { store, close: () => new Promise((r) => server.close(() => r())) };
 }

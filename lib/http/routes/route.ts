@@ -28,6 +28,8 @@ export interface RouterDeps {
   readonly cors?: CorsOrigins;
   /** The OpenAPI document served at /v1/openapi.json. */
   readonly openapi?: () => unknown;
+  /** The readiness check of `/v1/ready` (lib/http/readiness.ts); by default the store's and the lock's, cached per router. */
+  readonly ready?: () => Promise<void>;
   /** Called once per request, after the answer is made (logs, metrics). */
   readonly onResponse?: (info: {
     request: HttpRequest;
