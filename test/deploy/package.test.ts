@@ -168,7 +168,27 @@ describe('AWS: serverless package', () => {
     expect(
       lock.find((s: { Action: unknown }) => JSON.stringify(s.Action).includes('dynamodb')).Resource,
     ).toEqual({ 'Fn::GetAtt': ['LockTable', 'Arn'] });
-    expect(JSON.stringify(statements('PublicRole'))).not.toMatch(/s3:|dynamodb/);
+    // The public function reads nothing but readiness's one name and the lock table's description.
+    const publicRights = statements('PublicRole')
+      .filter((st: { Action: unknown }) => /s3:|dynamodb/.test(JSON.stringify(st.Action)))
+      .map((st: { Action: unknown; Resource: unknown; Condition?: unknown }) => [
+        st.Action,
+        st.Resource,
+        st.Condition,
+      ]);
+    expect(publicRights).toEqual([
+      [
+        's3:GetObject',
+        { 'Fn::Join': ['', [{ 'Fn::GetAtt': ['StateBucket', 'Arn'] }, '/agent-state/~ready']] },
+        undefined,
+      ],
+      [
+        's3:ListBucket',
+        { 'Fn::GetAtt': ['StateBucket', 'Arn'] },
+        { StringEquals: { 's3:prefix': ['agent-state/~ready'] } },
+      ],
+      ['dynamodb:DescribeTable', { 'Fn::GetAtt': ['LockTable', 'Arn'] }, undefined],
+    ]);
     // The turns family has the state prefix's objects and the lock table's two actions.
     const turns = statements('TurnsRole');
     const turnsText = JSON.stringify(turns);
