@@ -8,7 +8,6 @@
  */
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { MetricsSink, StoreCounter } from '../contract/types.js';
-import type { ProbeOutcome } from '../store/probe.js';
 
 type Unit = Parameters<Metrics['addMetric']>[1];
 
@@ -58,7 +57,8 @@ export interface MetricsRecorder {
   readonly sink: MetricsSink;
   /** One answered request: `route` is the route template (or `unmatched`), `code` its problem's. */
   request(route: string, status: number, ms: number, code: string | undefined): void;
-  probe(outcome: ProbeOutcome): void;
+  /** A run of the backend probe, by what it found (`PROBE_OUTCOMES` of lib/store/probe.ts). */
+  probe(outcome: string): void;
 }
 
 /**

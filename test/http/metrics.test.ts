@@ -3,14 +3,18 @@
  * their namespace, metric names and units, and exactly the dimension sets the alarms and
  * docs/deploying.md rely on.
  */
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../lib/config.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { type App, createApp } from '../../lib/http/app.js';
 import { platformClaimsAuth } from '../../lib/http/auth.js';
 import { STORE_METRICS, statusClassOf } from '../../lib/http/metrics.js';
+import { methodsOf, ROUTES } from '../../lib/http/routes/index.js';
 import type { HttpRequest } from '../../lib/http/types.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
+import { PROBLEMS } from '../../lib/protocol/problems.js';
+import { PROBE_OUTCOMES } from '../../lib/store/probe.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: EMF blobs are inspected loosely
 type Blob = Record<string, any>;
@@ -162,5 +166,23 @@ describe('metrics', () => {
     expect(app.metrics).toBeUndefined();
     const blobs = await blobsOf(app, () => app.handle(request('GET', '/v1/nope')));
     expect(blobs).toEqual([]);
+  });
+});
+
+describe('what the metrics cost (docs/deploying.md)', () => {
+  it('counts the route values, problem codes and outcomes there are', () => {
+    const doc = readFileSync(new URL('../../docs/deploying.md', import.meta.url), 'utf8');
+    const keys = ROUTES.flatMap((r) => methodsOf(r).map((m) => `${m} ${r.pattern}`));
+    const templates = new Set(ROUTES.map((r) => r.pattern)).size;
+    const routes = keys.length + templates + 1;
+    const codes = Object.keys(PROBLEMS).length;
+    const outcomes = Object.keys(STORE_METRICS).length + PROBE_OUTCOMES.length;
+    const total = 2 * (1 + routes + 4 * routes) + codes + outcomes;
+    expect(doc).toContain(
+      `${routes} route values each: ${keys.length} method-and-template routes (HEAD included), ${templates} \`OPTIONS <template>\`, \`unmatched\``,
+    );
+    expect(doc).toContain(`| ${codes} problem codes | ${codes} |`);
+    expect(doc).toContain(`| ${outcomes} |`);
+    expect(doc).toContain(`**${total}: $${(total * 0.3).toFixed(2)} a month**`);
   });
 });
