@@ -1,7 +1,7 @@
 /**
  * The metrics contract: what the server sends to CloudWatch as EMF (Powertools Metrics), under the
  * namespace `POWERTOOLS_METRICS_NAMESPACE` with the `service` dimension `POWERTOOLS_SERVICE_NAME`.
- * The alarms (scripts/deployment-guards.ts) and docs/deploying.md ("Metrics and logs") read it.
+ * The alarms (scripts/deployment-guards.ts) and docs/deploying.md ("Logs, metrics and stack traces") read it.
  * Each unique metric name and dimension values is one CloudWatch custom metric, so every dimension
  * here takes few values: `route` is the route template (never a path), `statusClass` the status's
  * hundred (`2xx`), `code` a problem code, `outcome` one of the values below.
