@@ -1,6 +1,6 @@
 /**
  * Configuration, read from the environment and validated once at cold start. A bad deploy fails at
- * start with the variable's name. Every variable is listed in the README.
+ * start with the variable's name. Every variable is listed in docs/configuration.md.
  */
 
 import * as z from 'zod';
@@ -47,6 +47,12 @@ const corsOrigins = z.string().transform((raw, ctx): CorsOrigins => {
     return z.NEVER;
   }
 });
+/** One of `levels`, in any case (Powertools reads its variables so). */
+const upper = <const L extends readonly [string, ...string[]]>(levels: L) =>
+  z
+    .string()
+    .transform((v) => v.toUpperCase())
+    .pipe(z.enum(levels));
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 const schema = z
@@ -97,7 +103,16 @@ const schema = z
     RESTORE_DAYS: int(1, 30).default(DEFAULTS.restoreDays),
     MAX_VALUE_BYTES: int(1024, 1024 * 1024 * 1024).default(DEFAULTS.maxValueBytes),
     MAX_BLOB_BYTES: int(1024, 4 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),
-    LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+    LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default(DEFAULTS.logLevel),
+    // The Powertools conventions (logLevelOf says which level wins): given, they name the service,
+    // the log level and the metrics' namespace.
+    POWERTOOLS_SERVICE_NAME: z.string().min(1).default(DEFAULTS.serviceName),
+    POWERTOOLS_LOG_LEVEL: upper(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SILENT']).optional(),
+    POWERTOOLS_METRICS_NAMESPACE: z.string().min(1).default(DEFAULTS.metricsNamespace),
+    // Lambda's advanced logging controls set it; FATAL is Powertools' CRITICAL.
+    AWS_LAMBDA_LOG_LEVEL: upper(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'])
+      .transform((level) => (level === 'FATAL' ? 'CRITICAL' : level))
+      .optional(),
     // Lambda only: X-Ray traces through Powertools Tracer (functions/aws/api.ts).
     TRACING: bool.default(false),
     // Set by the platforms themselves.
@@ -187,6 +202,17 @@ export function configuredBy(config: Config, backend: string, resource: BackendR
   }
   const name = resource === 'table' ? 'LOCK_TABLE' : backend === 'oss' ? 'OSS_BUCKET' : 'S3_BUCKET';
   return `${name}=${config[name] ?? '(unset)'}`;
+}
+
+/** A level the logger takes. */
+export type LogLevel = 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'CRITICAL' | 'SILENT';
+
+/**
+ * The log level: Lambda's `AWS_LAMBDA_LOG_LEVEL` (its advanced logging controls drop anything below
+ * it anyway), then `POWERTOOLS_LOG_LEVEL`, then the project's `LOG_LEVEL`, then `DEFAULTS.logLevel`.
+ */
+export function logLevelOf(config: Config): LogLevel {
+  return config.AWS_LAMBDA_LOG_LEVEL ?? config.POWERTOOLS_LOG_LEVEL ?? config.LOG_LEVEL;
 }
 
 /** Where the code runs. */

@@ -9,6 +9,8 @@
  *   stage's settings and CloudWatch alarms (`awsGuardRails`).
  * Every refusal is a `DeploymentParameterError` naming the parameter.
  */
+
+import { PROBLEMS_METRIC } from '../lib/http/metrics.js';
 import { DeploymentParameterError } from '../lib/lifecycle/deployment.js';
 import { PATHS } from '../lib/protocol/paths.js';
 
@@ -123,7 +125,7 @@ export const TURN_ROUTES = [PATHS.turns, PATHS.commits, PATHS.snapshot].map((pat
 
 /**
  * The problem codes that mean the backend, not the caller, is wrong: each is an alarm on the
- * store's outcome metric (lib/http/app.ts counts every answer as `Outcome_<code>`).
+ * store's `Problems` metric with its `code` (lib/http/metrics.ts counts every problem answer so).
  */
 export const BACKEND_PROBLEMS = ['backend-unsafe', 'backend-unavailable', 'backend-misconfigured'] as const;
 
@@ -306,7 +308,7 @@ export function awsGuardRails(
     const name = code.replace(/(^|-)([a-z])/g, (_, __, c: string) => c.toUpperCase());
     resources[`${name}Alarm`] = alarm(
       `the store answered ${code}`,
-      sum(metrics.namespace, `Outcome_${code}`, { service: metrics.service }),
+      sum(metrics.namespace, PROBLEMS_METRIC, { service: metrics.service, code }),
     );
   }
   const limits = (rate: string, burst: string) => ({

@@ -39,4 +39,10 @@ export const DEFAULTS = {
   archiveEncoding: 'gzip',
   /** Whether each list's whole array is kept as `<key>.list.json` too (`reference`: the reference's layout). */
   listJson: 'off',
+  /** The service the logs and metrics name (`POWERTOOLS_SERVICE_NAME`). */
+  serviceName: 'agent-state',
+  /** The CloudWatch namespace of the EMF metrics (`POWERTOOLS_METRICS_NAMESPACE`). */
+  metricsNamespace: 'AgentState',
+  /** The log level when no variable sets one (`LOG_LEVEL`, `POWERTOOLS_LOG_LEVEL`, `AWS_LAMBDA_LOG_LEVEL`). */
+  logLevel: 'INFO',
 } as const;

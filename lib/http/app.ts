@@ -3,15 +3,15 @@
  * metrics, wired into the router. Clients are created once per container.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { type Config, configuredBy, platformOf } from '../config.js';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { type Config, configuredBy, logLevelOf, platformOf } from '../config.js';
 import { MisconfiguredBackendError } from '../contract/errors.js';
 import type { SessionLock } from '../contract/lock.js';
-import type { MetricsSink } from '../contract/types.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
+import { metricsLog, metricsRecorder } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { DependencyFailure } from './readiness.js';
 import { createRouter } from './router.js';
@@ -58,20 +58,23 @@ function authFor(config: Config): Authenticator {
 
 /** Builds the application. */
 export function createApp(config: Config, parts: AppParts): App {
+  // The Powertools conventions, read by lib/config.ts (the configuration is the one reader of the
+  // environment, so a test's configuration is the whole truth).
   const logger =
-    parts.logger ??
-    new Logger({
-      serviceName: 'agent-state',
-      logLevel: config.LOG_LEVEL === 'SILENT' ? 'SILENT' : config.LOG_LEVEL,
-    });
+    parts.logger ?? new Logger({ serviceName: config.POWERTOOLS_SERVICE_NAME, logLevel: logLevelOf(config) });
   // EMF metrics only where CloudWatch reads them; locally they would only clutter the console.
   const metrics =
     platformOf(config) === 'aws'
-      ? new Metrics({ namespace: 'AgentState', serviceName: 'agent-state' })
+      ? new Metrics({
+          namespace: config.POWERTOOLS_METRICS_NAMESPACE,
+          serviceName: config.POWERTOOLS_SERVICE_NAME,
+          logger: metricsLog(logger),
+        })
       : undefined;
-  const sink: MetricsSink = { count: (name, value = 1) => metrics?.addMetric(name, MetricUnit.Count, value) };
+  const recorder = metricsRecorder(metrics);
   const driver = verifiedDriver(parts.driver, {
     prefix: config.STATE_PREFIX,
+    onOutcome: recorder.probe,
     onUnsafe: (error) =>
       logger.error('the storage backend does not honour write conditions; every write is refused', {
         backend: error.backend,
@@ -89,7 +92,7 @@ export function createApp(config: Config, parts: AppParts): App {
     presignExpiresIn: config.PRESIGN_EXPIRES_SECONDS,
     restoreDays: config.RESTORE_DAYS,
     maxValueBytes: config.MAX_VALUE_BYTES,
-    metrics: sink,
+    metrics: recorder.sink,
   });
   const handle = createRouter({
     store,
@@ -104,6 +107,7 @@ export function createApp(config: Config, parts: AppParts): App {
       // No bodies, no tokens, no ids: the route pattern, the outcome, the time.
       const entry = {
         requestId: request.requestId,
+        platformRequestId: request.platformRequestId,
         route,
         status: response.status,
         code,
@@ -119,8 +123,7 @@ export function createApp(config: Config, parts: AppParts): App {
         );
       else if (failure) logger.error('request failed', { ...entry, error: failure as Error });
       else logger.info('request', entry);
-      metrics?.addMetric(code ? `Outcome_${code}` : `Outcome_${response.status}`, MetricUnit.Count, 1);
-      if (code === 'lock-held') metrics?.addMetric('LockContention', MetricUnit.Count, 1);
+      recorder.request(route, response.status, ms, code);
     },
   });
   return { handle, logger, metrics, driver };

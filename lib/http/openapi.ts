@@ -83,7 +83,7 @@ const RETRY_AFTER_CODES = Object.entries(PROBLEMS)
 const HEADERS: Record<AnswerHeader | typeof REQUEST_ID_HEADER | 'Allow', Record<string, unknown>> = {
   [REQUEST_ID_HEADER]: {
     description:
-      "The request's id: API Gateway's, Function Compute's, or one the local server generates. Every answer the router makes carries it (an `internal` problem repeats it as `requestId`), and the client's typed errors carry it: quote it when you report a problem.",
+      "The request's id: the `X-Request-Id` the client sent, when it is 1 to 128 visible ASCII characters (0x21-0x7E), otherwise one the server generates (the platform's own id is logged beside it). Every answer the router makes carries it (an `internal` problem repeats it as `requestId`), and the client's typed errors carry it: quote it when you report a problem.",
     schema: { type: 'string' },
   },
   ETag: {

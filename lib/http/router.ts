@@ -155,12 +155,12 @@ export function createRouter(given: RouterDeps, routes: readonly Route[] = ROUTE
       const methods = found.node.methods as Map<string, Route>;
       const r = methods.get(method);
       if (!r) {
+        // An OPTIONS names the route it asks about (a preflight or not); another method the path
+        // does not take stays `unmatched`, so a client's invented methods add no route to the metrics.
+        if (method === 'OPTIONS') route = `OPTIONS ${found.node.pattern}`;
         // A preflight from an allowed origin (CORS on); any other OPTIONS is a method like another.
         const answer = preflight(deps.cors, request);
-        if (answer) {
-          route = `OPTIONS ${found.node.pattern}`;
-          return answer;
-        }
+        if (answer) return answer;
         const allow = [...methods.keys()].join(', ');
         throw new HttpProblem('method-not-allowed', `use ${allow}`, {}, { allow });
       }

@@ -8,7 +8,10 @@ export interface HttpRequest {
   /** Lower-case names. */
   readonly headers: Readonly<Record<string, string | undefined>>;
   readonly body?: Buffer;
+  /** The client's `X-Request-Id` when valid (`REQUEST_ID_PATTERN`), otherwise one generated. */
   readonly requestId: string;
+  /** The platform's own id of the request (API Gateway's, Function Compute's); absent locally. */
+  readonly platformRequestId?: string;
   /** Claims the platform already verified (API Gateway's JWT authorizer); absent elsewhere. */
   readonly claims?: Readonly<Record<string, unknown>>;
 }

@@ -338,8 +338,10 @@ const NAMES = new Map<z.core.$ZodType, SchemaName>(
   Object.entries(schemas).map(([name, schema]) => [schema, name as SchemaName]),
 );
 
-/** The answer header with the request's id (every answer carries it). */
+/** The answer header with the request's id (every answer carries it; a client may send its own). */
 export const REQUEST_ID_HEADER = 'X-Request-Id';
+/** A request id a client may send and see kept: 1 to 128 visible ASCII characters (0x21-0x7E). */
+export const REQUEST_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;
 
 /** Request headers a route may read, by the name a route's `headers` schema gives them. */
 export const HEADER_NAMES = {

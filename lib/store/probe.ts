@@ -184,11 +184,21 @@ export interface VerifiedDriver extends ObjectStoreDriver {
   verify(): Promise<void>;
 }
 
+/**
+ * What one run of the probe found: `verified` (every declared guarantee held), `unsafe` (a write it
+ * had to refuse was acknowledged: every later write is refused), `inconclusive` (it proved nothing:
+ * a 5xx, the network, refused credentials, a missing bucket; the next write probes again).
+ */
+export const PROBE_OUTCOMES = ['verified', 'unsafe', 'inconclusive'] as const;
+export type ProbeOutcome = (typeof PROBE_OUTCOMES)[number];
+
 export interface VerifyOptions {
   /** The store's prefix; the probe's objects live under it (`probeNames` in layout.ts). */
   readonly prefix: string;
   /** Called once, when the backend is found unsafe (log it at ERROR). */
   readonly onUnsafe?: (error: BackendUnsafeError) => void;
+  /** Called at the end of each run of the probe, with what it found. */
+  readonly onOutcome?: (outcome: ProbeOutcome) => void;
 }
 
 /**
@@ -198,20 +208,25 @@ export interface VerifyOptions {
 export function verifiedDriver(driver: ObjectStoreDriver, options: VerifyOptions): VerifiedDriver {
   let verdict: Promise<void> | undefined;
   const verify = (): Promise<void> => {
-    verdict ??= probeGuarantees(driver, options.prefix).catch((error: unknown) => {
-      if (error instanceof BackendUnsafeError) {
-        options.onUnsafe?.(error);
-        throw error;
-      }
-      verdict = undefined; // proved nothing: the next write probes again
-      const failure = backendError(error);
-      // Whatever the probe met, the write it guards was not made: a retry may succeed, unless the
-      // deployment refuses it (a missing bucket, access denied: no retry helps until it is fixed).
-      throw failure instanceof MisconfiguredBackendError ||
-        (failure instanceof BackendError && failure.retryable)
-        ? failure
-        : new BackendError(`the backend probe failed: ${failure.message}`, true, { cause: error });
-    });
+    verdict ??= probeGuarantees(driver, options.prefix).then(
+      () => options.onOutcome?.('verified'),
+      (error: unknown) => {
+        if (error instanceof BackendUnsafeError) {
+          options.onUnsafe?.(error);
+          options.onOutcome?.('unsafe');
+          throw error;
+        }
+        verdict = undefined; // proved nothing: the next write probes again
+        options.onOutcome?.('inconclusive');
+        const failure = backendError(error);
+        // Whatever the probe met, the write it guards was not made: a retry may succeed, unless the
+        // deployment refuses it (a missing bucket, access denied: no retry helps until it is fixed).
+        throw failure instanceof MisconfiguredBackendError ||
+          (failure instanceof BackendError && failure.retryable)
+          ? failure
+          : new BackendError(`the backend probe failed: ${failure.message}`, true, { cause: error });
+      },
+    );
     return verdict;
   };
   return new Proxy(driver, {

@@ -321,10 +321,15 @@ describe('AWS: serverless package', () => {
       })),
     );
     expect(BACKEND_PROBLEMS).toEqual(['backend-unsafe', 'backend-unavailable', 'backend-misconfigured']);
-    const problems = Object.values(alarms).filter((a) => String(a.MetricName).startsWith('Outcome_'));
-    expect(problems.map((a) => a.MetricName).sort()).toEqual(
-      BACKEND_PROBLEMS.map((c) => `Outcome_${c}`).sort(),
+    const problems = Object.values(alarms).filter((a) => a.MetricName === 'Problems');
+    expect(problems.map((a) => a.Dimensions)).toEqual(
+      BACKEND_PROBLEMS.map((code) => [
+        { Name: 'service', Value: 'agent-state' },
+        { Name: 'code', Value: code },
+      ]),
     );
+    for (const a of problems)
+      expect(a).toMatchObject({ Namespace: 'AgentState', Statistic: 'Sum', Threshold: 1 });
   });
 
   it("alarms on the backend problems with the namespace, name and dimensions the bundle's EMF carries", async () => {
@@ -373,9 +378,24 @@ describe('AWS: serverless package', () => {
       .filter((l) => l.startsWith('{'))
       .map((l) => JSON.parse(l));
     expect(lines.find((l) => l.answer)?.answer.statusCode).toBe(503);
-    const emf = lines.find((l) => l._aws);
-    const directive = emf?._aws.CloudWatchMetrics[0];
     const alarm = t.Resources.BackendMisconfiguredAlarm?.Properties;
+    const blobs = lines.filter((l) => l._aws);
+    // The problem's blob of its own, and the request's (its three dimension sets).
+    const emf = blobs.find((l) => l[alarm.MetricName] !== undefined);
+    const directive = emf?._aws.CloudWatchMetrics[0];
+    expect(directive.Dimensions).toEqual([['service', 'code']]);
+    const request = blobs.find((l) => l.Requests !== undefined);
+    expect(request?._aws.CloudWatchMetrics[0].Dimensions).toEqual([
+      ['service'],
+      ['service', 'route'],
+      ['service', 'route', 'statusClass'],
+    ]);
+    expect(request).toMatchObject({
+      service: env.POWERTOOLS_SERVICE_NAME,
+      route: 'GET /v1/sessions/{sessionId}/state/{key}',
+      statusClass: '5xx',
+      Requests: 1,
+    });
     expect(directive.Namespace).toBe(alarm.Namespace);
     expect(directive.Metrics.map((m: { Name: string }) => m.Name)).toContain(alarm.MetricName);
     expect(emf[alarm.MetricName]).toBe(1);

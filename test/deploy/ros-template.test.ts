@@ -662,7 +662,10 @@ describe('ROS template: guard rails', () => {
       // The alert's phrase, as the full-text index reads it (a hyphen does not split a token).
       const problemLines = lines.filter((l) => l.includes('"backend-misconfigured"'));
       expect(problemLines.length).toBeGreaterThan(0);
-      expect(problemLines.every((l) => JSON.parse(l).requestId === 'r-problem')).toBe(true);
+      // FC's id beside the answer's own (the event sends no X-Request-Id: a generated one).
+      expect(problemLines.every((l) => JSON.parse(l).platformRequestId === 'r-problem')).toBe(true);
+      const answerId = answer?.headers['x-request-id'];
+      expect(problemLines.every((l) => JSON.parse(l).requestId === answerId)).toBe(true);
     } finally {
       await new Promise((r) => jwks.close(r));
     }

@@ -108,8 +108,12 @@ describe('readable failures from the bundles', () => {
     const mapped = await listSessions('--enable-source-maps');
     expect(listings).toBeGreaterThan(0);
     expect(mapped.answer.statusCode).toBe(500);
-    expect(JSON.parse(mapped.answer.body)).toMatchObject({ code: 'internal', requestId: 'r-source-maps' });
+    // The event has no X-Request-Id: the answer's id is a fresh one, logged with API Gateway's beside it.
+    const { requestId } = JSON.parse(mapped.answer.body);
+    expect(JSON.parse(mapped.answer.body)).toMatchObject({ code: 'internal', requestId: expect.any(String) });
+    expect(requestId).not.toBe('r-source-maps');
     expect(mapped.errors).toHaveLength(1);
+    expect(mapped.errors[0]).toMatchObject({ requestId, platformRequestId: 'r-source-maps' });
     const stack: string = mapped.errors[0].error.stack;
     // The real failure: the SDK could not parse the listing.
     expect(stack).toMatch(/XML/);

@@ -9,6 +9,8 @@ import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
 import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
 import { platformApp } from '../http/harness.js';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 const app = platformApp;
 
 const context = {
@@ -93,14 +95,21 @@ describe('API Gateway v2 adapter: malformed events', () => {
     expect(JSON.parse(result.body)).toMatchObject({ code: 'invalid-request', field });
   });
 
-  it('a router that throws: a 500 internal problem with the event request id, logged once', async () => {
+  it("a router that throws: a 500 internal problem with a request id, logged once with the platform's", async () => {
     const broken = app(true);
     const logged = vi.spyOn(broken.logger, 'error');
     const result = (await createApiGatewayHandler(broken)(apigwEvent(), context)) as Result;
     expect(result.statusCode).toBe(500);
     expect(result.headers['content-type']).toBe('application/problem+json');
-    expect(JSON.parse(result.body)).toMatchObject({ code: 'internal', requestId: 'apigw-request-1' });
+    // The event has no X-Request-Id: a fresh one answers, the platform's is logged beside it.
+    const { requestId } = JSON.parse(result.body);
+    expect(JSON.parse(result.body)).toMatchObject({
+      code: 'internal',
+      requestId: expect.stringMatching(UUID),
+    });
+    expect(result.headers['x-request-id']).toBe(requestId);
     expect(logged).toHaveBeenCalledTimes(1);
+    expect(logged.mock.calls[0]?.[1]).toMatchObject({ requestId, platformRequestId: 'apigw-request-1' });
   });
 
   it('a base64 body of 3.5 MB is checked without overflowing the stack (then refused by size, not a 500)', async () => {
@@ -144,13 +153,20 @@ describe('Function Compute 3 adapter: malformed events', () => {
     expect(JSON.parse(result.body)).toMatchObject({ code: 'invalid-request', field: 'event' });
   });
 
-  it('a router that throws: a 500 internal problem with the event request id, logged once', async () => {
+  it("a router that throws: a 500 internal problem with a request id, logged once with the platform's", async () => {
     const broken = app(true);
     const logged = vi.spyOn(broken.logger, 'error');
     const result = await createFunctionComputeHandler(broken)(Buffer.from(JSON.stringify(fcEvent())));
     expect(result.statusCode).toBe(500);
     expect(result.headers['content-type']).toBe('application/problem+json');
-    expect(JSON.parse(result.body)).toMatchObject({ code: 'internal', requestId: 'fc-request-1' });
+    // The event has no X-Request-Id: a fresh one answers, the platform's is logged beside it.
+    const { requestId } = JSON.parse(result.body);
+    expect(JSON.parse(result.body)).toMatchObject({
+      code: 'internal',
+      requestId: expect.stringMatching(UUID),
+    });
+    expect(result.headers['x-request-id']).toBe(requestId);
     expect(logged).toHaveBeenCalledTimes(1);
+    expect(logged.mock.calls[0]?.[1]).toMatchObject({ requestId, platformRequestId: 'fc-request-1' });
   });
 });

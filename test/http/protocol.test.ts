@@ -123,14 +123,15 @@ describe('X-Request-Id on the answers the adapters make themselves', () => {
     awsRequestId: 'lambda-id',
     getRemainingTimeInMillis: () => 1000,
   } as Context;
+  /** An event whose client sent `requestId` as X-Request-Id (none: undefined); the platform's id is another. */
   const event = (requestId: string | undefined, change: (e: Record<string, unknown>) => void = () => {}) => {
     const e: Record<string, unknown> = {
       version: '2.0',
       rawPath: '/v1/health',
       rawQueryString: '',
-      headers: {},
+      headers: requestId ? { 'X-Request-Id': requestId } : {},
       queryParameters: {},
-      requestContext: { ...(requestId ? { requestId } : {}), http: { method: 'GET', path: '/v1/health' } },
+      requestContext: { requestId: 'platform-id', http: { method: 'GET', path: '/v1/health' } },
       isBase64Encoded: false,
     };
     change(e);
@@ -144,7 +145,7 @@ describe('X-Request-Id on the answers the adapters make themselves', () => {
     ) as Promise<Result>;
   const fc = (a: App, e: unknown) => createFunctionComputeHandler(a)(Buffer.from(JSON.stringify(e)));
 
-  it('API Gateway: its request id on a success, a malformed event (400) and a router that throws (500)', async () => {
+  it("API Gateway: the client's request id on a success, a malformed event (400) and a router that throws (500)", async () => {
     expect((await apigw(app(), event('gw-1'))).headers['x-request-id']).toBe('gw-1');
     const malformed = await apigw(
       app(),
@@ -158,15 +159,16 @@ describe('X-Request-Id on the answers the adapters make themselves', () => {
     expect(JSON.parse(broken.body).requestId).toBe('gw-3');
   });
 
-  it('API Gateway: an event without a request id gets one, the same in the header and the body', async () => {
+  it("API Gateway: an event without X-Request-Id gets one (not the platform's), the same in the header and the body", async () => {
     const ok = await apigw(app(), event(undefined));
     expect(ok.headers['x-request-id']).toMatch(UUID);
+    expect(ok.headers['x-request-id']).not.toBe('platform-id');
     const broken = await apigw(app(true), event(undefined));
     expect(broken.headers['x-request-id']).toMatch(UUID);
     expect(JSON.parse(broken.body).requestId).toBe(broken.headers['x-request-id']);
   });
 
-  it('Function Compute: its request id on a success, a malformed event (400) and a router that throws (500)', async () => {
+  it("Function Compute: the client's request id on a success, a malformed event (400) and a router that throws (500)", async () => {
     expect((await fc(app(), event('fc-1'))).headers['x-request-id']).toBe('fc-1');
     const malformed = await fc(
       app(),

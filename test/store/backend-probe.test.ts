@@ -244,7 +244,9 @@ describe('the backend probe', () => {
 
   it('memory: 7 calls when healthy; wrapped to lie about append positions, refused for good', async () => {
     const healthy = recording(createMemoryDriver());
-    await verifiedDriver(healthy.driver, { prefix: 'p/' }).verify();
+    const found = vi.fn();
+    await verifiedDriver(healthy.driver, { prefix: 'p/', onOutcome: found }).verify();
+    expect(found.mock.calls).toEqual([['verified']]);
     expect(healthy.calls.map((c) => c.method)).toEqual([
       'put',
       'put',
@@ -259,7 +261,8 @@ describe('the backend probe', () => {
     const inner = createMemoryDriver();
     const lying = recording(ignoringPosition(inner));
     const unsafe = vi.fn();
-    const verified = verifiedDriver(lying.driver, { prefix: 'p/', onUnsafe: unsafe });
+    const outcomes = vi.fn();
+    const verified = verifiedDriver(lying.driver, { prefix: 'p/', onUnsafe: unsafe, onOutcome: outcomes });
     const refused = await verified.put('p/session/value', '{}').catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(BackendUnsafeError);
     expect(refused).toMatchObject({ backend: 'memory', guarantee: expect.stringMatching(/position append/) });
@@ -280,6 +283,27 @@ describe('the backend probe', () => {
     expect(lying.calls).toHaveLength(7);
     await expect(verified.get('p/session/value')).rejects.toBeInstanceOf(ObjectNotFoundError);
     expect(unsafe).toHaveBeenCalledTimes(1);
+    expect(outcomes.mock.calls).toEqual([['unsafe']]);
+  });
+
+  it('a probe that proves nothing reports inconclusive, and the next run verified', async () => {
+    const inner = createMemoryDriver();
+    let failures = 1;
+    const flaky = new Proxy(inner, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== 'put' || typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (failures-- > 0) return Promise.reject(new Error('connection reset'));
+          return value.apply(target, args);
+        };
+      },
+    });
+    const outcomes = vi.fn();
+    const verified = verifiedDriver(flaky, { prefix: 'p/', onOutcome: outcomes });
+    await expect(verified.verify()).rejects.toThrow(/connection reset/);
+    await verified.verify();
+    expect(outcomes.mock.calls).toEqual([['inconclusive'], ['verified']]);
   });
 
   it('a transient failure of the probe fails that write only; the next write probes again and succeeds', async () => {

@@ -13,15 +13,15 @@ import type {
 } from 'aws-lambda';
 import type { App } from '../app.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
-import { eventParts, eventRequestId, guarded, isHead, logTo } from './guard.js';
+import { eventParts, eventRequestIds, guarded, isHead, logTo, type RequestIds } from './guard.js';
 
 /** The neutral request of an API Gateway v2 event; `ValidationError` when the event is malformed. */
 export function fromApiGateway(
   event: APIGatewayProxyEventV2WithJWTAuthorizer,
-  requestId: string = eventRequestId(event),
+  ids: RequestIds = eventRequestIds(event),
 ): HttpRequest {
   return {
-    ...eventParts(event, requestId),
+    ...eventParts(event, ids),
     query: Object.fromEntries(new URLSearchParams(event.rawQueryString ?? '')),
     claims: event.requestContext.authorizer?.jwt?.claims,
   };
@@ -43,11 +43,12 @@ export function toApiGateway(response: HttpResponse, head = false): APIGatewayPr
 /** The Lambda handler: middy chain (logger context, EMF metrics), then the router. */
 export function createApiGatewayHandler(app: App) {
   const onError = logTo(app.logger);
-  const base = async (event: APIGatewayProxyEventV2WithJWTAuthorizer, _context: Context) => {
-    // API Gateway's request id (one generated here for an event without one): in logs and X-Request-Id.
-    const requestId = eventRequestId(event);
+  const base = async (event: APIGatewayProxyEventV2WithJWTAuthorizer, context: Context) => {
+    // The client's X-Request-Id (or a fresh one) in X-Request-Id and the logs; API Gateway's id
+    // (Lambda's for an event without one) logged beside it.
+    const ids = eventRequestIds(event, context?.awsRequestId);
     return toApiGateway(
-      await guarded(requestId, onError, () => app.handle(fromApiGateway(event, requestId))),
+      await guarded(ids, onError, () => app.handle(fromApiGateway(event, ids))),
       isHead(event),
     );
   };

@@ -7,7 +7,7 @@
  */
 import type { App } from '../app.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
-import { eventParts, eventRequestId, guarded, isHead, logTo, malformed } from './guard.js';
+import { eventParts, eventRequestIds, guarded, isHead, logTo, malformed, type RequestIds } from './guard.js';
 
 /** The documented shape of an FC 3.0 HTTP trigger event. */
 export interface FcHttpEvent {
@@ -38,8 +38,8 @@ function parseEvent(raw: Buffer | string | FcHttpEvent): unknown {
 }
 
 /** The neutral request of a parsed event; `ValidationError` when it is malformed. */
-function requestOf(event: unknown, requestId?: string): HttpRequest {
-  const parts = eventParts(event, requestId);
+function requestOf(event: unknown, ids?: RequestIds): HttpRequest {
+  const parts = eventParts(event, ids);
   const query = (event as { queryParameters?: unknown }).queryParameters ?? {};
   if (typeof query !== 'object' || Object.values(query).some((v) => typeof v !== 'string'))
     throw malformed('queryParameters', 'not a map of strings');
@@ -69,12 +69,17 @@ export function toFunctionCompute(response: HttpResponse, head = false): FcHttpR
 /** The FC handler: `handler(event, context)`. */
 export function createFunctionComputeHandler(app: App) {
   const onError = logTo(app.logger);
-  return async (raw: Buffer | string | FcHttpEvent, _context?: unknown): Promise<FcHttpResult> => {
+  return async (raw: Buffer | string | FcHttpEvent, context?: unknown): Promise<FcHttpResult> => {
     const event = parseEvent(raw);
-    // Function Compute's request id (one generated here for an event without one): in logs and X-Request-Id.
-    const requestId = eventRequestId(event);
+    // The client's X-Request-Id (or a fresh one) in X-Request-Id and the logs; Function Compute's
+    // id (the context's for an event without one) logged beside it.
+    const fallback =
+      typeof context === 'object' && context !== null
+        ? (context as { requestId?: unknown }).requestId
+        : undefined;
+    const ids = eventRequestIds(event, fallback);
     return toFunctionCompute(
-      await guarded(requestId, onError, () => app.handle(requestOf(event, requestId))),
+      await guarded(ids, onError, () => app.handle(requestOf(event, ids))),
       isHead(event),
     );
   };

@@ -6,18 +6,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { ValidationError } from '../../contract/errors.js';
-import { REQUEST_ID_HEADER } from '../../protocol/schemas.js';
+import { REQUEST_ID_HEADER, REQUEST_ID_PATTERN } from '../../protocol/schemas.js';
 import { toProblem } from '../problems.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
 
-/** Told of each error that became a 500 answer, with the request's id (to log it once). */
-export type OnError = (error: unknown, requestId: string) => void;
+/** Told of each error that became a 500 answer, with the request's ids (to log it once). */
+export type OnError = (error: unknown, requestId: string, platformRequestId?: string) => void;
 
 /** Reports errors to a logger, as the router logs the ones it catches. */
 export const logTo =
   (logger: Logger): OnError =>
-  (error, requestId) =>
-    logger.error('request failed', { requestId, error: error as Error });
+  (error, requestId, platformRequestId) =>
+    logger.error('request failed', { requestId, platformRequestId, error: error as Error });
 
 /** An answer with the request's id in its `X-Request-Id` header. */
 export function withRequestId<A extends { readonly headers: Record<string, string> }>(
@@ -32,7 +32,7 @@ export function withRequestId<A extends { readonly headers: Record<string, strin
  * `X-Request-Id`: the router sets it on the answers it makes).
  */
 export async function guarded<T>(
-  requestId: string,
+  { requestId, platformRequestId }: RequestIds,
   onError: OnError,
   answer: () => Promise<T>,
 ): Promise<T | HttpResponse> {
@@ -40,7 +40,10 @@ export async function guarded<T>(
     return await answer();
   } catch (error) {
     const { response, internal } = toProblem(error, requestId);
-    if (internal) onError(error, requestId);
+    if (internal) {
+      if (platformRequestId === undefined) onError(error, requestId);
+      else onError(error, requestId, platformRequestId);
+    }
     return withRequestId(response, requestId);
   }
 }
@@ -59,12 +62,42 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 export const malformed = (field: string, what: string) =>
   new ValidationError(field, `malformed event: ${what}`);
 
-/** The request id an event carries, or a fresh one; never throws. */
-export function eventRequestId(event: unknown): string {
-  const context = isObject(event) ? event.requestContext : undefined;
-  const id = isObject(context) ? context.requestId : undefined;
-  return typeof id === 'string' && id !== '' ? id : randomUUID();
+/** A request's ids: the one its answer and logs carry, and the platform's own (logged beside it). */
+export interface RequestIds {
+  readonly requestId: string;
+  readonly platformRequestId?: string;
 }
+
+/**
+ * The request id of a request whose `X-Request-Id` is `sent` (a header value, any case of its name
+ * already resolved): kept when it matches `REQUEST_ID_PATTERN`, otherwise a fresh UUID.
+ */
+export const requestIdOf = (sent: unknown): string =>
+  typeof sent === 'string' && REQUEST_ID_PATTERN.test(sent) ? sent : randomUUID();
+
+/** The value of the header `name` (lower case) in a map of headers of any case; never throws. */
+function headerOf(headers: unknown, name: string): unknown {
+  if (!isObject(headers)) return undefined;
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value;
+  return undefined;
+}
+
+/**
+ * The ids of an event (API Gateway v2, FC 3): the client's `X-Request-Id` when valid, otherwise a
+ * fresh one; the platform's from `requestContext.requestId`, else `fallback` (Lambda's context).
+ * Never throws.
+ */
+export function eventRequestIds(event: unknown, fallback?: unknown): RequestIds {
+  const context = isObject(event) ? event.requestContext : undefined;
+  const own = isObject(context) ? context.requestId : undefined;
+  const platform = typeof own === 'string' && own !== '' ? own : fallback;
+  return {
+    requestId: requestIdOf(headerOf(isObject(event) ? event.headers : undefined, REQUEST_ID)),
+    ...(typeof platform === 'string' && platform !== '' ? { platformRequestId: platform } : {}),
+  };
+}
+
+const REQUEST_ID = REQUEST_ID_HEADER.toLowerCase();
 
 /** Whether an event (API Gateway v2 or FC 3) is a HEAD request, whose answer has no body; never throws. */
 export function isHead(event: unknown): boolean {
@@ -76,11 +109,11 @@ export function isHead(event: unknown): boolean {
 /**
  * The parts API Gateway v2 and Function Compute 3 HTTP events share (`requestContext.http.method`,
  * `rawPath`, `headers`, `body`, `isBase64Encoded`), checked; a `ValidationError` names the first bad
- * field. `requestId` is the event's (or, when it has none, the one the adapter generated for it).
+ * field. `ids` are the event's (`eventRequestIds`), as the adapter logged them.
  */
 export function eventParts(
   event: unknown,
-  requestId: string = eventRequestId(event),
+  ids: RequestIds = eventRequestIds(event),
 ): Omit<HttpRequest, 'query' | 'claims'> {
   if (!isObject(event)) throw malformed('event', 'not a JSON object');
   const context = event.requestContext;
@@ -109,6 +142,6 @@ export function eventParts(
     path,
     headers,
     body: body ? Buffer.from(body, isBase64Encoded === true ? 'base64' : 'utf8') : undefined,
-    requestId,
+    ...ids,
   };
 }

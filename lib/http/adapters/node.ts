@@ -7,10 +7,11 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ValidationError } from '../../contract/errors.js';
+import { REQUEST_ID_HEADER } from '../../protocol/schemas.js';
 import { problem, toProblem } from '../problems.js';
 import { API_METHODS } from '../routes/index.js';
 import type { HttpHandler, HttpResponse } from '../types.js';
-import { guarded, type OnError, withRequestId } from './guard.js';
+import { guarded, type OnError, requestIdOf, withRequestId } from './guard.js';
 
 /** Presigned transfers the local server answers itself (the fs driver's, under `/v1/blobs/`). */
 export interface BlobServer {
@@ -34,6 +35,7 @@ export interface NodeServerOptions {
 type Answer = Omit<HttpResponse, 'body'> & { readonly body?: string | Uint8Array };
 
 const BLOBS = '/v1/blobs/';
+const REQUEST_ID = REQUEST_ID_HEADER.toLowerCase();
 /** A `%` not followed by two hex digits. */
 const BAD_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
 /** The `scheme://authority` an absolute-form target starts with. */
@@ -100,9 +102,10 @@ export function createNodeServer(
   }
 
   const server = http.createServer(async (req, res) => {
-    const requestId = randomUUID();
+    // The client's X-Request-Id when valid (Node joins a repeated one with ", ": refused), else a fresh one.
+    const requestId = requestIdOf(req.headers[REQUEST_ID]);
     try {
-      const reply = await guarded(requestId, onError, () => answer(req, requestId));
+      const reply = await guarded({ requestId }, onError, () => answer(req, requestId));
       if (reply) send(res, reply, requestId, onError);
       else res.destroy();
     } catch {
