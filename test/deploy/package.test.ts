@@ -456,7 +456,7 @@ describe('AWS: placeholders do not reach production', () => {
     );
     expect(refusal(noAudience)).toMatch(/^parameter jwtAudience: required on stage prod/);
     expect(refusal(noCors)).toMatch(/^parameter corsOrigins: required on stage prod/);
-  }, 120_000);
+  });
 
   it('resolves a stage given its own parameters: the authorizer and the functions get them, corsOrigins=none turns CORS off', async () => {
     const [prod, custom] = await Promise.all([
@@ -492,7 +492,7 @@ describe('AWS: placeholders do not reach production', () => {
     expect(tuned.resources.Resources.Api5xxRateAlarm.Properties.AlarmActions).toEqual([
       'arn:aws:sns:eu-west-1:123456789012:ops',
     ]);
-  }, 120_000);
+  });
 });
 
 // Installed by .ci/run (`npm run setup:node24`) into its own folder: inside node_modules its `node`
