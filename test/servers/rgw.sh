@@ -8,7 +8,9 @@
 # DIR defaults to $RGW_DIR or a new temp folder (printed as RGW_DIR). Needs the Debian packages
 # ceph-mon ceph-osd radosgw ceph-common, and root (or a user allowed to run them); the settings
 # below say why each is there. RGW_LC_DEBUG_INTERVAL (default 10) sets how many
-# seconds a lifecycle "day" lasts; RGW_LC_THREADS=true lets the gateway run lifecycle by itself.
+# seconds a lifecycle "day" lasts; RGW_LC_THREADS=true lets the gateway run lifecycle by itself;
+# RGW_LC_MAX_OBJS (default 32, Ceph's) sets the lifecycle index's shard count (1 puts every bucket
+# with rules in one shard: test/deploy/rgw-lifecycle.test.ts must still pass so).
 set -euo pipefail
 
 cmd=${1:-}
@@ -95,6 +97,7 @@ auth allow insecure global id reclaim = false
 [client]
 rgw lc debug interval = ${RGW_LC_DEBUG_INTERVAL:-10}
 rgw enable lc threads = ${RGW_LC_THREADS:-false}
+rgw lc max objs = ${RGW_LC_MAX_OBJS:-32}
 [client.rgw.test]
 rgw frontends = beast endpoint=127.0.0.1:$rgw_port
 rgw dns name = 127.0.0.1
