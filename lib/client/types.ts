@@ -23,6 +23,7 @@ import type {
   Snapshot,
   SnapshotRequest,
   StorageTier,
+  StoreCapabilities,
   TruncateOptions,
   Versioned,
   WorkspaceDownload,
@@ -165,6 +166,11 @@ export interface LeaseRef {
  * (`NodeHttpSessionStore`) adds files and brotli.
  */
 export interface HttpSessionStore extends SessionStore {
+  /**
+   * What the server's backend can do (`GET /v1/capabilities`): asked once, then answered from that
+   * answer for the client's life (a failed read is asked again).
+   */
+  capabilities(options?: CallOptions): Promise<StoreCapabilities>;
   get<T = unknown>(sessionId: string, key: string, options?: CallOptions): Promise<T | undefined>;
   getVersioned<T = unknown>(
     sessionId: string,
