@@ -65,6 +65,12 @@ export interface HttpClientOptions {
   /** Where debug lines of retries go; none by default. */
   readonly logger?: ClientLogger;
   /**
+   * The user this client means: sent as `Agent-State-User` (its URL id form) with every API call,
+   * so a token of another user is refused (403 `user-mismatch`, `UserMismatchError`) instead of
+   * acting in that user's sessions. None by default: the token alone decides.
+   */
+  readonly userId?: string;
+  /**
    * Attempts of a call: of an idempotent one (GET, HEAD, PUT, DELETE, and an append, which carries
    * its `Idempotency-Key`) after a network error, a timeout or a 429/5xx, of any one answered 409
    * `contended` (nothing was written); default 4. The wait before each is the answer's

@@ -369,6 +369,11 @@ export const HEADER_NAMES = {
   ifMatch: 'If-Match',
   ifNoneMatch: 'If-None-Match',
   idempotencyKey: 'Idempotency-Key',
+  /**
+   * The user the client means, in the URL id form: a differing token user is 403 `user-mismatch`
+   * (checked by the authentication step of every route that needs an identity, lib/http/auth.ts).
+   */
+  user: 'Agent-State-User',
 } as const;
 
 /** A request header's name in a route's `headers` schema. */

@@ -47,6 +47,7 @@ const USERS = [
   'judy',
   'trudy',
   'anon',
+  '__anon__',
   'a',
   'a/b',
   '用户-ü',

@@ -44,6 +44,7 @@ export interface RouterDeps {
 export const COMMON_PROBLEMS = [
   'invalid-request',
   'unauthorized',
+  'user-mismatch',
   'not-found',
   'method-not-allowed',
   'payload-too-large',
