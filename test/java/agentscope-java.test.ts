@@ -9,7 +9,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -169,5 +169,8 @@ describe.skipIf(missing !== undefined && !CI)('AgentScope Java client (clients/j
     expect(failed).toBe(0);
     expect(successful).toBe(found);
     expect(found).toBeGreaterThanOrEqual(50);
+    // The count clients/java/README.md states is the count there is.
+    const readme = readFileSync(path.resolve('clients/java/README.md'), 'utf8');
+    expect(Number(/\((\d+) tests, which that file checks/.exec(readme)?.[1]), 'README count').toBe(found);
   });
 });

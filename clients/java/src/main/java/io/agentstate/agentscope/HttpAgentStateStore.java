@@ -51,8 +51,10 @@ import java.util.function.Consumer;
  * computes the list's chain hash itself. Thread-safe.
  *
  * <p>It references no AgentScope type but {@code AgentStateStore}, {@code State} and
- * {@code VersionedState}, and marks none of the versioning methods {@code @Override}, so the same
- * source compiles against an {@code agentscope-core} whose SPI predates them.
+ * {@code VersionedState}, so it needs the versioned SPI: AgentScope 2.0.3 or newer, or
+ * {@code agentscope-java}'s main since commit 2d851ed6 (2.0.2 has no {@code VersionedState}). Jackson
+ * is the application's ({@code provided}); only APIs present since Jackson 2.12 are used. Its
+ * module name is {@code io.agentstate.agentscope} ({@code Automatic-Module-Name}).
  */
 public final class HttpAgentStateStore implements AgentStateStore {
     /** The version of an absent value (and {@code saveIfVersion}'s "create only"). */
