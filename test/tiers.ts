@@ -42,6 +42,8 @@ export const TIERS: readonly Tier[] = [
       'test/client/retry-after.test.ts',
       'test/client/timeouts.test.ts',
       'test/client/manners.test.ts',
+      'test/client/capabilities.test.ts',
+      'test/client/user-header.test.ts',
       'test/client/universal-transfers.test.ts',
       'test/client/universal-bundle.test.ts',
       'test/drivers/memory.test.ts',
@@ -50,6 +52,7 @@ export const TIERS: readonly Tier[] = [
       'test/lock/',
       'test/store/store.test.ts',
       'test/store/store-http.test.ts',
+      'test/store/capabilities.test.ts',
       'test/store/store-properties.test.ts',
       'test/store/append-expiry.test.ts',
       'test/store/append-codec.test.ts',
@@ -78,6 +81,7 @@ export const TIERS: readonly Tier[] = [
       'test/store/commits.test.ts',
       'test/store/append-budgets.test.ts',
       'test/store/list-budgets.test.ts',
+      'test/store/capabilities.test.ts',
       // Counted and big-data cases on memory: out of the inner loop, beside the other budgets.
       'test/store/keys.test.ts',
       'test/store/truncate.test.ts',
@@ -100,6 +104,7 @@ export const TIERS: readonly Tier[] = [
     // Ceph RGW, a real S3 (required in CI).
     files: [
       'test/drivers/rgw.test.ts',
+      'test/store/capabilities.test.ts',
       'test/drivers/transfer.test.ts',
       'test/lock/with-lock.test.ts',
       'test/store/store.test.ts',

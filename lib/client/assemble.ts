@@ -4,6 +4,7 @@
  * and adds the methods of its transfers to the interface itself.
  */
 
+import { Capabilities } from './capabilities.js';
 import { Commits } from './commits.js';
 import { KnownLists, Lists } from './lists.js';
 import { Requests } from './requests.js';
@@ -35,7 +36,9 @@ export function assemble<T extends Transfers = Transfers>(
   const lists = new Lists(requests, known);
   const sessions = new Sessions(requests, known);
   const commits = new Commits(requests, known, values);
+  const capabilities = new Capabilities(requests);
   const store: HttpSessionStore = {
+    capabilities: capabilities.capabilities.bind(capabilities),
     createValueUpload: transfers.createValueUpload.bind(transfers),
     commitValueUpload: transfers.commitValueUpload.bind(transfers),
     createWorkspaceUpload: transfers.createWorkspaceUpload.bind(transfers),

@@ -41,7 +41,12 @@ import { assemble } from './assemble.js';
 import type { HttpClientOptions, HttpSessionStore } from './types.js';
 
 export type { CommitFailure, ProblemDetails } from '../contract/errors.js';
-export { PayloadTooLargeError, ProtocolError, UnauthorizedError } from '../contract/errors.js';
+export {
+  PayloadTooLargeError,
+  ProtocolError,
+  UnauthorizedError,
+  UserMismatchError,
+} from '../contract/errors.js';
 export type {
   CommitList,
   CommitRequest,

@@ -340,6 +340,7 @@ export class Requests {
           : await settings.token();
     const headers = this.withAgent(init.headers ?? {});
     if (token) headers.authorization = `Bearer ${token}`;
+    if (settings.user !== undefined) headers[HEADER_NAMES.user] = settings.user;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     const body = init.body === undefined ? undefined : JSON.stringify(init.body);
     const idempotent = init.idempotent ?? IDEMPOTENT.has(method);

@@ -6,6 +6,8 @@
  */
 
 import { ValidationError } from '../contract/errors.js';
+import { checkId } from '../contract/ids.js';
+import { encodeUrlId } from '../protocol/url-ids.js';
 import type { ClientLogger, HttpClientOptions } from './types.js';
 
 /** The package's version, sent in the User-Agent (test/client/settings.test.ts checks it against package.json). */
@@ -24,6 +26,8 @@ export interface ClientSettings {
   /** Undefined where the runtime does not let a script set it (a browser page or worker). */
   readonly userAgent: string | undefined;
   readonly logger: ClientLogger | undefined;
+  /** The `Agent-State-User` of every API call (the `userId` option in its URL id form), if given. */
+  readonly user: string | undefined;
 }
 
 /** The runtime's environment variables, where it has them (Node, Bun, Deno with `process`). */
@@ -63,5 +67,7 @@ export function settingsOf(options: HttpClientOptions = {}): ClientSettings {
     token: options.token ?? (env[CLIENT_ENV.token] || undefined),
     userAgent: userAgentSettable() ? USER_AGENT : undefined,
     logger: options.logger,
+    // Checked as the library checks ids (a blank one is a ValidationError, not the anonymous user).
+    user: options.userId === undefined ? undefined : encodeUrlId(checkId('userId', options.userId)),
   };
 }

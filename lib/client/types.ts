@@ -23,6 +23,7 @@ import type {
   Snapshot,
   SnapshotRequest,
   StorageTier,
+  StoreCapabilities,
   TruncateOptions,
   Versioned,
   WorkspaceDownload,
@@ -63,6 +64,12 @@ export interface HttpClientOptions {
   readonly token?: string | (() => string | Promise<string>);
   /** Where debug lines of retries go; none by default. */
   readonly logger?: ClientLogger;
+  /**
+   * The user this client means: sent as `Agent-State-User` (its URL id form) with every API call,
+   * so a token of another user is refused (403 `user-mismatch`, `UserMismatchError`) instead of
+   * acting in that user's sessions. None by default: the token alone decides.
+   */
+  readonly userId?: string;
   /**
    * Attempts of a call: of an idempotent one (GET, HEAD, PUT, DELETE, and an append, which carries
    * its `Idempotency-Key`) after a network error, a timeout or a 429/5xx, of any one answered 409
@@ -165,6 +172,11 @@ export interface LeaseRef {
  * (`NodeHttpSessionStore`) adds files and brotli.
  */
 export interface HttpSessionStore extends SessionStore {
+  /**
+   * What the server's backend can do (`GET /v1/capabilities`): asked once, then answered from that
+   * answer for the client's life (a failed read is asked again).
+   */
+  capabilities(options?: CallOptions): Promise<StoreCapabilities>;
   get<T = unknown>(sessionId: string, key: string, options?: CallOptions): Promise<T | undefined>;
   getVersioned<T = unknown>(
     sessionId: string,

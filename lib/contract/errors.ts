@@ -357,6 +357,14 @@ export class UnauthorizedError extends StoreError {
   override name = 'UnauthorizedError';
 }
 
+/**
+ * The request named a user (`Agent-State-User`) that is not its token's (403): nothing was read
+ * or written.
+ */
+export class UserMismatchError extends StoreError {
+  override name = 'UserMismatchError';
+}
+
 /** The request or the answer was too large (413). */
 export class PayloadTooLargeError extends StoreError {
   override name = 'PayloadTooLargeError';

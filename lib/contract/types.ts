@@ -470,8 +470,32 @@ export interface CommitResult {
 
 // ---- an engine ---------------------------------------------------------------------------------
 
+/**
+ * What the server's backend can do, as `GET /v1/capabilities` answers it: derived once from the
+ * driver's capabilities (lib/store/capabilities.ts), so clients read it instead of assuming.
+ */
+export interface StoreCapabilities {
+  /** Every value carries a version (its `ETag`), and reads can be conditioned on it (every backend). */
+  readonly versioning: boolean;
+  /** Values carry a revision (1 on create, +1 per write); not yet. */
+  readonly revisions: boolean;
+  /**
+   * A save conditioned on a version (`If-Match`, `ifVersion`, a commit's `ifVersion`) is evaluated
+   * atomically by the backend; where not (OSS), it is refused as `precondition-unsupported`.
+   */
+  readonly conditionalOverwrite: boolean;
+  /** The backend reads byte ranges of stored objects (partial reads; presigned downloads honour `Range`). */
+  readonly ranges: boolean;
+  /** Workspaces and large values move straight to and from the object store through presigned URLs. */
+  readonly presignedTransfer: boolean;
+  /** A commit is atomic across its keys (false on object storage: per-key atomic). */
+  readonly atomicCommits: boolean;
+}
+
 /** The store: user-scoped stores, and the test-only truncate. */
 export interface StateStore {
+  /** What its backend can do (`GET /v1/capabilities`). */
+  readonly capabilities: StoreCapabilities;
   /**
    * The store of one user; null or blank is the anonymous user. `authority` replaces the store's
    * own (the HTTP router passes its lock).

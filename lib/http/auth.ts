@@ -5,10 +5,18 @@
  *   trigger's JWKS (FC) or an HS256 secret (local). `alg: none` and unexpected algorithms are refused.
  * A missing, invalid or expired identity, or a user claim the id rule refuses (lib/contract/ids.ts), is 401. Only the local server,
  * with ALLOW_ANONYMOUS=true, lets a request without a token act as the anonymous user.
+ *
+ * `authenticate` is the step every route that needs an identity goes through (the router calls it,
+ * no route does): the token first (401), then the user the client says it means, `Agent-State-User`
+ * in the URL id form (lib/protocol/url-ids.ts): a malformed one is 400 `invalid-request`, one that
+ * is not the token's user (or any, for the anonymous user) 403 `user-mismatch`, before anything is
+ * read or written; without the header, the token decides alone (older clients).
  */
 import { createRemoteJWKSet, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import { ValidationError } from '../contract/errors.js';
+import { UserMismatchError, ValidationError } from '../contract/errors.js';
 import { checkId } from '../contract/ids.js';
+import { HEADER_NAMES } from '../protocol/schemas.js';
+import { decodeUrlId } from '../protocol/url-ids.js';
 import { HttpProblem } from './problems.js';
 import type { HttpRequest } from './types.js';
 
@@ -81,4 +89,20 @@ export function bearerJwtAuth(
       throw unauthorized('the token is invalid or expired');
     }
   };
+}
+
+const USER_HEADER = HEADER_NAMES.user.toLowerCase();
+
+/**
+ * The caller's user id: the authenticator's (401 when the token is refused), checked against the
+ * `Agent-State-User` the request may carry (400 when it is not an id in its URL form, 403
+ * `user-mismatch` when it names another user, or any user for the anonymous caller).
+ */
+export async function authenticate(auth: Authenticator, request: HttpRequest): Promise<string | null> {
+  const userId = await auth(request);
+  const claimed = request.headers[USER_HEADER];
+  if (claimed === undefined) return userId;
+  if (decodeUrlId(claimed, HEADER_NAMES.user) !== userId)
+    throw new UserMismatchError('Agent-State-User does not name the token user');
+  return userId;
 }

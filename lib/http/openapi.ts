@@ -21,6 +21,8 @@ const PROBLEM_NOTES: Record<ProblemCode, string> = {
   'invalid-request':
     "a path parameter, query parameter, header or body is malformed; `field` names it (a truncate that asks to keep more items than the list has: `field` `count`, with `count` asked and `currentCount`, the list's)",
   unauthorized: 'no valid bearer token',
+  'user-mismatch':
+    "`Agent-State-User` names another user than the bearer token's (or any user, for an anonymous caller); nothing was read or written. The answer names neither user",
   'not-found': 'no such resource',
   'method-not-allowed': 'the path takes other methods, which `Allow` lists',
   'append-conflict':
@@ -171,6 +173,18 @@ const ISSUED_IDS: Partial<Record<PathParam, string>> = {
   uploadId: 'the `uploadId` the upload was started with',
 };
 
+/**
+ * The request header every operation that needs an identity takes (a shared parameter): the user
+ * the client means, checked against the token's by the authentication step (lib/http/auth.ts).
+ */
+const USER_PARAMETER = {
+  name: HEADER_NAMES.user,
+  in: 'header',
+  required: false,
+  schema: { type: 'string' },
+  description: `the user the client means, in the URL id form (${ENCODED_ID}); checked after the token (401 first): not a valid id form is 400 \`invalid-request\`, another user than the token's is 403 \`user-mismatch\`, nothing read or written; without it, the token's user`,
+};
+
 /** The `$ref` of a component. */
 const ref = (kind: 'schemas' | 'headers', name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
@@ -266,6 +280,7 @@ function operationOf(route: Route): Operation {
     ...(route.auth ? {} : { security: [] }),
     parameters: [
       ...pathParameters(route.pattern),
+      ...(route.auth ? [{ $ref: '#/components/parameters/AgentStateUser' }] : []),
       ...parametersOf(route.query?.shape, 'query'),
       ...parametersOf(route.headers?.shape, 'header'),
     ],
@@ -384,6 +399,7 @@ export function openApiDocument(): Record<string, unknown> {
     components: {
       schemas: componentSchemas,
       responses,
+      parameters: { AgentStateUser: USER_PARAMETER },
       headers: HEADERS,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     },

@@ -17,6 +17,7 @@ import { parseIJson } from '../contract/json.js';
 import { PATH_PARAMS, type PathParam, patternSegments } from '../protocol/paths.js';
 import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER } from '../protocol/schemas.js';
 import { decodeUrlId } from '../protocol/url-ids.js';
+import { authenticate } from './auth.js';
 import { negotiated } from './compression.js';
 import { preflight, withCors } from './cors.js';
 import { HttpProblem, toProblem } from './problems.js';
@@ -178,7 +179,8 @@ export function createRouter(given: RouterDeps, routes: readonly Route[] = ROUTE
       // platform; a bearer token has none) are refused before anything is read.
       if (request.headers.authorization?.includes(','))
         throw new ValidationError('Authorization', 'one bearer token (a single Authorization header)');
-      const userId = r.auth ? await deps.auth(request) : null;
+      // The token, then the user the request says it means (auth.ts): before anything is read.
+      const userId = r.auth ? await authenticate(deps.auth, request) : null;
       // The lock is the authority over every token a write carries (docs/DESIGN.md, "The write path").
       const user = deps.store.forUser(userId, { authority: deps.lock });
       const body = r.body ? parseBody(request, r as Route & { body: z.ZodMiniType }) : undefined;

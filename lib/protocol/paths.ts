@@ -17,6 +17,7 @@ const WORKSPACE = `${WORKSPACES}/{name}`;
 export const PATHS = {
   health: '/v1/health',
   ready: '/v1/ready',
+  capabilities: '/v1/capabilities',
   openapi: '/v1/openapi.json',
   sessions: SESSIONS,
   session: SESSION,

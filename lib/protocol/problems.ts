@@ -34,6 +34,7 @@ import {
   UnsupportedOperationError,
   UploadMismatchError,
   UploadNotFoundError,
+  UserMismatchError,
   ValidationError,
 } from '../contract/errors.js';
 
@@ -142,6 +143,13 @@ export const PROBLEMS = {
     },
   },
   unauthorized: { status: 401, title: 'Unauthorized', error: (_, detail) => new UnauthorizedError(detail) },
+  // About the caller's own token only: the answer never names the user it claimed nor the token's.
+  'user-mismatch': {
+    status: 403,
+    title: 'User mismatch',
+    answers: [answer({ raisedBy: UserMismatchError, detail: () => USER_MISMATCH })],
+    error: (_, detail) => new UserMismatchError(detail),
+  },
   'not-found': {
     status: 404,
     title: 'Not found',
@@ -356,6 +364,8 @@ export const PROBLEMS = {
 
 /** The detail of the `not-found` problem of an absent session (the client's `SessionNotFoundError`). */
 export const SESSION_NOT_FOUND = 'no such session';
+/** The detail of `user-mismatch`. */
+const USER_MISMATCH = "Agent-State-User does not name this token's user; nothing was read or written";
 /** The detail of `backend-unavailable` (what failed stays in the log). */
 const BACKEND_UNAVAILABLE = 'the storage backend is unavailable; retry';
 /** The detail of `backend-misconfigured` (the resource and the credentials stay in the log). */

@@ -271,6 +271,25 @@ export const schemas = {
 
   Health: z.object({ status: z.literal('ok') }),
   Ready: z.object({ status: z.literal('ok') }),
+  Capabilities: z.object({
+    versioning: meta(z.boolean(), {
+      description: 'every value carries a version (its ETag), and reads can be conditioned on it',
+    }),
+    revisions: meta(z.boolean(), { description: 'values carry a revision (1 on create, +1 per write)' }),
+    conditionalOverwrite: meta(z.boolean(), {
+      description:
+        "a save conditioned on a version (If-Match, a commit's ifVersion) is evaluated atomically; false: refused with 501 precondition-unsupported (OSS)",
+    }),
+    ranges: meta(z.boolean(), {
+      description: 'the backend reads byte ranges of stored objects (presigned downloads honour Range)',
+    }),
+    presignedTransfer: meta(z.boolean(), {
+      description: 'workspaces and large values move straight to and from the object store by presigned URLs',
+    }),
+    atomicCommits: meta(z.boolean(), {
+      description: 'a commit is atomic across its keys (false on object storage: per-key atomic)',
+    }),
+  }),
   WorkspaceUploadRequest: z.strictObject({
     size: int(0),
     md5: meta(z.optional(md5), { description: 'whole body, for a single PUT' }),
@@ -350,6 +369,11 @@ export const HEADER_NAMES = {
   ifMatch: 'If-Match',
   ifNoneMatch: 'If-None-Match',
   idempotencyKey: 'Idempotency-Key',
+  /**
+   * The user the client means, in the URL id form: a differing token user is 403 `user-mismatch`
+   * (checked by the authentication step of every route that needs an identity, lib/http/auth.ts).
+   */
+  user: 'Agent-State-User',
 } as const;
 
 /** A request header's name in a route's `headers` schema. */

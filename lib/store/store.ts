@@ -39,6 +39,7 @@ import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import type { ContentEncoding } from '../util/encoding.js';
 import { DAY_MS, KIB } from '../util/units.js';
+import { storeCapabilities } from './capabilities.js';
 import { Commits } from './commits.js';
 import {
   backendError,
@@ -173,6 +174,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     metrics: options.metrics ?? { count: () => {} },
   };
   const store: StateStore = {
+    capabilities: storeCapabilities(capabilities),
     forUser: (userId, o = {}) => {
       const user = namedUser(userId);
       const authority = o.authority ?? options.authority;

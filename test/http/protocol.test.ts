@@ -32,6 +32,7 @@ import {
   UnsupportedOperationError,
   UploadMismatchError,
   UploadNotFoundError,
+  UserMismatchError,
   ValidationError,
 } from '../../lib/contract/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
@@ -387,6 +388,7 @@ describe('the problem table, server to client', () => {
         (e: ValidationError) => expect([e.field, e.message]).toEqual(['limit', 'limit: must be 1 to 1000']),
       ],
       unauthorized: [new HttpProblem('unauthorized', 'no token'), UnauthorizedError, () => {}],
+      'user-mismatch': [new UserMismatchError('x'), UserMismatchError, () => {}],
       'not-found': [
         new UploadNotFoundError('u1'),
         ProtocolError,

@@ -1,15 +1,15 @@
 /**
  * The AgentScope Java client (clients/java), an `AgentStateStore` over this API. This
- * file starts the local API in-process twice: on the memory driver, requiring tokens; and on the
+ * file starts the local API in-process three times: on the memory driver, requiring tokens; on the
  * fs driver (a temporary folder, its presigned URLs served by the same server), allowing anonymous
- * access too. It mints a token per user the JUnit tests act as, and runs clients/java/build.sh
+ * access too; and on a memory driver declaring no conditional overwrite, as OSS. It mints a token per user the JUnit tests act as, and runs clients/java/build.sh
  * (javac against Debian's jars, then the JUnit console launcher), printing the JUnit test count;
  * any failing JUnit test fails it. Without javac (or the jars) it skips with one line, except
  * under CI=true, where it fails.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { backendsFrom } from '../../lib/http/backends/local.js';
@@ -46,6 +47,7 @@ const USERS = [
   'judy',
   'trudy',
   'anon',
+  '__anon__',
   'a',
   'a/b',
   '用户-ü',
@@ -56,10 +58,23 @@ const versionOf = (etag: string) =>
   (BigInt(`0x${createHash('sha256').update(etag, 'utf8').digest('hex')}`) & ((1n << 62n) - 1n)) + 1n;
 
 /**
- * The local API: on the memory driver, or with `DATA_DIR` on the fs driver, whose presigned URLs
- * (values over the body limit) the same server answers; `env` adds to its configuration.
+ * A driver that declares no conditional overwrite, as OSS: the store keeps its lists by position
+ * append, and a save conditioned on a version is refused (501 `precondition-unsupported`).
  */
-async function startApi(env: Record<string, string> = {}) {
+function withoutConditionalOverwrite(driver: ObjectStoreDriver): ObjectStoreDriver {
+  const capabilities = { ...driver.capabilities, conditionalOverwrite: false };
+  return new Proxy(driver, {
+    get: (target, name, receiver) =>
+      name === 'capabilities' ? capabilities : Reflect.get(target, name, receiver),
+  });
+}
+
+/**
+ * The local API: on the memory driver, or with `DATA_DIR` on the fs driver, whose presigned URLs
+ * (values over the body limit) the same server answers; `env` adds to its configuration; with
+ * `noConditionalOverwrite`, over a driver without conditional overwrite (as OSS).
+ */
+async function startApi(env: Record<string, string> = {}, noConditionalOverwrite = false) {
   const config = loadConfig({
     STORE_BACKEND: env.DATA_DIR ? 'fs' : 'memory',
     AUTH_JWT_SECRET: SECRET,
@@ -68,6 +83,7 @@ async function startApi(env: Record<string, string> = {}) {
   });
   let url = '';
   const backends = backendsFrom(config, () => url);
+  if (noConditionalOverwrite) backends.driver = withoutConditionalOverwrite(backends.driver);
   const app = createApp(config, backends);
   const driver = backends.driver;
   const blobs =
@@ -105,6 +121,7 @@ if (missing && !CI)
 describe.skipIf(missing !== undefined && !CI)('AgentScope Java client (clients/java) [java]', () => {
   let authenticated: Awaited<ReturnType<typeof startApi>>;
   let anonymous: Awaited<ReturnType<typeof startApi>>;
+  let noCas: Awaited<ReturnType<typeof startApi>>;
   let dataDir: string;
 
   beforeAll(async () => {
@@ -112,9 +129,10 @@ describe.skipIf(missing !== undefined && !CI)('AgentScope Java client (clients/j
     // The second also keeps its data on fs, so values over the body limit go through presigned URLs.
     dataDir = await mkdtemp(path.join(tmpdir(), 'agentscope-java-'));
     anonymous = await startApi({ ALLOW_ANONYMOUS: 'true', DATA_DIR: dataDir });
+    noCas = await startApi({}, true);
   });
   afterAll(async () => {
-    for (const api of [authenticated, anonymous]) {
+    for (const api of [authenticated, anonymous, noCas]) {
       api?.server.closeAllConnections();
       await new Promise<void>((r) => (api ? api.server.close(() => r()) : r()));
     }
@@ -138,6 +156,7 @@ describe.skipIf(missing !== undefined && !CI)('AgentScope Java client (clients/j
     const { code, out } = await run('bash', [BUILD], {
       AGENT_STATE_URL: authenticated.url,
       AGENT_STATE_ANON_URL: anonymous.url,
+      AGENT_STATE_NO_CAS_URL: noCas.url,
       AGENT_STATE_TOKENS: JSON.stringify(tokens),
       AGENT_STATE_VERSION_VECTORS: JSON.stringify(vectors),
     });
@@ -150,5 +169,8 @@ describe.skipIf(missing !== undefined && !CI)('AgentScope Java client (clients/j
     expect(failed).toBe(0);
     expect(successful).toBe(found);
     expect(found).toBeGreaterThanOrEqual(50);
+    // The count clients/java/README.md states is the count there is.
+    const readme = readFileSync(path.resolve('clients/java/README.md'), 'utf8');
+    expect(Number(/\((\d+) tests, which that file checks/.exec(readme)?.[1]), 'README count').toBe(found);
   });
 });

@@ -63,6 +63,7 @@ describe('OpenAPI document: operations', () => {
     expect(ids).toEqual({
       'GET /v1/health': 'getHealth',
       'GET /v1/ready': 'getReady',
+      'GET /v1/capabilities': 'getCapabilities',
       'GET /v1/openapi.json': 'getOpenApi',
       'GET /v1/sessions': 'listSessions',
       'DELETE /v1/sessions': 'deleteAllSessions',

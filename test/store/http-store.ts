@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createHttpClient } from '../../lib/client/index.js';
 import { checkId } from '../../lib/contract/ids.js';
 import type { SessionLock } from '../../lib/contract/lock.js';
-import type { StateStore } from '../../lib/contract/types.js';
+import type { StateStore, StoreCapabilities } from '../../lib/contract/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { bearerJwtAuth } from '../../lib/http/auth.js';
 import { createRouter } from '../../lib/http/router.js';
@@ -29,6 +29,8 @@ export async function httpStateStore(
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const store: StateStore = {
+    // The server's own answer (GET /v1/capabilities).
+    capabilities: (await (await fetch(`${baseUrl}/v1/capabilities`)).json()) as StoreCapabilities,
     forUser(userId) {
       if (userId == null || userId.trim() === '') return createHttpClient({ baseUrl });
       checkId('userId', userId);

@@ -1,8 +1,11 @@
-/** Routes about the API itself: health, readiness and the OpenAPI document (no identity needed). */
+/** Routes about the API itself: health, readiness, capabilities and the OpenAPI document (no identity needed). */
 import { PATHS } from '../../protocol/paths.js';
 import { schemas } from '../../protocol/schemas.js';
 import { READY_CACHE_MS } from '../readiness.js';
 import { json, route } from './route.js';
+
+/** Seconds clients and caches may keep the capabilities: they change only with a deployment. */
+export const CAPABILITIES_MAX_AGE_SECONDS = 300;
 
 export const META_ROUTES = [
   route({
@@ -30,6 +33,20 @@ export const META_ROUTES = [
       await c.deps.ready?.();
       return json(200, { status: 'ok' });
     },
+  }),
+  route({
+    method: 'GET',
+    pattern: PATHS.capabilities,
+    operationId: 'getCapabilities',
+    tag: 'meta',
+    summary: "What the server's backend can do",
+    description: `What this deployment's storage backend can do, derived from its driver: whether values carry versions, whether a save conditioned on a version is evaluated (\`conditionalOverwrite\`: false on OSS, where such a save is refused with 501 \`precondition-unsupported\`), ranges, presigned transfers, atomic commits. Clients read it once instead of assuming. It needs no identity, does not reach the backend, and may be cached for ${CAPABILITIES_MAX_AGE_SECONDS} s.`,
+    auth: false,
+    answers: { 200: schemas.Capabilities },
+    handle: async (c) =>
+      json(200, c.deps.store.capabilities, {
+        'cache-control': `public, max-age=${CAPABILITIES_MAX_AGE_SECONDS}`,
+      }),
   }),
   route({
     method: 'GET',

@@ -44,6 +44,7 @@ export interface RouterDeps {
 export const COMMON_PROBLEMS = [
   'invalid-request',
   'unauthorized',
+  'user-mismatch',
   'not-found',
   'method-not-allowed',
   'payload-too-large',
@@ -80,7 +81,7 @@ export const FENCING_NOTE =
 
 /** The resources of the API (the OpenAPI document's tags), and what each is. */
 export const TAGS = {
-  meta: 'The API itself: health and this document (no identity needed).',
+  meta: 'The API itself: health, readiness, capabilities and this document (no identity needed).',
   sessions: "The caller's sessions: list them, ask whether one exists, delete one or all.",
   state:
     'Single values under a key: any I-JSON value, versioned by an entity tag, saved optionally on a condition.',

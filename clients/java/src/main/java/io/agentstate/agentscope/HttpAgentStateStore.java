@@ -51,8 +51,10 @@ import java.util.function.Consumer;
  * computes the list's chain hash itself. Thread-safe.
  *
  * <p>It references no AgentScope type but {@code AgentStateStore}, {@code State} and
- * {@code VersionedState}, and marks none of the versioning methods {@code @Override}, so the same
- * source compiles against an {@code agentscope-core} whose SPI predates them.
+ * {@code VersionedState}, so it needs the versioned SPI: AgentScope 2.0.3 or newer, or
+ * {@code agentscope-java}'s main since commit 2d851ed6 (2.0.2 has no {@code VersionedState}). Jackson
+ * is the application's ({@code provided}); only APIs present since Jackson 2.12 are used. Its
+ * module name is {@code io.agentstate.agentscope} ({@code Automatic-Module-Name}).
  */
 public final class HttpAgentStateStore implements AgentStateStore {
     /** The version of an absent value (and {@code saveIfVersion}'s "create only"). */
@@ -74,6 +76,10 @@ public final class HttpAgentStateStore implements AgentStateStore {
     private final Duration leaseWait;
     private final boolean truncateEnabled;
     private final String truncateUser;
+    /** The server's capabilities, once read. */
+    private volatile Capabilities capabilities;
+
+    private final Object capabilitiesLock = new Object();
     /** What the store knows of each list: the items it last read or wrote, and the server's count and hash. */
     private final Map<String, KnownList> known =
             Collections.synchronizedMap(
@@ -149,10 +155,63 @@ public final class HttpAgentStateStore implements AgentStateStore {
         return stored == null ? Optional.empty() : Optional.of(convert(stored.value(), type));
     }
 
-    /** Always true: versions are derived from the server's etags. */
+    /**
+     * Whether {@link #saveIfVersion} is honoured: the server's values carry versions and its backend
+     * evaluates a save conditioned on one ({@code versioning} and {@code conditionalOverwrite} of
+     * {@link #capabilities()}). False on an OSS-backed server, which refuses conditional overwrites.
+     */
     public boolean supportsVersioning() {
-        return true;
+        Capabilities c = capabilities();
+        return c.versioning() && c.conditionalOverwrite();
     }
+
+    /**
+     * What the server's backend can do ({@code GET /v1/capabilities}, no token): read once, on the
+     * first call, and answered from that for the store's life. A server without the route (an
+     * older one) is taken to have versions but no conditional overwrite, revisions, ranges,
+     * presigned transfers or atomic commits.
+     */
+    public Capabilities capabilities() {
+        Capabilities c = capabilities;
+        if (c != null) return c;
+        synchronized (capabilitiesLock) {
+            if (capabilities == null) {
+                Transport.Answer answer = transport.send(null, "GET", "/v1/capabilities", new Transport.Call());
+                if (answer.status() == 404) capabilities = new Capabilities(true, false, false, false, false, false);
+                else if (answer.status() != 200) throw transport.error(null, answer);
+                else {
+                    JsonNode body = transport.json(answer);
+                    capabilities =
+                            new Capabilities(
+                                    body.path("versioning").asBoolean(false),
+                                    body.path("revisions").asBoolean(false),
+                                    body.path("conditionalOverwrite").asBoolean(false),
+                                    body.path("ranges").asBoolean(false),
+                                    body.path("presignedTransfer").asBoolean(false),
+                                    body.path("atomicCommits").asBoolean(false));
+                }
+            }
+            return capabilities;
+        }
+    }
+
+    /**
+     * What the server's backend can do, as {@code GET /v1/capabilities} answers it.
+     *
+     * @param versioning every value carries a version (its ETag)
+     * @param revisions values carry a revision (1 on create, +1 per write)
+     * @param conditionalOverwrite a save conditioned on a version is evaluated (false on OSS)
+     * @param ranges the backend reads byte ranges of stored objects
+     * @param presignedTransfer large values and workspaces move through presigned URLs
+     * @param atomicCommits a commit is atomic across its keys
+     */
+    public record Capabilities(
+            boolean versioning,
+            boolean revisions,
+            boolean conditionalOverwrite,
+            boolean ranges,
+            boolean presignedTransfer,
+            boolean atomicCommits) {}
 
     /** The value with its version; an absent value is {@code (null, 0)}. */
     public <T extends State> VersionedState<T> getVersioned(

@@ -156,6 +156,8 @@ final class Transport {
                 if (token == null || token.isBlank())
                     throw new IllegalStateException("the token provider gave no token for user " + userId);
                 request.header("Authorization", "Bearer " + token);
+                // The user this call means: a token of another user is refused (403 user-mismatch).
+                request.header("Agent-State-User", segment("userId", userId));
             }
             call.headers.forEach(request::header);
             if (call.body != null) request.header("Content-Type", "application/json");
@@ -251,6 +253,7 @@ final class Transport {
             if (anonymous(userId)) return new AnonymousNotAllowedException(requestId);
             return new UnauthorizedException(message, status, requestId);
         }
+        if ("user-mismatch".equals(code)) return new UserMismatchException(message, requestId);
         if (status == 403) return new UnauthorizedException(message, status, requestId);
         if ("invalid-request".equals(code) || (code == null && status == 400))
             return new InvalidRequestException(message, problem.path("field").asText(null), requestId);

@@ -16,7 +16,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * What the tests share: the local API started by test/java/agentscope-java.test.ts (its address,
- * that of a second one allowing anonymous access, and a token per user, from the environment),
+ * that of a second one allowing anonymous access, of a third without conditional overwrite, and a
+ * token per user, from the environment),
  * stores that record their requests, the state types of the seed, and raw calls for checking what
  * the server holds.
  */
@@ -24,6 +25,8 @@ final class Fixture {
     static final ObjectMapper JSON = new ObjectMapper();
     static final String URL = env("AGENT_STATE_URL");
     static final String ANON_URL = env("AGENT_STATE_ANON_URL");
+    /** A server whose backend has no conditional overwrite (as OSS). */
+    static final String NO_CAS_URL = env("AGENT_STATE_NO_CAS_URL");
     static final Map<String, String> TOKENS = read(env("AGENT_STATE_TOKENS"), new TypeReference<>() {});
 
     private Fixture() {}

@@ -63,10 +63,37 @@ class IdentityTest {
         HttpAgentStateStore anon = Fixture.store(Fixture.ANON_URL).store();
         String s = Fixture.session("sentinel");
         anon.save(null, s, "agent_state", STATE);
-        // "anon" is the reference's segment for the anonymous user; here it is a user like any other.
+        // "__anon__" is the reference's segment for the anonymous user (OssAgentStateStore), "anon"
+        // this store's: here both are users like any other, apart from the anonymous user.
         HttpAgentStateStore named =
                 HttpAgentStateStore.builder().baseUrl(Fixture.ANON_URL).tokenProvider(Fixture::token).build();
         assertFalse(named.exists("anon", s));
+        assertFalse(named.exists("__anon__", s));
+        named.save("__anon__", s, "agent_state", new AgentState("named", 2, Map.of()));
+        assertEquals("x", anon.get(null, s, "agent_state", AgentState.class).orElseThrow().summary());
+    }
+
+    @Test
+    void aTokenOfAnotherUserIsRefusedNothingWritten() {
+        // A provider that hands out bob's token for every user: the store says it means alice.
+        HttpAgentStateStore wrong =
+                HttpAgentStateStore.builder().baseUrl(Fixture.URL).tokenProvider(u -> Fixture.token("bob")).build();
+        String s = Fixture.session("mismatch");
+        UserMismatchException e =
+                assertThrows(UserMismatchException.class, () -> wrong.save("alice", s, "agent_state", STATE));
+        assertEquals(403, e.status());
+        assertEquals("user-mismatch", e.code());
+        assertFalse(e.getMessage().contains("bob") || e.getMessage().contains("alice"), "names neither user");
+        assertThrows(UserMismatchException.class, () -> wrong.get("alice", s, "agent_state", AgentState.class));
+        assertThrows(UserMismatchException.class, () -> wrong.listSessionIds("alice"));
+        // Nothing landed in bob's space (nor alice's).
+        assertFalse(store.exists("bob", s));
+        assertFalse(store.exists("alice", s));
+        // The token's own user is accepted, a non-plain one in its URL form (the header is ~base64url).
+        HttpAgentStateStore right =
+                HttpAgentStateStore.builder().baseUrl(Fixture.URL).tokenProvider(Fixture::token).build();
+        right.save("用户-ü", s, "agent_state", STATE);
+        assertEquals(Optional.of(STATE), right.get("用户-ü", s, "agent_state", AgentState.class));
     }
 
     @Test
