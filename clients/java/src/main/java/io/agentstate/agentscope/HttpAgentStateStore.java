@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import io.agentscope.core.state.AgentStateStore;
+import io.agentscope.core.state.ConcurrentSessionModificationException;
+import io.agentscope.core.state.ConflictPolicy;
 import io.agentscope.core.state.State;
 import io.agentscope.core.state.VersionedState;
 import java.io.IOException;
@@ -50,8 +52,14 @@ import java.util.function.Consumer;
  * server decides (unchanged, appended, or a rewrite that archives the old list). It never
  * computes the list's chain hash itself. Thread-safe.
  *
- * <p>It references no AgentScope type but {@code AgentStateStore}, {@code State} and
- * {@code VersionedState}, so it needs the versioned SPI: AgentScope 2.0.3 or newer, or
+ * <p>Replicas: by default a list save is last-writer-wins (the SPI's meaning), so two replicas
+ * saving the same list each from what it read keep the last one's whole list (the other's is
+ * archived); {@link Builder#listConflictPolicy} {@code APPEND_MERGE} keeps both writers' appended
+ * items, {@code FAIL} throws {@code ConcurrentSessionModificationException}.
+ *
+ * <p>It references no AgentScope type but {@code AgentStateStore}, {@code State},
+ * {@code VersionedState}, {@code ConflictPolicy} and {@code ConcurrentSessionModificationException}
+ * (all in the SPI since commit 2d851ed6), so it needs the versioned SPI: AgentScope 2.0.3 or newer, or
  * {@code agentscope-java}'s main since commit 2d851ed6 (2.0.2 has no {@code VersionedState}). Jackson
  * is the application's ({@code provided}); only APIs present since Jackson 2.12 are used. Its
  * module name is {@code io.agentstate.agentscope} ({@code Automatic-Module-Name}).
@@ -76,6 +84,7 @@ public final class HttpAgentStateStore implements AgentStateStore {
     private final Duration leaseWait;
     private final boolean truncateEnabled;
     private final String truncateUser;
+    private final ConflictPolicy listConflictPolicy;
     /** The server's capabilities, once read. */
     private volatile Capabilities capabilities;
 
@@ -92,8 +101,19 @@ public final class HttpAgentStateStore implements AgentStateStore {
                         }
                     });
 
-    /** A list as the store last saw it: its items, and the count and hash the server answered. */
-    record KnownList(List<JsonNode> items, long count, String hash) {}
+    /**
+     * A list as the store last saw it: its items, and the count and hash the server answered;
+     * {@code view}, after an {@code APPEND_MERGE} save, the items the caller passed (its own view,
+     * without the other writer's), else null.
+     */
+    record KnownList(List<JsonNode> items, long count, String hash, List<JsonNode> view) {
+        KnownList(List<JsonNode> items, long count, String hash) {
+            this(items, count, hash, null);
+        }
+    }
+
+    /** Merges of an {@code APPEND_MERGE} save before it gives up ({@code contended}). */
+    private static final int MERGE_ATTEMPTS = 8;
 
     private HttpAgentStateStore(Builder b) {
         this.mapper = b.mapper != null ? b.mapper : defaultMapper();
@@ -111,6 +131,7 @@ public final class HttpAgentStateStore implements AgentStateStore {
         this.leaseWait = b.leaseWait;
         this.truncateEnabled = b.truncateEnabled;
         this.truncateUser = b.truncateUser;
+        this.listConflictPolicy = b.listConflictPolicy;
     }
 
     /** A builder; {@code baseUrl} is required, and a {@code tokenProvider} for any named user. */
@@ -315,17 +336,135 @@ public final class HttpAgentStateStore implements AgentStateStore {
     // ---- lists ----
 
     /**
-     * Saves the whole list: when it extends what the store last read or wrote, only the new items
-     * are appended (at the count and hash the server last answered); when it is that list, a
-     * conditional read confirms nothing changed meanwhile; otherwise, or when another writer moved
-     * the list on, the whole list is sent and the server decides.
+     * Saves the whole list under the builder's {@link Builder#listConflictPolicy list conflict
+     * policy} (default {@code OVERWRITE}, the SPI's last-writer-wins): when it extends what the
+     * store last read or wrote, only the new items are appended (at the count and hash the server
+     * last answered); when it is that list, a conditional read confirms nothing changed meanwhile;
+     * otherwise, or when another writer moved the list on, the whole list is sent and the server
+     * decides (a rewrite archives the other writer's list).
      */
     @Override
     public void save(String userId, String sessionId, String key, List<? extends State> values) {
+        save(userId, sessionId, key, values, listConflictPolicy);
+    }
+
+    /**
+     * Saves the whole list under {@code policy}, when another writer (another replica) changed it
+     * since this store's base: the count and hash this store last read or saved for that list in
+     * this process (without one, {@code FAIL} and {@code APPEND_MERGE} read the list first and take
+     * that as the base).
+     *
+     * <ul>
+     *   <li>{@code OVERWRITE}: last-writer-wins, as {@link #save(String, String, String, List)}
+     *       by default.
+     *   <li>{@code FAIL}: the save is conditioned on the base (appends at its count and hash, a
+     *       rewrite {@code If-Match} its hash); when the base moved, nothing is written and it throws
+     *       {@link ConcurrentSessionModificationException} ({@code getExpectedVersion()}: the base's
+     *       item count). Read the list again before saving again.
+     *   <li>{@code APPEND_MERGE}: when this writer only appended to its base and the other writer
+     *       only appended too, the list is read again and this writer's new items are appended after
+     *       the other writer's (the list keeps both, the other writer's first); the caller's next
+     *       save extending its own list appends on that. A rewrite by either writer whose base
+     *       moved fails as {@code FAIL} does.
+     * </ul>
+     */
+    public void save(String userId, String sessionId, String key, List<? extends State> values, ConflictPolicy policy) {
         Objects.requireNonNull(values, "values");
+        Objects.requireNonNull(policy, "policy");
         List<JsonNode> items = new ArrayList<>(values.size());
         for (State value : values) items.add(mapper.valueToTree(value));
-        saveList(userId, sessionId, key, items, null);
+        if (policy == ConflictPolicy.OVERWRITE) saveList(userId, sessionId, key, items, null);
+        else saveOnBase(userId, sessionId, key, items, policy == ConflictPolicy.APPEND_MERGE);
+    }
+
+    /** {@code FAIL} ({@code merge} false) and {@code APPEND_MERGE}: see {@link #save(String, String, String, List, ConflictPolicy)}. */
+    private String saveOnBase(String userId, String sessionId, String key, List<JsonNode> items, boolean merge) {
+        KnownList base = knownList(userId, sessionId, key);
+        if (base == null) {
+            readList(userId, sessionId, key, null, null);
+            base = knownList(userId, sessionId, key);
+            if (base == null) throw new ConflictException("list " + key + " changed while it was read", "list-changed", null, true);
+        }
+        List<JsonNode> view = base.view() != null ? base.view() : base.items();
+        if (!startsWith(items, view)) return rewriteOnBase(userId, sessionId, key, items, base);
+        // This writer's new items, those not yet appended.
+        List<JsonNode> pending = new ArrayList<>(items.subList(view.size(), items.size()));
+        for (int attempt = 0; ; attempt++) {
+            if (pending.isEmpty()) {
+                // Nothing new of this writer's: after a merge, the list holds its items already.
+                if (attempt > 0) {
+                    if (!sameItems(base.items(), items)) rememberView(userId, sessionId, key, items);
+                    return "unchanged";
+                }
+                if (unchangedSince(userId, sessionId, key, base.hash())) return "unchanged";
+            } else {
+                List<JsonNode> target = new ArrayList<>(base.items());
+                target.addAll(pending);
+                String appended = append(userId, sessionId, key, base, target, null);
+                if (appended != null) {
+                    if (!sameItems(target, items)) rememberView(userId, sessionId, key, items);
+                    return appended;
+                }
+                // Some parts may have landed before the conflict: the store remembers up to them.
+                KnownList now = knownList(userId, sessionId, key);
+                if (now != null && now != base && startsWith(now.items(), base.items())) {
+                    pending.subList(0, now.items().size() - base.items().size()).clear();
+                    base = now;
+                }
+            }
+            if (!merge) throw moved(userId, sessionId, key, base);
+            if (attempt >= MERGE_ATTEMPTS)
+                throw new ConflictException("list " + key + " kept changing: other writers kept winning", "contended", null, true);
+            // APPEND_MERGE: only appends by the other writer are merged.
+            List<JsonNode> current = readList(userId, sessionId, key, null, null);
+            if (!startsWith(current, base.items())) throw moved(userId, sessionId, key, base);
+            base = knownList(userId, sessionId, key);
+            if (base == null) throw new ConflictException("list " + key + " changed while it was read", "list-changed", null, true);
+        }
+    }
+
+    /** This writer's rewrite (a compaction): written only while the list has the base's hash. */
+    private String rewriteOnBase(String userId, String sessionId, String key, List<JsonNode> items, KnownList base) {
+        ArrayNode body = mapper.createArrayNode();
+        body.addAll(items);
+        byte[] json = transport.bytes(body);
+        Transport.Answer answer = null;
+        if (json.length <= bodyLimitBytes) {
+            Transport.Call call = new Transport.Call().body(json).header("If-Match", "\"" + base.hash() + "\"");
+            answer = transport.send(userId, "PUT", listPath(sessionId, key), call);
+        }
+        if (answer == null || answer.status() == 413) {
+            try {
+                return saveInParts(userId, sessionId, key, items, null, base.hash());
+            } catch (PreconditionFailedException e) {
+                throw (ConcurrentSessionModificationException) moved(userId, sessionId, key, base).initCause(e);
+            }
+        }
+        if (answer.status() == 412) {
+            // A retry of a PUT that landed meets its own list: then it is saved.
+            if (answer.resent() && sameItems(readList(userId, sessionId, key, null, null), items)) return "rewritten";
+            known.remove(listName(userId, sessionId, key));
+            throw (ConcurrentSessionModificationException)
+                    moved(userId, sessionId, key, base).initCause(transport.error(userId, answer));
+        }
+        if (answer.status() != 200) {
+            known.remove(listName(userId, sessionId, key));
+            throw transport.error(userId, answer);
+        }
+        JsonNode result = transport.json(answer);
+        remember(userId, sessionId, key, items, result.path("count").asLong(), result.path("hash").asText());
+        return result.path("action").asText();
+    }
+
+    /** The base of a list moved under a guarded save: AgentScope's exception, the base's count as its version. */
+    private static ConcurrentSessionModificationException moved(String userId, String sessionId, String key, KnownList base) {
+        return new ConcurrentSessionModificationException(userId, sessionId, key, base.count());
+    }
+
+    /** After a merged save: the caller's own items, so that its next save extending them appends. */
+    private void rememberView(String userId, String sessionId, String key, List<JsonNode> view) {
+        KnownList k = knownList(userId, sessionId, key);
+        if (k != null) known.put(listName(userId, sessionId, key), new KnownList(k.items(), k.count(), k.hash(), List.copyOf(view)));
     }
 
     @Override
@@ -467,11 +606,11 @@ public final class HttpAgentStateStore implements AgentStateStore {
         ArrayNode body = mapper.createArrayNode();
         body.addAll(items);
         byte[] json = transport.bytes(body);
-        if (json.length > bodyLimitBytes) return saveInParts(userId, sessionId, key, items, token);
+        if (json.length > bodyLimitBytes) return saveInParts(userId, sessionId, key, items, token, null);
         Transport.Call call = new Transport.Call().body(json);
         call.token(token);
         Transport.Answer answer = transport.send(userId, "PUT", listPath(sessionId, key), call);
-        if (answer.status() == 413) return saveInParts(userId, sessionId, key, items, token);
+        if (answer.status() == 413) return saveInParts(userId, sessionId, key, items, token, null);
         if (answer.status() != 200) {
             known.remove(listName(userId, sessionId, key));
             throw transport.error(userId, answer);
@@ -484,10 +623,12 @@ public final class HttpAgentStateStore implements AgentStateStore {
     /**
      * A whole list too large for one request: the stored list is read, cut to the prefix both
      * share ({@code truncate} at its hash: only the removed items are archived), and the rest
-     * appended in parts. Not atomic: a reader may see the list cut before the appends land.
+     * appended in parts. Not atomic: a reader may see the list cut before the appends land. With
+     * {@code baseHash}, only while the list has that hash ({@link PreconditionFailedException}).
      */
-    private String saveInParts(String userId, String sessionId, String key, List<JsonNode> items, Long token) {
-        List<JsonNode> stored = readList(userId, sessionId, key, null, null);
+    private String saveInParts(
+            String userId, String sessionId, String key, List<JsonNode> items, Long token, String baseHash) {
+        List<JsonNode> stored = readList(userId, sessionId, key, baseHash, null);
         KnownList read = knownList(userId, sessionId, key);
         if (read == null) throw new ConflictException("list " + key + " changed while it was read", "list-changed", null, true);
         int common = 0;
@@ -626,7 +767,7 @@ public final class HttpAgentStateStore implements AgentStateStore {
      * body limit if lower), each at
      * the count and hash the server answered before it, each with its own {@code Idempotency-Key}
      * (sent again unchanged on a retry). Answers {@code "appended"}, or null when the list moved on
-     * (another writer): the caller then sends the whole list.
+     * (another writer): the caller then sends the whole list, or (a guarded save) gives up or merges.
      */
     private String append(String userId, String sessionId, String key, KnownList last, List<JsonNode> items, Long token) {
         long count = last.count();
@@ -652,10 +793,8 @@ public final class HttpAgentStateStore implements AgentStateStore {
                             .header("Idempotency-Key", UUID.randomUUID().toString());
             call.token(token);
             Transport.Answer answer = transport.send(userId, "POST", listPath(sessionId, key) + "/items", call);
-            if (answer.status() == 409 && "append-conflict".equals(transport.problemCode(answer))) {
-                known.remove(listName(userId, sessionId, key));
-                return null;
-            }
+            // The store keeps what it last saved (the parts before this one): a guarded save's base.
+            if (answer.status() == 409 && "append-conflict".equals(transport.problemCode(answer))) return null;
             if (answer.status() != 200) {
                 known.remove(listName(userId, sessionId, key));
                 throw transport.error(userId, answer);
@@ -709,6 +848,7 @@ public final class HttpAgentStateStore implements AgentStateStore {
         private Duration leaseWait = Duration.ofSeconds(5);
         private boolean truncateEnabled;
         private String truncateUser;
+        private ConflictPolicy listConflictPolicy = ConflictPolicy.OVERWRITE;
         private Consumer<RequestEvent> listener = event -> {};
 
         private Builder() {}
@@ -784,6 +924,18 @@ public final class HttpAgentStateStore implements AgentStateStore {
         public Builder allowTruncateAllSessions(String userId) {
             this.truncateEnabled = true;
             this.truncateUser = userId;
+            return this;
+        }
+
+        /**
+         * What {@code save(userId, sessionId, key, List)} does when another writer (another
+         * replica) changed the list since this store last read or saved it (default
+         * {@code OVERWRITE}: last-writer-wins, the SPI's meaning; the other writer's list is
+         * archived). With replicas, {@code APPEND_MERGE} for conversation lists, or {@code FAIL};
+         * see {@link HttpAgentStateStore#save(String, String, String, List, ConflictPolicy)}.
+         */
+        public Builder listConflictPolicy(ConflictPolicy policy) {
+            this.listConflictPolicy = Objects.requireNonNull(policy, "policy");
             return this;
         }
 

@@ -28,13 +28,18 @@ import org.w3c.dom.NodeList;
 /**
  * What a user's build relies on (run from clients/java by build.sh): the pom declares
  * agentscope-core and Jackson as provided, the stand-in names the commit it mirrors, the compiled
- * client references no AgentScope type but the three of the SPI (so it compiles against the real
- * jar) and only the Jackson members jackson-api.txt lists as present since 2.12, and its jar is the
+ * client references no AgentScope type but the five of the SPI's package (so it compiles against
+ * the real jar) and only the Jackson members jackson-api.txt lists as present since 2.12, and its jar is the
  * automatic module {@code io.agentstate.agentscope}.
  */
 class BuildTest {
     private static final Set<String> SPI_TYPES =
-            Set.of("io/agentscope/core/state/AgentStateStore", "io/agentscope/core/state/State", "io/agentscope/core/state/VersionedState");
+            Set.of(
+                    "io/agentscope/core/state/AgentStateStore",
+                    "io/agentscope/core/state/State",
+                    "io/agentscope/core/state/VersionedState",
+                    "io/agentscope/core/state/ConflictPolicy",
+                    "io/agentscope/core/state/ConcurrentSessionModificationException");
 
     @Test
     void thePomDeclaresAgentscopeCoreAndJacksonProvidedOnJava17() throws Exception {
