@@ -13,6 +13,7 @@ import { OSS_CREDENTIALS } from '../test/servers/global-setup.js';
 import { startLocalBackends } from '../test/servers/local-backends.js';
 import { startOssFront } from '../test/servers/oss-front.js';
 import { lineChart } from './chart.js';
+import { coldStartSection, coldStartTable, measureColdStarts } from './cold-start.js';
 import { frameworkTable, runFrameworkBench } from './framework-bench.js';
 import { langgraphBench } from './frameworks/langgraph.js';
 import { langgraphStoreBench } from './frameworks/langgraph-store.js';
@@ -146,6 +147,9 @@ try {
   const sourceMaps = smoke ? '' : sourceMapTable();
   if (sourceMaps)
     console.log(`\nSource maps (--enable-source-maps) on cold start and warm p50:\n\n${sourceMaps}`);
+  const previousReport = await readFile(path.join(here, 'REPORT.md'), 'utf8').catch(() => '');
+  const coldStarts = smoke ? '' : coldStartTable(measureColdStarts(), previousReport);
+  if (coldStarts) console.log(`\nPackaged cold start, beside the previous run's:\n\n${coldStarts}`);
   if (!smoke) {
     const perTurn = (pattern: 'ours' | 'reference') =>
       result.turns
@@ -261,6 +265,8 @@ try {
       'Each function bundle ships its source map (`<bundle>.map`, mappings only) and runs with `NODE_OPTIONS=--enable-source-maps`, so logged stack traces name the files under lib/. Cold start is from the process start to the first answer of a health event; p50 is over 200 more health events in the same process; medians of 5 processes, with source maps off and enabled.',
       '',
       sourceMaps,
+      '',
+      coldStartSection(coldStarts),
       '',
     ].join('\n');
     // The full soak takes most of an hour, so `npm run soak` runs it apart; its last figures are kept here.

@@ -32,6 +32,7 @@ export const TIERS: readonly Tier[] = [
       'test/util/',
       'test/contract/',
       'test/ceilings.test.ts',
+      'test/bench-cold-start.test.ts',
       'test/http/',
       'test/client/contended.test.ts',
       'test/client/abort.test.ts',

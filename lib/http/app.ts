@@ -13,7 +13,6 @@ import { createStateStore } from '../store/store.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
 import { metricsLog, metricsRecorder } from './metrics.js';
 import { openApiDocument } from './openapi.js';
-import { DependencyFailure } from './readiness.js';
 import { createRouter } from './router.js';
 import type { HttpHandler } from './types.js';
 
@@ -113,15 +112,11 @@ export function createApp(config: Config, parts: AppParts): App {
         code,
         ms: Math.round(ms),
       };
-      // A readiness check's failure is logged as what failed.
-      const failure = error instanceof DependencyFailure ? error.cause : error;
+      // `error` is what toProblem says to log (of a readiness check's failure: what failed).
       // A deployment problem: one line naming the resource and what configures it, no stack.
-      if (failure instanceof MisconfiguredBackendError)
-        logger.error(
-          `${failure.message}: check ${configuredBy(config, failure.backend, failure.resource)}`,
-          entry,
-        );
-      else if (failure) logger.error('request failed', { ...entry, error: failure as Error });
+      if (error instanceof MisconfiguredBackendError)
+        logger.error(`${error.message}: check ${configuredBy(config, error.backend, error.resource)}`, entry);
+      else if (error) logger.error('request failed', { ...entry, error: error as Error });
       else logger.info('request', entry);
       recorder.request(route, response.status, ms, code);
     },

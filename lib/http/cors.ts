@@ -11,11 +11,15 @@ import { addVary } from './compression.js';
 import { ANSWER_HEADERS, API_METHODS } from './routes/index.js';
 import type { HttpRequest, HttpResponse } from './types.js';
 
-/** Request headers a browser may send: the bearer token, the body's type, and every header a route reads. */
+/**
+ * Request headers a browser may send: the bearer token, the body's type, every header a route
+ * reads, and the request id the router keeps when the client sends a valid one.
+ */
 export const CORS_ALLOWED_HEADERS: readonly string[] = [
   'Authorization',
   'Content-Type',
   ...Object.values(HEADER_NAMES),
+  REQUEST_ID_HEADER,
 ];
 
 /**

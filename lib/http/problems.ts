@@ -66,13 +66,15 @@ export function restoring(detail: string, about: Record<string, unknown> = {}): 
 
 /**
  * Maps any error to its problem response (the row of the problem table its class answers with);
- * `internal` says whether it was unexpected, `log` whether it must be logged all the same (a
- * deployment problem: a missing bucket or table, refused credentials).
+ * `internal` says whether it was unexpected; `logged` is what to log, when the answer must be
+ * logged: the error when internal or a deployment problem (a missing bucket or table, refused
+ * credentials), a readiness check's cause (what failed, not the wrapper). The one place a
+ * `DependencyFailure` is unwrapped.
  */
 export function toProblem(
   error: unknown,
   requestId: string,
-): { response: HttpResponse; internal: boolean; log?: boolean } {
+): { response: HttpResponse; internal: boolean; logged?: unknown } {
   if (error instanceof HttpProblem)
     return { response: problem(error.code, error.message, error.extra, error.headers), internal: false };
   if (error instanceof RestoreInProgressError) return { response: restoring(error.message), internal: false };
@@ -84,14 +86,16 @@ export function toProblem(
     return {
       response: problem(code, detail, { dependency: error.dependency }),
       internal: false,
-      log: true,
+      logged: error.cause,
     };
   }
   const found = error instanceof Error ? answerOf(error, requestId) : undefined;
-  if (!found) return { response: problem('internal', 'internal error', { requestId }), internal: true };
+  if (!found)
+    return { response: problem('internal', 'internal error', { requestId }), internal: true, logged: error };
+  const internal = found.code === 'internal';
   return {
     response: problem(found.code, found.detail, found.members, found.headers),
-    internal: found.code === 'internal',
-    ...(error instanceof MisconfiguredBackendError ? { log: true } : {}),
+    internal,
+    ...(internal || error instanceof MisconfiguredBackendError ? { logged: error } : {}),
   };
 }

@@ -193,7 +193,7 @@ export function createRouter(given: RouterDeps, routes: readonly Route[] = ROUTE
     } catch (caught) {
       const mapped = toProblem(caught, request.requestId);
       response = mapped.response;
-      if (mapped.internal || mapped.log) error = caught;
+      error = mapped.logged;
     }
     if (matched?.method === 'GET')
       response = await negotiated(method, request.headers['accept-encoding'], response);

@@ -125,6 +125,28 @@ export interface ListedKeys {
 }
 
 /** The keys of one user's sessions. */
+/** A page's options, checked: the prefix, the key it starts after (the cursor's, when later), its size. */
+interface PageOptions {
+  readonly prefix: string;
+  readonly after: string | undefined;
+  readonly limit: number;
+}
+
+/** `options` checked (a `ValidationError` naming the first bad one), before any request. */
+function pageOptions(options: ListKeysOptions): PageOptions {
+  const prefix = checkBound('prefix', options.prefix) ?? '';
+  let after = checkBound('startAfter', options.startAfter);
+  if (after === '') after = undefined;
+  const limit = options.limit ?? MAX_KEY_PAGE;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KEY_PAGE)
+    throw new ValidationError('limit', `must be 1 to ${MAX_KEY_PAGE}`);
+  if (options.cursor !== undefined) {
+    const key = keyOfCursor(options.cursor);
+    if (after === undefined || compareUtf8(key, after) > 0) after = key;
+  }
+  return { prefix, after, limit };
+}
+
 export class Keys {
   constructor(
     private readonly ctx: StoreContext,
@@ -134,10 +156,12 @@ export class Keys {
   ) {}
 
   async page(s: string, options: ListKeysOptions = {}): Promise<KeyPage> {
+    // Bad options are refused before any request is made.
+    const checked = pageOptions(options);
     const marker = this.sessions.read(s);
     // Read early, so an absent session is not reported as a listing failure.
     marker.catch(() => undefined);
-    const { keys, found, nextCursor } = await this.listed(s, options);
+    const { keys, found, nextCursor } = await this.listedChecked(s, checked);
     const read = await marker;
     if (!read.live) throw new SessionNotFoundError(s);
     const { inc } = read.live;
@@ -163,16 +187,10 @@ export class Keys {
    * cursor after them (the LISTs only: neither the marker nor any object is read).
    */
   async listed(s: string, options: ListKeysOptions = {}): Promise<ListedKeys> {
-    const prefix = checkBound('prefix', options.prefix) ?? '';
-    let after = checkBound('startAfter', options.startAfter);
-    if (after === '') after = undefined;
-    const limit = options.limit ?? MAX_KEY_PAGE;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KEY_PAGE)
-      throw new ValidationError('limit', `must be 1 to ${MAX_KEY_PAGE}`);
-    if (options.cursor !== undefined) {
-      const key = keyOfCursor(options.cursor);
-      if (after === undefined || compareUtf8(key, after) > 0) after = key;
-    }
+    return this.listedChecked(s, pageOptions(options));
+  }
+
+  private async listedChecked(s: string, { prefix, after, limit }: PageOptions): Promise<ListedKeys> {
     const { driver } = this.ctx;
     const folder = this.layout.session(s);
     const found = new Map<string, ListedKey>();

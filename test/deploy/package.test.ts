@@ -7,9 +7,16 @@
  * loaded under Node 24 answering a health event; the ROS template.
  */
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import yaml from 'js-yaml';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { ROUTES } from '../../lib/http/router.js';
@@ -17,6 +24,7 @@ import { deploymentSettings } from '../../lib/lifecycle/deployment.js';
 import { lifecycleRules, renderCloudFormation } from '../../lib/lifecycle/index.js';
 import { PATHS } from '../../lib/protocol/paths.js';
 import { ACCESS_LOG_FORMAT, BACKEND_PROBLEMS } from '../../scripts/deployment-guards.js';
+import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 
 const run = promisify(execFile);
 const SLS_ENV = { ...process.env, SLS_TELEMETRY_DISABLED: '1', SLS_NOTIFICATIONS_MODE: 'off' };
@@ -27,6 +35,48 @@ type Template = {
   Resources: Record<string, { Type: string; Properties: any }>;
   Outputs: Record<string, unknown>;
 };
+
+/** The environment of a Lambda function on the local servers (S3 front, dynalite). */
+const lambdaEnv = (bucket: string): NodeJS.ProcessEnv => ({
+  ...process.env,
+  NODE_OPTIONS: '',
+  AWS_LAMBDA_FUNCTION_NAME: 'f',
+  STORE_BACKEND: 's3',
+  S3_BUCKET: bucket,
+  S3_ENDPOINT: inject('servers').s3,
+  S3_REGION: 'us-east-1',
+  AWS_ACCESS_KEY_ID: 'S3RVER',
+  AWS_SECRET_ACCESS_KEY: 'S3RVER',
+  LOCK_BACKEND: 'dynamodb',
+  LOCK_TABLE: 'unused',
+  DYNAMODB_ENDPOINT: inject('servers').dynamodb,
+  LOG_LEVEL: 'SILENT',
+});
+
+interface Answer {
+  statusCode: number;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+/**
+ * A fresh node process importing the handler `file` and sending it `events` one after the other
+ * (an FC handler gets each as the trigger's bytes): their answers, in order.
+ */
+async function invokeAll(file: string, cloud: 'aws' | 'fc', events: unknown[], env: NodeJS.ProcessEnv) {
+  const call =
+    cloud === 'aws'
+      ? `m.handler(e, { functionName: 'f', awsRequestId: 'r1', getRemainingTimeInMillis: () => 10000 })`
+      : 'm.handler(Buffer.from(JSON.stringify(e)))';
+  const script = `const m = await import(${JSON.stringify(pathToFileURL(file).href)}); const out = []; for (const e of JSON.parse(process.env.EVENTS)) out.push(await ${call}); console.log(JSON.stringify({ answers: out }));`;
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...env, EVENTS: JSON.stringify(events) },
+    cwd: path.dirname(file),
+  });
+  const line = stdout.split('\n').find((l) => l.startsWith('{"answers"'));
+  if (line === undefined) throw new Error(`no answers from ${file}: ${stdout}`);
+  return (JSON.parse(line) as { answers: Answer[] }).answers;
+}
 
 describe('AWS: serverless package', () => {
   let t: Template;
@@ -403,6 +453,184 @@ describe('AWS: serverless package', () => {
     const names = alarm.Dimensions.map((d: { Name: string }) => d.Name);
     expect(directive.Dimensions).toContainEqual(names);
     for (const d of alarm.Dimensions) expect(emf[d.Name], d.Name).toBe(d.Value);
+  });
+
+  describe('small to start: the artifacts as shipped', () => {
+    /** The zip unpacked, as Lambda unpacks it. */
+    let unpacked: string;
+    beforeAll(async () => {
+      unpacked = await mkdtemp(path.join(tmpdir(), 'agent-state-zip-'));
+      await run('unzip', ['-q', '.serverless/agent-state.zip', '-d', unpacked]);
+    });
+    const entry = 'functions/aws/api.mjs';
+    /** The modules a file imports statically (`import … from "./x.mjs"`, `import "./x.mjs"`) and dynamically. */
+    const importsOf = async (file: string) => {
+      const code = await readFile(path.join(unpacked, file), 'utf8');
+      const resolve = (spec: string) => path.posix.join(path.posix.dirname(file), spec);
+      return {
+        static: [...code.matchAll(/(?:from|import)\s*"(\.\.?\/[^"]+\.mjs)"/g)].map((m) =>
+          resolve(m[1] as string),
+        ),
+        dynamic: [...code.matchAll(/import\(\s*"(\.\.?\/[^"]+\.mjs)"\s*\)/g)].map((m) =>
+          resolve(m[1] as string),
+        ),
+      };
+    };
+    /** The source files (under node_modules/ or lib/) a bundled file holds, from its source map. */
+    const sourcesOf = async (file: string): Promise<string[]> =>
+      JSON.parse(await readFile(path.join(unpacked, `${file}.map`), 'utf8')).sources;
+
+    it('keeps the entry chunk ≤ 1,000,000 bytes, the Tracer, bowser and the SSO/STS/ini providers out of what it loads', async () => {
+      const bytes = (await stat(path.join(unpacked, entry))).size;
+      console.log(`packaged Lambda entry chunk: ${bytes} bytes`);
+      expect(bytes).toBeLessThanOrEqual(1_000_000);
+      // What a cold start reads: the entry and the chunks it imports statically, transitively.
+      const loaded = new Set([entry]);
+      for (const file of loaded) for (const f of (await importsOf(file)).static) loaded.add(f);
+      // Everything else it can reach, through a dynamic import somewhere.
+      const lazy = new Set<string>();
+      const reached = new Set([entry]);
+      for (const file of reached) {
+        const { static: eager, dynamic } = await importsOf(file);
+        for (const f of [...eager, ...dynamic]) reached.add(f);
+        for (const f of dynamic) lazy.add(f);
+      }
+      for (const f of reached) if (!loaded.has(f)) lazy.add(f);
+      const chunks = (await readdir(path.join(unpacked, 'functions/aws/chunks'))).filter((f) =>
+        f.endsWith('.mjs'),
+      );
+      for (const f of [...loaded, ...lazy])
+        expect(chunks.map((c) => `functions/aws/chunks/${c}`).concat(entry)).toContain(f);
+      const lazyOnly = [...lazy].filter((f) => !loaded.has(f));
+      const heavy =
+        /powertools\/tracer\/|aws-xray-sdk|\/bowser\/|credential-provider-(sso|ini)\/|nested-clients\/dist-es\/submodules\/(sts|sso)\//;
+      const eagerSources = (await Promise.all([...loaded].map(sourcesOf))).flat();
+      expect(eagerSources.filter((s) => heavy.test(s))).toEqual([]);
+      // They are there, behind a dynamic import (bowser, the SDK's browser user agent parser, is
+      // in a chunk of its own that nothing on Node imports).
+      const lazySources = (await Promise.all(lazyOnly.map(sourcesOf))).flat();
+      for (const name of ['powertools/tracer/', 'credential-provider-sso/', 'credential-provider-ini/'])
+        expect(
+          lazySources.some((s) => s.includes(name)),
+          name,
+        ).toBe(true);
+      let eagerBytes = 0;
+      for (const f of loaded) eagerBytes += (await stat(path.join(unpacked, f))).size;
+      console.log(`packaged Lambda, read at a cold start: ${loaded.size} files, ${eagerBytes} bytes`);
+    });
+
+    it('answers a write and a read from the unpacked zip, its chunks beside it', async () => {
+      const session = `zip-${randomUUID()}`;
+      const event = (method: string, body?: string) => ({
+        version: '2.0',
+        routeKey: `${method} /v1/sessions/{sessionId}/state/{key}`,
+        rawPath: `/v1/sessions/${session}/state/plan`,
+        rawQueryString: '',
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        requestContext: {
+          http: { method, path: `/v1/sessions/${session}/state/plan` },
+          requestId: `r-${method}`,
+          authorizer: { jwt: { claims: { sub: 'alice' }, scopes: [] } },
+        },
+        pathParameters: { sessionId: session, key: 'plan' },
+        ...(body === undefined ? {} : { body }),
+        isBase64Encoded: false,
+      });
+      const answers = await invokeAll(
+        path.join(unpacked, entry),
+        'aws',
+        [event('PUT', '{"step":1}'), event('GET')],
+        lambdaEnv(inject('servers').bucket),
+      );
+      expect(answers.map((a) => a.statusCode)).toEqual([200, 200]);
+      expect(JSON.parse(answers[1]?.body ?? '{}')).toEqual({ step: 1 });
+    });
+
+    it('keeps the FC bundle ≤ 1,900,000 bytes, iconv-lite replaced by the UTF-8 shim', async () => {
+      // What the code package holds (docs/deploying.md), as the package run above built it.
+      const bytes = (await stat('dist/aliyun/api.mjs')).size;
+      console.log(`FC bundle: ${bytes} bytes`);
+      expect(bytes).toBeLessThanOrEqual(1_900_000);
+      const sources: string[] = JSON.parse(await readFile('dist/aliyun/api.mjs.map', 'utf8')).sources;
+      expect(sources.filter((s) => s.includes('/iconv-lite/'))).toEqual([]);
+      expect(sources.some((s) => s.endsWith('scripts/shims/iconv-lite.cjs'))).toBe(true);
+    });
+
+    it("the FC bundle still decodes OSS's XML and error bodies (the local OSS front)", async () => {
+      const { publicKey, privateKey } = await generateKeyPair('ES256');
+      const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+      const jwks = createServer((_req, res) => {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ keys: [jwk] }));
+      });
+      await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
+      try {
+        const token = await new SignJWT({ sub: 'alice' })
+          .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+          .setIssuedAt()
+          .setExpirationTime('5m')
+          .sign(privateKey);
+        const session = `fc-${randomUUID()}`;
+        const event = (method: string, rawPath: string, body?: string) => ({
+          rawPath,
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          queryParameters: {},
+          requestContext: { requestId: `r-${method}`, http: { method } },
+          ...(body === undefined ? {} : { body }),
+          isBase64Encoded: false,
+        });
+        const state = `/v1/sessions/${session}/state`;
+        const env = (bucket: string) => ({
+          ...process.env,
+          NODE_OPTIONS: '',
+          FC_FUNCTION_NAME: 'f',
+          STORE_BACKEND: 'oss',
+          OSS_BUCKET: bucket,
+          OSS_ENDPOINT: inject('servers').oss,
+          OSS_ACCESS_KEY_ID: OSS_CREDENTIALS.accessKeyId,
+          OSS_ACCESS_KEY_SECRET: OSS_CREDENTIALS.accessKeySecret,
+          LOCK_BACKEND: 'dynamodb',
+          LOCK_TABLE: 'unused',
+          DYNAMODB_ENDPOINT: inject('servers').dynamodb,
+          AUTH_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks`,
+          LOG_LEVEL: 'SILENT',
+        });
+        const bundle = path.resolve('dist/aliyun/api.mjs');
+        const [put, read, missing, keys] = await invokeAll(
+          bundle,
+          'fc',
+          [
+            event('PUT', `${state}/plan`, '{"step":1}'),
+            event('GET', `${state}/plan`),
+            event('GET', `${state}/absent`),
+            event('GET', `/v1/sessions/${session}/keys`),
+          ],
+          env(inject('servers').bucket),
+        );
+        const text = (a: Answer | undefined) =>
+          a?.headers?.['content-encoding'] === undefined ? String(a?.body) : 'compressed';
+        expect(put?.statusCode, text(put)).toBe(200);
+        expect(JSON.parse(text(read))).toEqual({ step: 1 });
+        // OSS's NoSuchKey error body, read as a 404 problem.
+        expect(missing?.statusCode, text(missing)).toBe(404);
+        // A listing (ListObjects XML).
+        expect(JSON.parse(text(keys)).values.map((v: { key: string }) => v.key)).toEqual(['plan']);
+        // OSS's NoSuchBucket error body: the deployment is wrong (not a transient failure).
+        const [noBucket] = await invokeAll(
+          bundle,
+          'fc',
+          [event('PUT', `${state}/plan`, '{"step":1}')],
+          env('no-such-bucket'),
+        );
+        expect(noBucket?.statusCode).toBe(503);
+        expect(JSON.parse(text(noBucket))).toMatchObject({ code: 'backend-misconfigured' });
+      } finally {
+        await new Promise<void>((r) => jwks.close(() => r()));
+      }
+    });
   });
 });
 

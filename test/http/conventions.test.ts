@@ -13,7 +13,7 @@ import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { negotiateEncoding } from '../../lib/http/compression.js';
 import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS } from '../../lib/http/cors.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
-import { HEADER_NAMES } from '../../lib/protocol/schemas.js';
+import { HEADER_NAMES, REQUEST_ID_HEADER } from '../../lib/protocol/schemas.js';
 import {
   type Answer,
   type ApiHarness,
@@ -119,7 +119,9 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
           const allowed = list(pre.headers['access-control-allow-headers']);
           for (const header of ['Authorization', 'Content-Type', ...Object.values(HEADER_NAMES)])
             expect(allowed, header).toContain(header.toLowerCase());
-          expect(allowed).toEqual(expect.arrayContaining(['if-match', 'if-none-match', 'idempotency-key']));
+          expect(allowed).toEqual(
+            expect.arrayContaining(['if-match', 'if-none-match', 'idempotency-key', 'x-request-id']),
+          );
           expect(Number(pre.headers['access-control-max-age'])).toBeGreaterThan(0);
           expect(pre.headers['x-request-id']).toBeTruthy();
         }
@@ -474,8 +476,13 @@ describe('CORS_ORIGINS', () => {
     );
   });
 
-  it('allows the request headers the API reads, besides Authorization and Content-Type', () => {
-    expect(CORS_ALLOWED_HEADERS).toEqual(['Authorization', 'Content-Type', ...Object.values(HEADER_NAMES)]);
+  it('allows the request headers the API reads, besides Authorization and Content-Type, and X-Request-Id', () => {
+    expect(CORS_ALLOWED_HEADERS).toEqual([
+      'Authorization',
+      'Content-Type',
+      ...Object.values(HEADER_NAMES),
+      REQUEST_ID_HEADER,
+    ]);
   });
 });
 

@@ -177,7 +177,13 @@ describe('node:http adapter: errors while answering', () => {
     const body = JSON.parse(answer.body);
     expect(body).toMatchObject({ code: 'internal', requestId: expect.any(String) });
     expect(onError).toHaveBeenCalledTimes(1);
-    expect(onError).toHaveBeenCalledWith(expect.any(Error), body.requestId);
+    // The error and the request id; node:http has no platform id (undefined, or not passed).
+    const [error, requestId, platformRequestId] = onError.mock.calls[0] ?? [];
+    expect({ error, requestId, platformRequestId }).toStrictEqual({
+      error: expect.any(Error),
+      requestId: body.requestId,
+      platformRequestId: undefined,
+    });
     await stillServes();
   });
 

@@ -5,11 +5,12 @@
  * Against a real S3 protocol with a missing bucket: test/deploy/misconfigured.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { BackendError } from '../../lib/contract/errors.js';
+import { BackendError, MisconfiguredBackendError, ValidationError } from '../../lib/contract/errors.js';
 import type { SessionLock } from '../../lib/contract/lock.js';
 import { UnavailableResourceError } from '../../lib/drivers/errors.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { toProblem } from '../../lib/http/problems.js';
 import { DependencyFailure, READY_CACHE_MS, readinessOf } from '../../lib/http/readiness.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { createStateStore } from '../../lib/store/store.js';
@@ -116,5 +117,22 @@ describe('readinessOf', () => {
     now += 1;
     await expect(ready()).resolves.toBeUndefined();
     expect([seen.length, lockChecks]).toEqual([2, 2]);
+  });
+});
+
+describe('what toProblem says to log (the one place a DependencyFailure is unwrapped)', () => {
+  it('a readiness failure: its cause; a deployment problem or an internal error: itself; a client error: nothing', () => {
+    const cause = new MisconfiguredBackendError('s3', 'bucket', 's3 bucket b does not exist (NoSuchBucket)');
+    const failure = new DependencyFailure('store', cause);
+    const ready = toProblem(failure, 'r1');
+    expect(ready.logged).toBe(cause);
+    expect(JSON.parse(ready.response.body ?? '{}')).toMatchObject({
+      code: 'backend-misconfigured',
+      dependency: 'store',
+    });
+    expect(toProblem(cause, 'r2').logged).toBe(cause);
+    const boom = new Error('boom');
+    expect(toProblem(boom, 'r3')).toMatchObject({ internal: true, logged: boom });
+    expect(toProblem(new ValidationError('limit', 'must be 1 to 1000'), 'r4')).not.toHaveProperty('logged');
   });
 });

@@ -175,6 +175,28 @@ for (const listFormat of ['cas', 'append'] as const) {
   });
 }
 
+describe('listKeys refuses bad options before any request', () => {
+  it('names the bad option, and reads neither the marker nor any listing', async () => {
+    const driver = counting(createMemoryDriver());
+    const user = createStateStore({ driver }).forUser('keys');
+    await user.save('s', 'a', { a: 1 });
+    driver.reset();
+    const bad: Array<[ListKeysOptions, string]> = [
+      [{ limit: 0 }, 'limit'],
+      [{ limit: 1.5 }, 'limit'],
+      [{ cursor: 'not a cursor' }, 'cursor'],
+      [{ prefix: 'x'.repeat(5000) }, 'prefix'],
+    ];
+    for (const [options, field] of bad) {
+      await expect(user.listKeys('s', options), field).rejects.toMatchObject({ field });
+      expect(driver.total(), field).toBe(0);
+    }
+    // A good page still reads.
+    await expect(user.listKeys('s', { limit: 1 })).resolves.toMatchObject({ values: [{ key: 'a' }] });
+    expect(driver.total()).toBeGreaterThan(0);
+  });
+});
+
 describe('boundAfter (the end of what a listing has answered)', () => {
   const plain = fc.string({ minLength: 1, maxLength: 6, unit: fc.constantFrom(...'-.09AZ_az') });
   const name = fc.oneof(

@@ -40,10 +40,7 @@ export async function guarded<T>(
     return await answer();
   } catch (error) {
     const { response, internal } = toProblem(error, requestId);
-    if (internal) {
-      if (platformRequestId === undefined) onError(error, requestId);
-      else onError(error, requestId, platformRequestId);
-    }
+    if (internal) onError(error, requestId, platformRequestId);
     return withRequestId(response, requestId);
   }
 }
