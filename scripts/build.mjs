@@ -7,7 +7,7 @@
 // on stderr (stdout stays the built script's: `TOKEN=$(npm run -s token -- alice)` holds the token
 // only); `--quiet` prints nothing but errors.
 import { spawn } from 'node:child_process';
-import { mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { build } from 'esbuild';
@@ -28,14 +28,17 @@ const ENTRIES = {
   // The renderer osls calls at package time (infra/aws/deployment.cjs).
   'sls-deployment': 'scripts/sls-deployment.ts',
 };
+/** The session console (console/): a browser bundle, its style sheet and page, in dist/console/. */
+const CONSOLE = 'console';
+const CONSOLE_DIR = 'dist/console';
 /** The library: tsc output of lib/, the package's files (see `exports` in package.json). */
 const LIB = 'lib';
 const LIB_DIR = 'dist/lib';
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const quiet = process.argv.includes('--quiet');
-const names = wanted.length > 0 ? wanted : [...Object.keys(ENTRIES), LIB];
-const unknown = names.filter((n) => n !== LIB && !(n in ENTRIES));
+const names = wanted.length > 0 ? wanted : [...Object.keys(ENTRIES), LIB, CONSOLE];
+const unknown = names.filter((n) => n !== LIB && n !== CONSOLE && !(n in ENTRIES));
 if (unknown.length > 0) {
   console.error(
     `unknown build target ${unknown.join(', ')}; known: ${[...Object.keys(ENTRIES), LIB].join(', ')}`,
@@ -84,6 +87,28 @@ async function bundle(name) {
     await writeWhole(file.path, file.contents);
     const note = file.path.endsWith('.map') ? 'source map' : 'bundle';
     lines.push([path.relative(process.cwd(), file.path), file.contents.length, note]);
+  }
+}
+
+/** The console for browsers: minified, no source map, no eval (its CSP has none), the page as written. */
+async function consoleFiles() {
+  const { outputFiles } = await build({
+    entryPoints: { console: 'console/app.ts', 'console-style': 'console/console.css' },
+    outdir: CONSOLE_DIR,
+    bundle: true,
+    platform: 'browser',
+    target: ['chrome120', 'firefox120', 'safari17'],
+    format: 'esm',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    write: false,
+  });
+  const files = outputFiles.map((f) => [f.path.replace(/console-style\.css$/, 'console.css'), f.contents]);
+  files.push([path.resolve(CONSOLE_DIR, 'index.html'), await readFile('console/index.html')]);
+  for (const [file, contents] of files) {
+    await writeWhole(file, contents);
+    lines.push([path.relative(process.cwd(), file), contents.length, 'console']);
   }
 }
 
@@ -139,7 +164,9 @@ async function library() {
   }
 }
 
-const results = await Promise.allSettled(names.map((name) => (name === LIB ? library() : bundle(name))));
+const results = await Promise.allSettled(
+  names.map((name) => (name === LIB ? library() : name === CONSOLE ? consoleFiles() : bundle(name))),
+);
 lines.sort((a, b) => a[0].localeCompare(b[0]));
 if (!quiet) for (const [file, bytes, note] of lines) console.error(`${file.padEnd(28)}${kb(bytes)}  ${note}`);
 const failed = results.filter((r) => r.status === 'rejected');

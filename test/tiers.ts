@@ -9,7 +9,7 @@
  * (fast: memory and fs; servers: s3rver and the OSS front; rgw: Ceph RGW), and a block that needs
  * one tier runs under `describe.runIf(onTier('servers'))`.
  */
-export type TierName = 'fast' | 'servers' | 'rgw' | 'java' | 'deploy';
+export type TierName = 'fast' | 'servers' | 'rgw' | 'java' | 'deploy' | 'browser';
 
 export interface Tier {
   readonly name: TierName;
@@ -98,7 +98,7 @@ export const TIERS: readonly Tier[] = [
       'test/bench-smoke.test.ts',
     ],
     servers: 'local',
-    seconds: 380,
+    seconds: 335,
   },
   {
     name: 'rgw',
@@ -117,6 +117,8 @@ export const TIERS: readonly Tier[] = [
     seconds: 240,
   },
   { name: 'java', files: ['test/java/'], servers: 'none', seconds: 20 },
+  // The session console in Debian's chromium against the local server it starts itself.
+  { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 45 },
   {
     name: 'deploy',
     // Packaging and deployment: the npm package (and its framework peer matrix), the templates,

@@ -1,5 +1,7 @@
 /** `npm start`: the same router on node:http, fs storage under DATA_DIR, the in-process lock. */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { loadConfigOrExit } from '../../lib/config.js';
+import { consoleHandler } from '../../lib/console/serve.js';
 import { BackendUnsafeError } from '../../lib/contract/errors.js';
 import { logTo } from '../../lib/http/adapters/guard.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
@@ -26,11 +28,21 @@ const blobs =
     ? { serveBlob: backends.driver.serveBlob, limitBytes: config.MAX_BLOB_BYTES }
     : undefined;
 const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES, blobs, { onError: logTo(app.logger) });
+// The session console (dist/console/, beside this bundle) at /console/, same origin as the API.
+const consoleFiles = consoleHandler(new URL('../console/', import.meta.url));
+const [api] = server.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+server.removeAllListeners('request');
+server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  if (!consoleFiles(req, res)) api?.(req, res);
+});
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   port = typeof address === 'object' && address ? address.port : config.PORT;
   console.log(
     `agent-state API on http://${config.HOST}:${port}  (storage: ${config.STORE_BACKEND} ${config.STORE_BACKEND === 'fs' ? config.DATA_DIR : ''}, lock: ${config.LOCK_BACKEND})`,
+  );
+  console.log(
+    `console:      http://${config.HOST}:${port}/console/  (paste a token from npm run token -- <user>)`,
   );
   console.log(
     `get a token:  npm run token -- <user>     then: curl -H "Authorization: Bearer <token>" http://${config.HOST}:${port}/v1/sessions`,

@@ -37,6 +37,14 @@ export interface Lease {
   readonly leaseMs: number;
 }
 
+/** Who holds a session's lock now, as one consistent read of the lock sees it. */
+export interface LockHolder {
+  readonly owner: string;
+  /** The fencing token of the lease. */
+  readonly token: number;
+  readonly expiresAt: Date;
+}
+
 /** Options of `acquire`. */
 export interface AcquireOptions {
   /** 1,000 to 900,000 ms; default 60,000. */
@@ -74,6 +82,11 @@ export interface SessionLock extends TokenAuthority {
    * `commit`: as for `renew`, recorded when the release takes effect.
    */
   release(key: LockKey, owner: string, token: number, options?: { commit?: CommitIdentity }): Promise<void>;
+  /**
+   * The live lease of a session, read with one consistent read (DynamoDB GetItem with
+   * ConsistentRead, a map lookup); undefined when none holds it (never granted, released or expired).
+   */
+  holderOf(key: LockKey): Promise<LockHolder | undefined>;
   /** Records a commit made under the lease of `token` without renewing or releasing it (when that lease is still held). */
   recordCommit(key: LockKey, token: number, commit: CommitIdentity): Promise<void>;
   /**

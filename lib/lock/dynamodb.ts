@@ -40,6 +40,7 @@ import {
   checkWaitMs,
   type Lease,
   type LockGrant,
+  type LockHolder,
   type LockKey,
   leaseHolds,
   type SessionLock,
@@ -64,7 +65,7 @@ export interface DynamoDbLockOptions {
   readonly now?: () => number;
   /** Called with the number of DynamoDB requests each call made (for metrics and benchmarks). */
   readonly onRequests?: (
-    operation: 'acquire' | 'renew' | 'release' | 'grantOf' | 'recordCommit',
+    operation: 'acquire' | 'renew' | 'release' | 'grantOf' | 'holderOf' | 'recordCommit',
     requests: number,
   ) => void;
 }
@@ -348,6 +349,14 @@ class DynamoDbLock implements Omit<SessionLock, 'checkReady'> {
     }
   }
 
+  async holderOf(key: LockKey): Promise<LockHolder | undefined> {
+    this.#report('holderOf', 1);
+    const item = await this.#item(lockName(key));
+    const token = Number(item?.token?.N);
+    if (!this.#held(item) || !Number.isSafeInteger(token)) return undefined;
+    return { owner: item?.owner?.S as string, token, expiresAt: new Date(Number(item?.expiresAt?.N)) };
+  }
+
   async grantOf(key: LockKey): Promise<LockGrant | undefined> {
     this.#report('grantOf', 1);
     const item = await this.#item(lockName(key));
@@ -395,6 +404,7 @@ export function createDynamoDbLock(options: DynamoDbLockOptions): SessionLock {
     renew: (key, owner, token, o) => lock.renew(key, owner, token, o).catch(named),
     release: (key, owner, token, o) => lock.release(key, owner, token, o).catch(named),
     recordCommit: (key, token, commit) => lock.recordCommit(key, token, commit).catch(named),
+    holderOf: (key) => lock.holderOf(key).catch(named),
     grantOf: (key) => lock.grantOf(key).catch(named),
     // One DescribeTable: a table that is not ACTIVE yet (or any other failure) is worth a retry.
     checkReady: () =>

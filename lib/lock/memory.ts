@@ -94,6 +94,11 @@ export function createMemoryLock(options: MemoryLockOptions = {}): SessionLock {
       const e = entries.get(lockName(key));
       if (e?.owner !== undefined && e.token === token && leaseHolds(e.expiresAt, now())) e.commit = commit;
     },
+    async holderOf(key) {
+      const e = entries.get(lockName(key));
+      if (e?.owner === undefined || !leaseHolds(e.expiresAt, now())) return undefined;
+      return { owner: e.owner, token: e.token, expiresAt: new Date(e.expiresAt) };
+    },
     async grantOf(key) {
       const e = entries.get(lockName(key));
       if (!e) return undefined;

@@ -194,6 +194,7 @@ export const schemas = {
     }),
   }),
   Lease: lease,
+  LockHolder: z.object({ owner, token: int(), expiresAt: timestamp }),
   SnapshotRequest: z.strictObject(snapshotKeys),
   Snapshot: z.object(snapshot),
   TurnRequest: z.strictObject({

@@ -1,4 +1,7 @@
-/** `npm start` stops when it is signalled; no server is left behind holding the port. */
+/**
+ * `npm start` prints the console's URL and serves it with its CSP; it stops when it is signalled,
+ * and no server is left behind holding the port.
+ */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -37,7 +40,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-it('SIGTERM to npm start frees the port within 2 s', async () => {
+it('npm start prints the console URL and serves it; SIGTERM frees the port within 2 s', async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'npm-start-'));
   const port = await freePort();
   child = spawn('npm', ['start'], {
@@ -52,7 +55,11 @@ it('SIGTERM to npm start frees the port within 2 s', async () => {
     },
     // Its own process group, so the cleanup above reaches a server npm left behind.
     detached: true,
-    stdio: 'ignore',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let printed = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    printed += chunk.toString();
   });
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
@@ -65,6 +72,15 @@ it('SIGTERM to npm start frees the port within 2 s', async () => {
     if (Date.now() > deadline) throw new Error('npm start did not answer health within 20 s');
     await new Promise((r) => setTimeout(r, 100));
   }
+  const consoleUrl = `${base}/console/`;
+  expect(printed).toContain(`console:      ${consoleUrl}`);
+  const page = await fetch(consoleUrl);
+  expect(page.status).toBe(200);
+  expect(page.headers.get('content-security-policy')).toBe("default-src 'self'; frame-ancestors 'none'");
+  expect(await page.text()).toContain('<script type="module" src="console.js"></script>');
+  expect((await fetch(`${base}/console/console.js`)).headers.get('content-type')).toMatch(
+    /^text\/javascript/,
+  );
   // A keep-alive connection is open from the health check: stopping must not wait for it.
   child.kill('SIGTERM');
   const stopBy = Date.now() + 2000;

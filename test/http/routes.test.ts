@@ -216,6 +216,54 @@ for (const make of harnesses) {
       ).toBe(204);
     });
 
+    it('lock read: 200 {owner, expiresAt, token} while held, 404 when free, released or expired; changes nothing', async () => {
+      // An odd id (encoded, with slashes and dots inside) and a plain one.
+      for (const s of [sid(), encodeUrlId('a/../b .c'), 'plain-id']) {
+        const none = await api.call('alice', 'GET', `/v1/sessions/${s}/lock`);
+        expect(none.status).toBe(404);
+        expect(none.headers['content-type']).toBe('application/problem+json');
+        expect(none.json()).toMatchObject({ status: 404, code: 'not-found' });
+        const lease = (
+          await api.call('alice', 'POST', `/v1/sessions/${s}/lock`, json({ owner: 'reader', leaseMs: 5000 }))
+        ).json();
+        const held = await api.call('alice', 'GET', `/v1/sessions/${s}/lock`);
+        expect(held.status).toBe(200);
+        expect(held.headers['cache-control']).toBe('no-store');
+        expect(held.json()).toEqual({ owner: 'reader', expiresAt: lease.expiresAt, token: lease.token });
+        // Reading it again is the same answer: the read renews nothing and creates no session.
+        expect((await api.call('alice', 'GET', `/v1/sessions/${s}/lock`)).json()).toEqual(held.json());
+        expect((await api.call('alice', 'HEAD', `/v1/sessions/${s}`)).status).toBe(404);
+        // Another user's session of that id: 404, nothing of alice's lease in it.
+        const other = await api.call('bob', 'GET', `/v1/sessions/${s}/lock`);
+        expect(other.status).toBe(404);
+        for (const secret of ['reader', String(lease.token), lease.expiresAt])
+          expect(other.body).not.toContain(secret);
+        const headers = { 'lock-owner': 'reader', 'fencing-token': String(lease.token) };
+        expect((await api.call('alice', 'DELETE', `/v1/sessions/${s}/lock`, { headers })).status).toBe(204);
+        expect((await api.call('alice', 'GET', `/v1/sessions/${s}/lock`)).status).toBe(404);
+      }
+      for (const bad of ['a%2Fb', '~!!', '~YQ==']) {
+        const res = await api.call('alice', 'GET', `/v1/sessions/${bad}/lock`);
+        expect({ bad, status: res.status }).toEqual({ bad, status: 400 });
+        expect(res.json()).toMatchObject({ code: 'invalid-request', field: 'sessionId' });
+      }
+      expect((await api.call(null, 'GET', `/v1/sessions/${sid()}/lock`)).status).toBe(401);
+    });
+
+    it('lock read: an expired lease is not held', async () => {
+      const clock = { t: Date.now() };
+      const timed = await make(createMemoryDriver(), createMemoryLock({ now: () => clock.t }));
+      try {
+        const s = sid();
+        await timed.call('alice', 'POST', `/v1/sessions/${s}/lock`, json({ leaseMs: 1000 }));
+        expect((await timed.call('alice', 'GET', `/v1/sessions/${s}/lock`)).status).toBe(200);
+        clock.t += 1001;
+        expect((await timed.call('alice', 'GET', `/v1/sessions/${s}/lock`)).status).toBe(404);
+      } finally {
+        await timed.close();
+      }
+    });
+
     it('another user sees nothing of alice: 404 or empty, never 403; locks are separate', async () => {
       const s = sid();
       await api.call('alice', 'PUT', `/v1/sessions/${s}/state/secret`, json('alice only'));

@@ -74,6 +74,28 @@ export function describeLockSuite(label: string, make: () => Promise<LockHarness
       expect(next.token).toBeGreaterThan(lease.token);
     });
 
+    it('holderOf: the live lease (owner, token, expiry) only; none when never granted, released or expired', async () => {
+      const { lock, clock } = await make();
+      const k = key();
+      expect(await lock.holderOf(k)).toBeUndefined();
+      const lease = await lock.acquire(k, { owner: 'reader-1', leaseMs: 2000 });
+      expect(await lock.holderOf(k)).toEqual({
+        owner: 'reader-1',
+        token: lease.token,
+        expiresAt: lease.expiresAt,
+      });
+      // Another user's session of the same id has no holder.
+      expect(await lock.holderOf({ userId: 'mallory', sessionId: k.sessionId })).toBeUndefined();
+      const renewed = await lock.renew(k, 'reader-1', lease.token, { leaseMs: 3000 });
+      expect((await lock.holderOf(k))?.expiresAt).toEqual(renewed.expiresAt);
+      await lock.release(k, 'reader-1', lease.token);
+      expect(await lock.holderOf(k)).toBeUndefined();
+      const next = await lock.acquire(k, { leaseMs: 1000 });
+      expect((await lock.holderOf(k))?.token).toBe(next.token);
+      clock.t += 1000 + 600; // past the lease and the clock-skew tolerance
+      expect(await lock.holderOf(k)).toBeUndefined();
+    });
+
     it('user A session s and user B session s are different locks', async () => {
       const { lock } = await make();
       const sessionId = `shared-${randomUUID()}`;

@@ -46,6 +46,38 @@ if (onTier('servers'))
     };
   });
 
+describe.runIf(onTier('servers'))('holderOf on DynamoDB (dynalite)', () => {
+  it('is one consistent GetItem, whatever the lock holds', async () => {
+    const { client, tableName } = await dynaliteTable();
+    const reads: number[] = [];
+    const sent: unknown[] = [];
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        sent.push(args.input);
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    const lock = createDynamoDbLock({
+      tableName,
+      client,
+      onRequests: (operation, n) => {
+        if (operation === 'holderOf') reads.push(n);
+      },
+    });
+    const key = { userId: 'alice', sessionId: 'read' };
+    expect(await lock.holderOf(key)).toBeUndefined();
+    const lease = await lock.acquire(key, { owner: 'op' });
+    sent.length = 0;
+    expect(await lock.holderOf(key)).toMatchObject({ owner: 'op', token: lease.token });
+    expect(reads).toEqual([1, 1]);
+    expect(sent).toEqual([
+      { TableName: tableName, Key: { lockKey: { S: lockName(key) } }, ConsistentRead: true },
+    ]);
+    client.destroy();
+  });
+});
+
 describe.runIf(onTier('servers'))('the store with the DynamoDB lock as its authority (dynalite)', () => {
   it('a token the lock never granted, a released lease and a stale one write nothing; the granted one writes, reading the lock once per write', async () => {
     const { client, tableName } = await dynaliteTable();

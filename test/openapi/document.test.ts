@@ -87,6 +87,7 @@ describe('OpenAPI document: operations', () => {
       'POST /v1/sessions/{sessionId}/workspaces/{name}/uploads/{uploadId}': 'completeWorkspaceUpload',
       'GET /v1/sessions/{sessionId}/workspaces/{name}': 'getWorkspace',
       'DELETE /v1/sessions/{sessionId}/workspaces/{name}': 'deleteWorkspace',
+      'GET /v1/sessions/{sessionId}/lock': 'getLock',
       'POST /v1/sessions/{sessionId}/lock': 'acquireLock',
       'PUT /v1/sessions/{sessionId}/lock': 'renewLock',
       'DELETE /v1/sessions/{sessionId}/lock': 'releaseLock',

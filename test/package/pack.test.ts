@@ -5,6 +5,7 @@
  * type-checked there with this repository's tsc and run against a local server, and the client
  * entries' sizes bundled by esbuild.
  */
+import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
@@ -80,11 +81,15 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('packs dist/lib/ (.js and .d.ts of every lib/ module), CHANGELOG.md, LICENSE, README.md, openapi.json and package.json only', async () => {
+  it('packs dist/lib/ (.js and .d.ts of every lib/ module), the built console and its bin, CHANGELOG.md, LICENSE, README.md, openapi.json and package.json only', async () => {
     const listed = (await run('tar', ['-tzf', tarball])).stdout.trim().split('\n').sort();
     expect(listed).toEqual(packed.files.map((f) => `package/${f.path}`).sort());
     const expected = [
       ...libraryOutputs(),
+      'dist/console/console.css',
+      'dist/console/console.js',
+      'dist/console/index.html',
+      'bin/agent-state-store.mjs',
       'CHANGELOG.md',
       'LICENSE',
       'README.md',
@@ -208,6 +213,49 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       env: env({ AGENT_STATE_URL: base, AGENT_STATE_TOKEN: token }),
     });
     expect(stdout.trim().split('\n')).toEqual(prints);
+  });
+
+  it('npx agent-state-store console --api <url> serves the console on 127.0.0.1 and forwards /v1 with the token', async () => {
+    const child = spawn('npx', ['--no-install', 'agent-state-store', 'console', '--api', base], {
+      cwd: project,
+      env: env(),
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let printed = '';
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout?.on('data', (chunk: Buffer) => {
+          printed += chunk.toString();
+          const found = /agent-state console on (http:\/\/127\.0\.0\.1:\d+\/console\/)/.exec(printed);
+          if (found) resolve(found[1] as string);
+        });
+        child.stderr?.on('data', (chunk: Buffer) => {
+          printed += chunk.toString();
+        });
+        child.once('exit', (code) => reject(new Error(`console exited ${code}: ${printed}`)));
+      });
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-security-policy')).toBe("default-src 'self'; frame-ancestors 'none'");
+      const html = await page.text();
+      expect(html).toContain('console.js');
+      const script = await fetch(`${url}console.js`);
+      expect(script.status).toBe(200);
+      expect((await script.text()).length).toBeGreaterThan(1000);
+      const origin = url.replace('/console/', '');
+      const sessions = await fetch(`${origin}/v1/sessions`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(sessions.status).toBe(200);
+      // The same answer as the API's own.
+      const direct = await fetch(`${base}/v1/sessions`, { headers: { authorization: `Bearer ${token}` } });
+      expect(await sessions.json()).toEqual(await direct.json());
+      expect((await fetch(`${origin}/v1/sessions`)).status).toBe(401);
+      expect(printed).not.toContain(token);
+    } finally {
+      if (child.pid) process.kill(-child.pid, 'SIGTERM');
+    }
   });
 
   it('bundles each client entry (esbuild, minified, dependencies included, tree-shaken) to at most 120 KB', async () => {

@@ -1,6 +1,7 @@
 /** The session lock: acquire, renew and release a lease (it never creates the session). */
 import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
+import { HttpProblem } from '../problems.js';
 import { json, noContent, route } from './route.js';
 
 export const leaseJson = (lease: { owner: string; token: number; expiresAt: Date; leaseMs: number }) => ({
@@ -9,6 +10,28 @@ export const leaseJson = (lease: { owner: string; token: number; expiresAt: Date
 });
 
 export const LOCK_ROUTES = [
+  route({
+    method: 'GET',
+    pattern: PATHS.lock,
+    operationId: 'getLock',
+    tag: 'lock',
+    summary: 'Read who holds the session lock now (one consistent read of the lock)',
+    description:
+      'The live lease of the session: its `owner`, `expiresAt` and fencing `token`, read with one strongly consistent read of the lock. 404 `not-found` when no lease holds it (never acquired, released or expired), whether or not the session exists. It changes nothing.',
+    auth: true,
+    answers: { 200: schemas.LockHolder },
+    problems: ['not-found'],
+    handle: async (c) => {
+      const { sessionId } = c.params;
+      const holder = await c.deps.lock.holderOf({ userId: c.userId, sessionId });
+      if (!holder) throw new HttpProblem('not-found', `no lease holds the lock of session ${sessionId}`);
+      return json(200, {
+        owner: holder.owner,
+        expiresAt: holder.expiresAt.toISOString(),
+        token: holder.token,
+      });
+    },
+  }),
   route({
     method: 'POST',
     pattern: PATHS.lock,
