@@ -55,7 +55,9 @@ import { AppendFormat } from './lists/append.js';
 import { Archives } from './lists/archives.js';
 import { CasFormat } from './lists/cas.js';
 import type { ListFormat } from './lists/format.js';
+import { ReferenceLists } from './lists/reference-lists.js';
 import { withMemoryTags } from './memory-session.js';
+import { incOf } from './reference.js';
 import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
 import { Workspaces } from './workspaces.js';
 import { Fence, putValue, recordId } from './write-path.js';
@@ -103,6 +105,11 @@ export interface StateStoreOptions {
    * left to the lifecycle rules).
    */
   readonly listJson?: 'off' | 'reference';
+  /**
+   * Adopt sessions the AgentScope reference's OSS store wrote (lib/store/reference.ts): a session
+   * without a marker costs one LIST more on each access; default false.
+   */
+  readonly adoptReference?: boolean;
   /** Seconds presigned URLs stay valid; default 900 (15 minutes). */
   readonly presignExpiresIn?: number;
   /** Days a restored copy of an archived object stays readable; default 1. */
@@ -166,6 +173,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     maxCommitMs: options.maxCommitMs ?? 60_000,
     archiveEncoding: options.archiveEncoding ?? DEFAULTS.archiveEncoding,
     listJson: options.listJson ?? DEFAULTS.listJson,
+    adoptReference: options.adoptReference ?? DEFAULTS.adoptReference,
     presignExpiresIn: options.presignExpiresIn ?? DEFAULTS.presignExpiresSeconds,
     restoreDays: options.restoreDays ?? DEFAULTS.restoreDays,
     maxValueBytes: options.maxValueBytes ?? DEFAULTS.maxValueBytes,
@@ -242,10 +250,12 @@ class UserStore implements SessionStore {
   ) {
     this.sessions = new Sessions(ctx, layout);
     this.archives = new Archives(ctx, layout);
-    this.lists =
+    const format =
       listFormat === 'cas'
         ? new CasFormat(ctx, layout, this.sessions)
         : new AppendFormat(ctx, layout, this.sessions);
+    // Any session may be an adopted one (its marker says), even with adoption switched off since.
+    this.lists = ctx.adoptReference ? new ReferenceLists(ctx, layout, this.sessions, format) : format;
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
     this.keys = new Keys(ctx, layout, this.sessions, this.lists);
     this.commits = new Commits(ctx, layout, this.sessions, this.lists, this.keys, (s, token) =>
@@ -282,7 +292,7 @@ class UserStore implements SessionStore {
       this.sessions.read(sessionId),
       getOrUndefined(this.ctx.driver, this.layout.value(sessionId, key)),
     ]);
-    if (!read.live || !object || object.metadata.inc !== read.live.inc) return undefined;
+    if (!read.live || !object || incOf(object) !== read.live.inc) return undefined;
     return { value: this.parseValue<T>(object, key), version: object.etag };
   }
 
@@ -315,10 +325,10 @@ class UserStore implements SessionStore {
         conditional ? headOrUndefined(driver, name) : undefined,
       ]);
       // A token write that creates the value raises the marker's token (docs/DESIGN.md, "The write path").
-      const creates = !head || head.metadata.inc !== read.live?.inc;
+      const creates = !head || incOf(head) !== read.live?.inc;
       const marker = await this.sessions.forWrite(sessionId, read, fence, creates);
       // An object of another incarnation is a leftover: absent for every purpose but its etag.
-      const current = head && head.metadata.inc === marker.inc ? head : undefined;
+      const current = head && incOf(head) === marker.inc ? head : undefined;
       await fence.check(storedToken(current));
       if (options.ifAbsent && current) throw new PreconditionFailedError(current.etag);
       if (options.ifVersion !== undefined && current?.etag !== options.ifVersion) {
@@ -337,7 +347,7 @@ class UserStore implements SessionStore {
         if (!(error instanceof ObjectConditionFailedError)) throw error;
         if (options.ifVersion !== undefined || options.ifAbsent) {
           const now = await headOrUndefined(driver, name);
-          throw new PreconditionFailedError(now && now.metadata.inc === marker.inc ? now.etag : null);
+          throw new PreconditionFailedError(now && incOf(now) === marker.inc ? now.etag : null);
         }
         if (attempt >= 3) throw new ContendedError('the value is too contended; nothing was written; retry');
         // A token write raced another write: read again, so the token check sees it.

@@ -1,0 +1,250 @@
+/**
+ * Adoption of data written by the AgentScope reference's OSS store (lib/store/reference.ts) on
+ * every backend of the tier: the objects are written with the driver exactly as the reference
+ * writes them (`<prefix><user>/<session>/<key>.json`, `.list.json`, `.list.hash`; no marker, no
+ * metadata, no tags), then read, listed and written through the store; the cost of adoption is
+ * counted.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppendConflictError, ListPreconditionFailedError } from '../../lib/contract/errors.js';
+import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import type { SessionStore } from '../../lib/contract/types.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { isReferenceListHash, referenceListHash } from '../../lib/store/reference.js';
+import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
+import { backends } from '../backends.js';
+import { counting } from './wrappers.js';
+
+/** Writes one reference session as `OssAgentStateStore` does: no metadata, no tags, no marker. */
+async function writeReference(
+  driver: ObjectStoreDriver,
+  root: string,
+  session: string,
+  state: { values?: Record<string, unknown>; lists?: Record<string, unknown[]> },
+) {
+  for (const [key, value] of Object.entries(state.values ?? {}))
+    await driver.put(`${root}${session}/${key}.json`, JSON.stringify(value), {
+      contentType: 'application/json',
+    });
+  for (const [key, items] of Object.entries(state.lists ?? {})) {
+    await driver.put(`${root}${session}/${key}.list.json`, JSON.stringify(items), {
+      contentType: 'application/json',
+    });
+    await driver.put(`${root}${session}/${key}.list.hash`, referenceListHash(items), {
+      contentType: 'text/plain',
+    });
+  }
+}
+
+/** Appends one item as a writer without a base does: read the count, append on it, again on a conflict. */
+async function appendRetrying(store: SessionStore, item: unknown) {
+  for (;;) {
+    const { count, hash } = await store.getList('chat-1', 'memory', { last: 0 });
+    try {
+      return await store.appendList('chat-1', 'memory', [item], { expectedCount: count, expectedHash: hash });
+    } catch (error) {
+      if (!(error instanceof AppendConflictError || error instanceof ListPreconditionFailedError))
+        throw error;
+    }
+  }
+}
+
+const MESSAGES = [
+  { role: 'user', content: 'hello' },
+  { role: 'assistant', content: 'hi, how can I help?' },
+  { role: 'user', content: 'plan a trip' },
+];
+const AGENT_STATE = { name: 'Friday', memory: { turns: 3 }, toolkit: ['search'] };
+
+describe('referenceListHash: the form the reference writes', () => {
+  it('is empty:0 or 1 to 8 hex digits, and told apart from this store’s heads', () => {
+    expect(referenceListHash([])).toBe('empty:0');
+    for (let n = 1; n < 40; n++) {
+      const hash = referenceListHash(Array.from({ length: n }, (_, i) => ({ i })));
+      expect(hash).toMatch(/^[0-9a-f]{1,8}$/);
+      expect(isReferenceListHash(Buffer.from(hash))).toBe(true);
+    }
+    expect(isReferenceListHash(Buffer.from(JSON.stringify({ v: 1, inc: 'x' })))).toBe(false);
+    expect(isReferenceListHash(Buffer.from('sha256:'))).toBe(false);
+  });
+});
+
+for (const backend of backends()) {
+  const formats =
+    backend.name === 'memory' || backend.name === 'fs' ? (['cas', 'append'] as const) : [undefined];
+  for (const listFormat of formats) {
+    describe(`adopting the reference's objects on ${backend.name}${listFormat ? ` (${listFormat})` : ''}`, () => {
+      let driver: ObjectStoreDriver;
+      let close: () => Promise<void>;
+      beforeAll(async () => {
+        ({ driver, close } = await backend.make());
+      });
+      afterAll(() => close());
+
+      /** A fresh prefix and a store over it (adoption on unless told otherwise). */
+      function setup(options: Partial<StateStoreOptions> = {}, inner = driver) {
+        const prefix = `ref-${randomBytes(6).toString('hex')}/`;
+        const make = (o: Partial<StateStoreOptions> = {}, d = inner) =>
+          createStateStore({
+            driver: d,
+            prefix,
+            adoptReference: true,
+            ...(listFormat ? { listFormat } : {}),
+            ...options,
+            ...o,
+          }).forUser('alice');
+        return { prefix, root: `${prefix}alice/`, store: make(), make };
+      }
+
+      it('reads values and whole lists, lists keys and sessions, and says the session exists', async () => {
+        const { root, store } = setup();
+        await writeReference(driver, root, 'chat-1', {
+          values: { agent_state: AGENT_STATE },
+          lists: { memory: MESSAGES, empty: [] },
+        });
+
+        expect(await store.get('chat-1', 'agent_state')).toEqual(AGENT_STATE);
+        const page = await store.getList('chat-1', 'memory');
+        expect(page.items).toEqual(MESSAGES);
+        expect(page.hash).toBe(chainHash(EMPTY_HASH, MESSAGES));
+        expect((await store.getList('chat-1', 'memory', { last: 1 })).items).toEqual([MESSAGES[2]]);
+        expect((await store.getList('chat-1', 'empty')).items).toEqual([]);
+        expect(await store.exists('chat-1')).toBe(true);
+        expect((await store.listSessionIds()).sessions.map((i) => i.sessionId)).toContain('chat-1');
+        const keys = await store.listKeys('chat-1');
+        expect(keys.values.map((v) => v.key)).toEqual(['agent_state']);
+        expect(keys.lists.map((l) => [l.key, l.count])).toEqual([['memory', 3]]);
+      });
+
+      it('without adoption shows nothing of it, and a first write there deletes none of it', async () => {
+        const { root, store, make } = setup({ adoptReference: false });
+        await writeReference(driver, root, 'chat-1', {
+          values: { agent_state: AGENT_STATE },
+          lists: { memory: MESSAGES },
+        });
+
+        expect(await store.get('chat-1', 'agent_state')).toBeUndefined();
+        expect(await store.exists('chat-1')).toBe(false);
+        await store.save('chat-1', 'other', { x: 1 });
+        // The purge of leftovers of the new incarnation kept every object without an incarnation.
+        expect(Buffer.from((await driver.get(`${root}chat-1/agent_state.json`)).body).toString()).toBe(
+          JSON.stringify(AGENT_STATE),
+        );
+        expect(isReferenceListHash((await driver.get(`${root}chat-1/memory.list.hash`)).body)).toBe(true);
+        expect((await driver.get(`${root}chat-1/memory.list.json`)).body.byteLength).toBeGreaterThan(0);
+        // The session is this store's now: the reference's objects are another incarnation's.
+        expect(await make().get('chat-1', 'agent_state')).toBeUndefined();
+      });
+
+      it('costs one LIST per access to a session without a marker, none once adopted', async () => {
+        const counted = counting(driver);
+        const { root, make } = setup({}, counted);
+        const off = make({ adoptReference: false });
+        const on = make();
+        await writeReference(driver, root, 'chat-1', { values: { agent_state: AGENT_STATE } });
+
+        counted.reset();
+        await off.get('absent', 'agent_state');
+        const offLists = counted.calls.list;
+        counted.reset();
+        await on.get('absent', 'agent_state');
+        const onLists = counted.calls.list;
+        expect([offLists, onLists]).toEqual([0, 1]);
+
+        counted.reset();
+        expect(await on.get('chat-1', 'agent_state')).toEqual(AGENT_STATE);
+        // The LIST, the HEAD of the value it found and the marker's create, beside the two GETs.
+        expect([counted.calls.list, counted.calls.put]).toEqual([1, 1]);
+        counted.reset();
+        expect(await on.get('chat-1', 'agent_state')).toEqual(AGENT_STATE);
+        expect([counted.calls.list, counted.calls.put, counted.calls.get + counted.calls.head]).toEqual([
+          0, 0, 2,
+        ]);
+      });
+
+      it('converts a list on its first write, in place, keeping every item; a value write tags it', async () => {
+        const { root, store } = setup();
+        await writeReference(driver, root, 'chat-1', {
+          values: { agent_state: AGENT_STATE },
+          lists: { memory: MESSAGES },
+        });
+
+        const more = { role: 'assistant', content: 'where to?' };
+        const page = await store.getList('chat-1', 'memory');
+        const result = await store.appendList('chat-1', 'memory', [more], {
+          expectedCount: page.count,
+          expectedHash: page.hash,
+        });
+        expect(result).toMatchObject({ count: 4, hash: chainHash(EMPTY_HASH, [...MESSAGES, more]) });
+        expect((await store.getList('chat-1', 'memory')).items).toEqual([...MESSAGES, more]);
+        expect(isReferenceListHash((await driver.get(`${root}chat-1/memory.list.hash`)).body)).toBe(false);
+
+        await store.save('chat-1', 'agent_state', { ...AGENT_STATE, name: 'Saturday' });
+        const head = await driver.head(`${root}chat-1/agent_state.json`);
+        expect(head.metadata.inc).toBe('ref');
+        expect((await store.get('chat-1', 'agent_state')) as object).toMatchObject({ name: 'Saturday' });
+      });
+
+      it('loses no item when two writers race the first write of a list', async () => {
+        const { root, make } = setup();
+        await writeReference(driver, root, 'chat-1', { lists: { memory: MESSAGES } });
+        const a = make();
+        const b = make();
+
+        const writes = await Promise.allSettled([
+          appendRetrying(a, { from: 'a' }),
+          appendRetrying(b, { from: 'b' }),
+        ]);
+        expect(writes.map((w) => (w.status === 'rejected' ? String(w.reason) : w.status))).toEqual([
+          'fulfilled',
+          'fulfilled',
+        ]);
+        const items = (await make().getList('chat-1', 'memory')).items;
+        expect(items.slice(0, 3)).toEqual(MESSAGES);
+        expect(items.slice(3)).toHaveLength(2);
+        expect(items.slice(3)).toEqual(expect.arrayContaining([{ from: 'a' }, { from: 'b' }]));
+      });
+
+      it('resumes a conversion that broke off after its first object', async () => {
+        const { root, make } = setup();
+        await writeReference(driver, root, 'chat-1', { lists: { memory: MESSAGES } });
+        // The first object the conversion writes lands, then the writer dies.
+        let writes = 0;
+        const dying = {
+          ...driver,
+          list: driver.list.bind(driver),
+          get: driver.get.bind(driver),
+          head: driver.head.bind(driver),
+          delete: driver.delete.bind(driver),
+          deleteMany: driver.deleteMany.bind(driver),
+          copy: driver.copy.bind(driver),
+          put: async (...args: Parameters<ObjectStoreDriver['put']>) => {
+            if (!args[0].includes('~sessions/') && writes++ >= 1) throw new Error('crashed');
+            return driver.put(...args);
+          },
+          ...(driver.append
+            ? {
+                append: async (...args: Parameters<NonNullable<ObjectStoreDriver['append']>>) => {
+                  const result = await (driver.append as NonNullable<ObjectStoreDriver['append']>)(...args);
+                  writes++;
+                  return result;
+                },
+              }
+            : {}),
+        } as ObjectStoreDriver;
+        await make({}, dying)
+          .appendList('chat-1', 'memory', [{ n: 4 }], { expectedCount: 3 })
+          .catch(() => undefined);
+
+        const store = make();
+        expect((await store.getList('chat-1', 'memory')).items.slice(0, 3)).toEqual(MESSAGES);
+        await appendRetrying(store, { n: 5 });
+        const items = (await store.getList('chat-1', 'memory')).items;
+        expect(items.slice(0, 3)).toEqual(MESSAGES);
+        expect(items.at(-1)).toEqual({ n: 5 });
+        expect(items.filter((i) => JSON.stringify(i) === '{"n":5}')).toHaveLength(1);
+      });
+    });
+  }
+}
