@@ -38,6 +38,7 @@ import type {
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import type { ContentEncoding } from '../util/encoding.js';
+import { mapLimited } from '../util/map-limited.js';
 import { DAY_MS, KIB } from '../util/units.js';
 import { Commits } from './commits.js';
 import {
@@ -559,6 +560,8 @@ class UserStore implements SessionStore {
   async exists(sessionId: string): Promise<boolean> {
     this.ids(sessionId);
     const head = await headOrUndefined(this.ctx.driver, this.layout.marker(sessionId));
+    // Without a marker, a session of the reference is adopted (reference.ts: one LIST more).
+    if (!head && this.ctx.adoptReference) return (await this.sessions.read(sessionId)).live !== undefined;
     // An emptied session's marker is shorter than any live one's (sessions.ts, LIVE_MARKER_BYTES).
     return (
       head !== undefined &&
@@ -617,6 +620,31 @@ class UserStore implements SessionStore {
     if (failures.length > 0) throw new PartialDeleteError(failures);
   }
 
+  /**
+   * Adopts the reference's sessions of this user that have no marker yet, so that they are listed
+   * (reference.ts): one LIST of the user's folders (its first 1,000), one of the markers, and per
+   * session folder without a marker what `Sessions.read` costs (a GET, a LIST, a HEAD or GET).
+   */
+  private async adoptFolders(): Promise<void> {
+    const { driver } = this.ctx;
+    const [folders, markers] = await Promise.all([
+      driver.list({ prefix: this.layout.root, delimiter: '/' }),
+      listAll(driver, this.layout.markers),
+    ]);
+    const marked = new Set(markers.map((m) => m.key.slice(this.layout.markers.length)));
+    const unmarked: string[] = [];
+    for (const folder of folders.prefixes) {
+      const segment = folder.slice(this.layout.root.length, -1);
+      if (segment.startsWith('~') || marked.has(segment)) continue;
+      try {
+        unmarked.push(decodeId('sessionId', segment));
+      } catch {
+        // Not an id of this store: `npm run adopt` rewrites it.
+      }
+    }
+    await mapLimited(unmarked, 16, (s) => this.sessions.read(s));
+  }
+
   async listSessionIds(options: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
     const limit = options.limit ?? MAX_SESSION_PAGE;
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SESSION_PAGE)
@@ -634,6 +662,7 @@ class UserStore implements SessionStore {
         throw new ValidationError('cursor', 'not a cursor of this listing');
       startAfter = this.layout.markers + segment;
     }
+    if (options.cursor === undefined && this.ctx.adoptReference) await this.adoptFolders();
     const page = await this.ctx.driver.list({ prefix: this.layout.markers, startAfter, limit });
     const sessions = [];
     let last: string | undefined;

@@ -9,8 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppendConflictError, ListPreconditionFailedError } from '../../lib/contract/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
+import { encodeId } from '../../lib/contract/ids.js';
 import type { SessionStore } from '../../lib/contract/types.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { adoptPrefix } from '../../lib/store/adopt.js';
 import { isReferenceListHash, referenceListHash } from '../../lib/store/reference.js';
 import { createStateStore, type StateStoreOptions } from '../../lib/store/store.js';
 import { backends } from '../backends.js';
@@ -112,6 +114,12 @@ for (const backend of backends()) {
         expect((await store.getList('chat-1', 'empty')).items).toEqual([]);
         expect(await store.exists('chat-1')).toBe(true);
         expect((await store.listSessionIds()).sessions.map((i) => i.sessionId)).toContain('chat-1');
+        // A session never accessed is adopted by the listing.
+        await writeReference(driver, root, 'chat-2', { values: { agent_state: AGENT_STATE } });
+        expect((await store.listSessionIds()).sessions.map((i) => i.sessionId).sort()).toEqual([
+          'chat-1',
+          'chat-2',
+        ]);
         const keys = await store.listKeys('chat-1');
         expect(keys.values.map((v) => v.key)).toEqual(['agent_state']);
         expect(keys.lists.map((l) => [l.key, l.count])).toEqual([['memory', 3]]);
@@ -244,6 +252,83 @@ for (const backend of backends()) {
         expect(items.slice(0, 3)).toEqual(MESSAGES);
         expect(items.at(-1)).toEqual({ n: 5 });
         expect(items.filter((i) => JSON.stringify(i) === '{"n":5}')).toHaveLength(1);
+      });
+
+      it('npm run adopt converts a whole prefix, ids rewritten, resumed after a failure', async () => {
+        const { prefix, make } = setup({ adoptReference: false });
+        await writeReference(driver, `${prefix}alice/`, 'chat-1', {
+          values: { agent_state: AGENT_STATE },
+          lists: { memory: MESSAGES },
+        });
+        await writeReference(driver, `${prefix}__anon__/`, 's1', { lists: { memory: MESSAGES.slice(0, 1) } });
+        await writeReference(driver, `${prefix}a@b.example/`, 'a b', {
+          values: { 'x y': { odd: true } },
+          lists: { 'x y': MESSAGES.slice(0, 2) },
+        });
+        // A reference object whose encoded name another object holds already: reported, left alone.
+        await writeReference(driver, `${prefix}a@b.example/`, 'c d', { values: { k: { theirs: 1 } } });
+        const odd = `${prefix}${encodeId('userId', 'a@b.example')}/${encodeId('sessionId', 'c d')}/k.json`;
+        await driver.put(odd, JSON.stringify({ ours: 1 }), { metadata: { inc: 'm0b1x2c3d4e5' } });
+
+        // The first run dies at its fourth write.
+        let writes = 0;
+        const failing = counting(driver);
+        for (const name of ['put', 'copy', 'append'] as const) {
+          const inner = failing[name];
+          if (typeof inner !== 'function') continue;
+          Object.assign(failing, {
+            [name]: (...args: unknown[]) =>
+              ++writes > 3
+                ? Promise.reject(new Error('crashed'))
+                : (inner as (...a: unknown[]) => Promise<unknown>).apply(failing, args),
+          });
+        }
+        const lines: string[] = [];
+        await expect(
+          adoptPrefix({ driver: failing, prefix, ...(listFormat ? { listFormat } : {}) }),
+        ).rejects.toThrow();
+        const report = await adoptPrefix({
+          driver,
+          prefix,
+          ...(listFormat ? { listFormat } : {}),
+          onStep: (step) => lines.push(`${step.action} ${step.name}`),
+        });
+        expect(report.sessions).toBe(3);
+        expect(lines.filter((l) => l.startsWith('collision'))).toEqual([
+          `collision ${prefix}a@b.example/c d/k.json`,
+        ]);
+
+        // Adoption off: everything reads back from this store's names.
+        const alice = make();
+        expect(await alice.get('chat-1', 'agent_state')).toEqual(AGENT_STATE);
+        expect((await alice.getList('chat-1', 'memory')).items).toEqual(MESSAGES);
+        const anonymous = createStateStore({ driver, prefix, ...(listFormat ? { listFormat } : {}) }).forUser(
+          null,
+        );
+        expect((await anonymous.getList('s1', 'memory')).items).toEqual(MESSAGES.slice(0, 1));
+        const odder = createStateStore({ driver, prefix, ...(listFormat ? { listFormat } : {}) }).forUser(
+          'a@b.example',
+        );
+        expect(await odder.get('a b', 'x y')).toEqual({ odd: true });
+        expect((await odder.getList('a b', 'x y')).items).toEqual(MESSAGES.slice(0, 2));
+        expect(await driver.head(`${prefix}alice/chat-1/agent_state.json`)).toMatchObject({
+          metadata: { inc: 'ref' },
+        });
+        expect(isReferenceListHash((await driver.get(`${prefix}alice/chat-1/memory.list.hash`)).body)).toBe(
+          false,
+        );
+        // Nothing is left under the reference's names of non-plain ids (but the collision).
+        const left = (await driver.list({ prefix: `${prefix}a@b.example/` })).objects.map((o) => o.key);
+        expect(left).toEqual([`${prefix}a@b.example/c d/k.json`]);
+        expect((await driver.list({ prefix: `${prefix}__anon__/` })).objects).toEqual([]);
+
+        // A third run finds nothing to do.
+        const again: string[] = [];
+        await adoptPrefix({ driver, prefix, onStep: (step) => again.push(step.action) });
+        expect(
+          again.filter((a) => a === 'renamed' || a === 'converted-list' || a === 'tagged-value'),
+        ).toEqual([]);
+        expect(again).toContain('adopted');
       });
     });
   }
