@@ -7,7 +7,7 @@
  * of the body is a conditional write where the backend has one.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ContendedError } from '../contract/errors.js';
+import { ContendedError, ReferenceIdUnsupportedError } from '../contract/errors.js';
 import { decodeId, isMemorySession } from '../contract/ids.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ListedObject } from '../drivers/types.js';
@@ -347,6 +347,7 @@ export class Sessions {
     ]);
     const deletedWith = tombstone ? parseJsonObject(tombstone.body)?.token : undefined;
     await fence.check(typeof deletedWith === 'number' ? deletedWith : undefined);
+    await this.refuseReferenceIds(sessionId);
     const inc = newIncarnation(this.ctx.now());
     const recorded = token ?? (typeof deletedWith === 'number' ? deletedWith : null);
     let etag: string;
@@ -396,6 +397,18 @@ export class Sessions {
       return false;
     });
     return names.filter((_, i) => !keep[i]);
+  }
+
+  /**
+   * With `adoptReference`, refuses to start a session the reference wrote under names this store
+   * does not write (a user `a@b.example`, a session `a b`, the anonymous `__anon__`): one LIST of
+   * that folder, only for such ids, only when a session starts.
+   */
+  private async refuseReferenceIds(sessionId: string): Promise<void> {
+    const folder = this.ctx.adoptReference ? this.layout.referenceSession(sessionId) : undefined;
+    if (folder === undefined) return;
+    const page = await this.ctx.driver.list({ prefix: folder, limit: 1 });
+    if (page.objects.length > 0) throw new ReferenceIdUnsupportedError(sessionId);
   }
 
   /** A marker's body: a live one padded to `LIVE_MARKER_BYTES`, an empty one always shorter. */

@@ -7,7 +7,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppendConflictError, ListPreconditionFailedError } from '../../lib/contract/errors.js';
+import {
+  AppendConflictError,
+  ListPreconditionFailedError,
+  ReferenceIdUnsupportedError,
+} from '../../lib/contract/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { encodeId } from '../../lib/contract/ids.js';
 import type { SessionStore } from '../../lib/contract/types.js';
@@ -252,6 +256,39 @@ for (const backend of backends()) {
         expect(items.slice(0, 3)).toEqual(MESSAGES);
         expect(items.at(-1)).toEqual({ n: 5 });
         expect(items.filter((i) => JSON.stringify(i) === '{"n":5}')).toHaveLength(1);
+      });
+
+      it('refuses writes to a session the reference wrote under names this store does not write', async () => {
+        const { prefix } = setup();
+        await writeReference(driver, `${prefix}a@b.example/`, 'a b', { values: { k: { theirs: 1 } } });
+        await writeReference(driver, `${prefix}__anon__/`, 's1', { lists: { memory: MESSAGES } });
+        const counted = counting(driver);
+        const format = listFormat ? { listFormat } : {};
+        const user = createStateStore({ driver: counted, prefix, adoptReference: true, ...format }).forUser(
+          'a@b.example',
+        );
+        const anonymous = createStateStore({ driver, prefix, adoptReference: true, ...format }).forUser(null);
+
+        await expect(user.save('a b', 'k', { ours: 1 })).rejects.toBeInstanceOf(ReferenceIdUnsupportedError);
+        await expect(anonymous.appendList('s1', 'memory', [1], { expectedCount: 0 })).rejects.toBeInstanceOf(
+          ReferenceIdUnsupportedError,
+        );
+        // Nothing written: no marker, the reference's objects as they were.
+        expect(await user.exists('a b')).toBe(false);
+        expect(
+          (await driver.list({ prefix: `${prefix}${encodeId('userId', 'a@b.example')}/` })).objects,
+        ).toEqual([]);
+        // Another session of that user starts as usual, with one LIST for its reference folder.
+        counted.reset();
+        await user.save('c d', 'k', { ours: 1 });
+        // The adoption's LIST, the leftovers' LIST of a new session, and the reference folder's.
+        expect(counted.calls.list).toBe(3);
+        expect(await user.get('c d', 'k')).toEqual({ ours: 1 });
+
+        await adoptPrefix({ driver, prefix, ...(listFormat ? { listFormat } : {}) });
+        await user.save('a b', 'k', { ours: 2 });
+        expect(await user.get('a b', 'k')).toEqual({ ours: 2 });
+        expect((await anonymous.appendList('s1', 'memory', [1], { expectedCount: 3 })).count).toBe(4);
       });
 
       it('npm run adopt converts a whole prefix, ids rewritten, resumed after a failure', async () => {
