@@ -173,6 +173,28 @@ for (const backend of backends()) {
         expect([counted.calls.list, counted.calls.put, counted.calls.get + counted.calls.head]).toEqual([
           0, 0, 2,
         ]);
+
+        // A list read, then an append, of a converted list: GETs more with adoption on, nothing else.
+        await on.appendList('chat-1', 'memory', [0], { expectedCount: 0 });
+        const cost = async (store: SessionStore, n: number) => {
+          counted.reset();
+          await store.getList('chat-1', 'memory');
+          const read = counted.calls.get;
+          await store.appendList('chat-1', 'memory', [n], { expectedCount: n });
+          return {
+            read,
+            write: counted.calls.get - read,
+            list: counted.calls.list,
+            writes: counted.calls.put + counted.calls.append,
+          };
+        };
+        const withOff = await cost(off, 1);
+        const withOn = await cost(on, 2);
+        console.log(
+          `list read: ${withOff.read} GET off, ${withOn.read} on; append: ${withOff.write} GET off, ${withOn.write} on`,
+        );
+        expect([withOn.read - withOff.read, withOn.write - withOff.write]).toEqual([1, 1]);
+        expect([withOn.list, withOn.writes]).toEqual([withOff.list, withOff.writes]);
       });
 
       it('converts a list on its first write, in place, keeping every item; a value write tags it', async () => {

@@ -50,11 +50,11 @@ export class ReferenceLists implements ListFormat {
     marker?: Promise<MarkerRead>,
   ): Promise<ReferenceList | undefined> {
     const { driver } = this.ctx;
-    const [read, head] = await Promise.all([
-      marker ?? this.sessions.read(s),
-      getOrUndefined(driver, this.layout.listHash(s, k)),
-    ]);
-    if (read.live?.inc !== REFERENCE_INC || !head || !isReferenceListHash(head.body)) return undefined;
+    // A read shares its marker read; a write reads the marker only once the head is the reference's.
+    const [shared, head] = await Promise.all([marker, getOrUndefined(driver, this.layout.listHash(s, k))]);
+    if (!head || !isReferenceListHash(head.body)) return undefined;
+    const read = shared ?? (await this.sessions.read(s));
+    if (read.live?.inc !== REFERENCE_INC) return undefined;
     const json = await getOrUndefined(driver, this.layout.listJson(s, k));
     if (!json) return { items: [], lastModified: head.lastModified };
     let items: unknown;
