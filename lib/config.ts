@@ -100,6 +100,8 @@ const schema = z
     ARCHIVE_ENCODING: z.enum(['identity', 'gzip', 'br']).default(DEFAULTS.archiveEncoding),
     // `reference`: also keep each list's whole array as `<key>.list.json` (the reference's layout).
     LIST_JSON: z.enum(['off', 'reference']).default(DEFAULTS.listJson),
+    // `true`: sessions written by the AgentScope reference's OSS store are adopted on first access.
+    ADOPT_REFERENCE: bool.default(DEFAULTS.adoptReference),
     RESTORE_DAYS: int(1, 30).default(DEFAULTS.restoreDays),
     MAX_VALUE_BYTES: int(1024, 1024 * 1024 * 1024).default(DEFAULTS.maxValueBytes),
     MAX_BLOB_BYTES: int(1024, 4 * 1024 * 1024 * 1024).default(1024 * 1024 * 1024),

@@ -25,6 +25,7 @@ const ENTRIES = {
   infra: 'scripts/infra.ts',
   lifecycle: 'scripts/lifecycle.ts',
   bootstrap: 'scripts/bootstrap.ts',
+  adopt: 'scripts/adopt.ts',
   // The renderer osls calls at package time (infra/aws/deployment.cjs).
   'sls-deployment': 'scripts/sls-deployment.ts',
 };

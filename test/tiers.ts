@@ -59,6 +59,7 @@ export const TIERS: readonly Tier[] = [
       'test/store/append-codec.test.ts',
       'test/store/commits.test.ts',
       'test/store/memory-session.test.ts',
+      'test/store/reference-adoption.test.ts',
       'test/workspaces/workspaces.test.ts',
       'test/adapters/',
       'test/openapi/document.test.ts',
@@ -83,6 +84,7 @@ export const TIERS: readonly Tier[] = [
       'test/store/append-budgets.test.ts',
       'test/store/list-budgets.test.ts',
       'test/store/capabilities.test.ts',
+      'test/store/reference-adoption.test.ts',
       // Counted and big-data cases on memory: out of the inner loop, beside the other budgets.
       'test/store/keys.test.ts',
       'test/store/truncate.test.ts',
@@ -109,6 +111,7 @@ export const TIERS: readonly Tier[] = [
       'test/drivers/transfer.test.ts',
       'test/lock/with-lock.test.ts',
       'test/store/store.test.ts',
+      'test/store/reference-adoption.test.ts',
       'test/workspaces/',
       'test/deploy/rgw-lifecycle.test.ts',
       'test/deploy/bootstrap.test.ts',

@@ -39,6 +39,7 @@ export const DEFAULTS = {
   archiveEncoding: 'gzip',
   /** Whether each list's whole array is kept as `<key>.list.json` too (`reference`: the reference's layout). */
   listJson: 'off',
+  adoptReference: false,
   /** The service the logs and metrics name (`POWERTOOLS_SERVICE_NAME`). */
   serviceName: 'agent-state',
   /** The CloudWatch namespace of the EMF metrics (`POWERTOOLS_METRICS_NAMESPACE`). */

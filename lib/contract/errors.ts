@@ -231,6 +231,22 @@ export class UnsupportedOperationError extends StoreError {
   }
 }
 
+/**
+ * A write to a session the AgentScope reference wrote under a segment that is no encoding of this
+ * store's ids (HTTP 409 `reference-id-unsupported`); nothing was written: `npm run adopt` rewrites
+ * its names (docs/backends.md, "Reading data written by the AgentScope reference").
+ */
+export class ReferenceIdUnsupportedError extends StoreError {
+  override name = 'ReferenceIdUnsupportedError';
+  /** `sessionId`: the session refused (empty when rebuilt from a problem body, `message` then its detail). */
+  constructor(
+    readonly sessionId: string,
+    message = `the session ${JSON.stringify(sessionId)} was written by the AgentScope reference under names this store does not write; run npm run adopt first`,
+  ) {
+    super(message);
+  }
+}
+
 /** A write gave up because other writers kept winning its races; nothing was written (retry it). */
 export class ContendedError extends StoreError {
   override name = 'ContendedError';

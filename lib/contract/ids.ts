@@ -1,7 +1,7 @@
 /**
  * Ids (docs/DESIGN.md, "Ids and the object layout"): what a user, session, key or workspace id
  * may be, and its encoding as one segment of a name. An id made only of `[A-Za-z0-9._-]` (not
- * `.`/`..`, not `anon` for a user, not ending in `.list` or `.json` for a key) is written as it
+ * `.`/`..`, not `anon` or `__anon__` for a user, not ending in `.list` or `.json` for a key) is written as it
  * is; any other id is `!` + unpadded base64url of its UTF-8. Encoded ids never contain `~` or `/`,
  * so they cannot collide with the names an engine adds, and no two distinct (user, session, key)
  * triples share a name. The object store's names are lib/store/layout.ts.
@@ -12,6 +12,11 @@ import { LIMITS } from './limits.js';
 
 /** The user segment of the anonymous user. */
 export const ANONYMOUS = 'anon';
+/**
+ * The anonymous user's segment in the AgentScope reference's layout (lib/store/reference.ts): a
+ * real user of that id is encoded, as one named `anon` is, so the segment is never a user's.
+ */
+export const REFERENCE_ANONYMOUS = '__anon__';
 
 /**
  * The memory session (docs/DESIGN.md, "Sessions"): the one session of each user that never expires,
@@ -72,7 +77,7 @@ export function checkPrefix(prefix: string): string {
 
 function needsEncoding(kind: IdKind, id: string): boolean {
   if (!PLAIN_ID.test(id) || id === '.' || id === '..') return true;
-  if (kind === 'userId' && id === ANONYMOUS) return true;
+  if (kind === 'userId' && (id === ANONYMOUS || id === REFERENCE_ANONYMOUS)) return true;
   if (kind === 'key' && (id.endsWith('.list') || id.endsWith('.json'))) return true;
   return false;
 }

@@ -88,6 +88,7 @@ export function createApp(config: Config, parts: AppParts): App {
     stateGraceDays: config.STATE_GRACE_DAYS,
     archiveEncoding: config.ARCHIVE_ENCODING,
     listJson: config.LIST_JSON,
+    adoptReference: config.ADOPT_REFERENCE,
     presignExpiresIn: config.PRESIGN_EXPIRES_SECONDS,
     restoreDays: config.RESTORE_DAYS,
     maxValueBytes: config.MAX_VALUE_BYTES,

@@ -40,6 +40,8 @@ const PROBLEM_NOTES: Record<ProblemCode, string> = {
     'a commit without a lease found a condition failing at write time: `applied` keys were written, `failed` were not; retry with the same `commitId` after reading the failed keys',
   'commit-mismatch':
     'the `commitId` was applied to `key` (`kind` `value` or `list`) with another body, or recorded with another body (`kind` `commit`); nothing was written',
+  'reference-id-unsupported':
+    'the session was written by the AgentScope reference under a user or session segment this store does not write (adoption on); nothing was written: `npm run adopt` rewrites it',
   'idempotency-key-reused':
     'the Idempotency-Key names another request to this list (other items, count or hash); nothing was written: send a new key with a new request',
   'payload-too-large': 'the request body is over `limit` bytes',

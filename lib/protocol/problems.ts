@@ -28,6 +28,7 @@ import {
   PreconditionFailedError,
   PreconditionUnsupportedError,
   ProtocolError,
+  ReferenceIdUnsupportedError,
   SessionNotFoundError,
   type StoreError,
   UnauthorizedError,
@@ -269,6 +270,12 @@ export const PROBLEMS = {
       }),
     ],
     error: (p) => new CommitMismatchError(p.commitId ?? '', p.kind ?? 'value', p.key ?? ''),
+  },
+  'reference-id-unsupported': {
+    status: 409,
+    title: 'Session written by the reference under names this store does not write',
+    answers: [answer({ raisedBy: ReferenceIdUnsupportedError })],
+    error: (_p, detail) => new ReferenceIdUnsupportedError('', detail),
   },
   'payload-too-large': {
     status: 413,

@@ -51,6 +51,7 @@ import {
 import type { Keys } from './keys.js';
 import type { UserLayout } from './layout.js';
 import type { ListFormat, ListPeek } from './lists/format.js';
+import { incOf } from './reference.js';
 import type { Marker, MarkerRead, Sessions } from './sessions.js';
 import { committedEtag, type Fence, putValue, recordId } from './write-path.js';
 
@@ -144,7 +145,7 @@ export class Commits {
     if (!live || live.empty) return { exists: false, values: [], lists: [] };
     const answered = (key: string, got: Settled<StoredObject | undefined>): SnapshotValue => {
       const object = unwrap(got);
-      if (!object || object.metadata.inc !== live.inc) return { key, absent: true };
+      if (!object || incOf(object) !== live.inc) return { key, absent: true };
       const value = this.parse(object);
       if (value === CORRUPT) return { key, corrupt: true };
       return { key, value: value.value, etag: object.etag };
@@ -654,7 +655,7 @@ const tokenOf = (object: ObjectInfo | undefined): number => storedToken(object) 
 
 /** A value's object in the incarnation of `marker` (another's is a leftover: absent). */
 function inIncarnation(head: ObjectInfo | undefined, marker: Marker | undefined): ObjectInfo | undefined {
-  return head && head.metadata.inc === marker?.inc ? head : undefined;
+  return head && incOf(head) === marker?.inc ? head : undefined;
 }
 
 /** Whether every change of a commit is done (a replay of a commit that landed). */

@@ -30,6 +30,11 @@ export interface StoreContext {
   readonly archiveEncoding: ContentEncoding;
   /** Whether each list's whole array is kept as `<key>.list.json` too (the reference's layout). */
   readonly listJson: 'off' | 'reference';
+  /**
+   * Whether a session without a marker is looked for in the reference's layout (one LIST) and
+   * adopted (lib/store/reference.ts).
+   */
+  readonly adoptReference: boolean;
   /** Seconds a presigned URL stays valid. */
   readonly presignExpiresIn: number;
   /** Days a restored copy of an archived object stays readable. */

@@ -33,6 +33,7 @@ import { mapLimited } from '../util/map-limited.js';
 import type { StoreContext } from './context.js';
 import { NAME, type UserLayout } from './layout.js';
 import type { ListFormat } from './lists/format.js';
+import { incOf } from './reference.js';
 import type { Sessions } from './sessions.js';
 
 /** The characters of plain ids, in byte order. */
@@ -277,7 +278,7 @@ export class Keys {
   private async value(object: ListedObject, inc: string): Promise<ObjectInfo | undefined> {
     try {
       const head = await this.ctx.driver.head(object.key);
-      return head.metadata.inc === inc ? head : undefined;
+      return incOf(head) === inc ? head : undefined;
     } catch (error) {
       if (error instanceof ObjectNotFoundError) return undefined;
       throw error;

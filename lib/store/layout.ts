@@ -4,7 +4,7 @@
  * spelling. Ids are encoded as lib/contract/ids.ts says.
  */
 import { randomBytes } from 'node:crypto';
-import { encodeId, MEMORY_SESSION, userSegment } from '../contract/ids.js';
+import { encodeId, MEMORY_SESSION, namedUser, REFERENCE_ANONYMOUS, userSegment } from '../contract/ids.js';
 import { HASH_PREFIX } from '../contract/limits.js';
 
 /** Digits of generation and sequence numbers in names (2^53 has 16), so name order is number order. */
@@ -27,6 +27,12 @@ export interface UserLayout {
   readonly markers: string;
   marker(sessionId: string): string;
   tombstone(sessionId: string): string;
+  /**
+   * The folder the AgentScope reference writes the session in (`<prefix><user|__anon__>/<session>/`,
+   * no encoding), when it differs from `session(…)` and can be told apart (no `/` or `~` in either
+   * id); else undefined.
+   */
+  referenceSession(sessionId: string): string | undefined;
   /** `<prefix><user>/<session>/`: everything the session owns. */
   session(sessionId: string): string;
   value(sessionId: string, key: string): string;
@@ -71,8 +77,14 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
   const root = `${prefix}${userSegment(userId)}/`;
   const session = (s: string) => `${root}${encodeId('sessionId', s)}/`;
   const key = (s: string, k: string) => `${session(s)}${encodeId('key', k)}`;
+  const named = namedUser(userId);
+  const rawUser = named ?? REFERENCE_ANONYMOUS;
   return {
     root,
+    referenceSession: (s) => {
+      const raw = `${prefix}${rawUser}/${s}/`;
+      return raw === session(s) || /[/~]/.test(rawUser) || /[/~]/.test(s) ? undefined : raw;
+    },
     markers: `${root}${MARKERS}/`,
     marker: (s) => `${root}${MARKERS}/${encodeId('sessionId', s)}`,
     tombstone: (s) => `${root}${TOMBSTONES}/${encodeId('sessionId', s)}`,

@@ -7,12 +7,14 @@
  * of the body is a conditional write where the backend has one.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ContendedError } from '../contract/errors.js';
+import { ContendedError, ReferenceIdUnsupportedError } from '../contract/errors.js';
 import { decodeId, isMemorySession } from '../contract/ids.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ListedObject } from '../drivers/types.js';
-import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
+import { mapLimited } from '../util/map-limited.js';
+import { getOrUndefined, headOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
 import { isValueName, NAME, type UserLayout } from './layout.js';
+import { isReferenceListHash, REFERENCE_INC } from './reference.js';
 import type { Fence } from './write-path.js';
 
 /** A live session marker. */
@@ -72,10 +74,17 @@ export class Sessions {
     private readonly layout: UserLayout,
   ) {}
 
-  /** Reads the marker (one GET). */
+  /**
+   * Reads the marker (one GET). With `adoptReference`, a session without one that holds objects
+   * of the AgentScope reference is adopted (`adopt`: one LIST, and one more request when it finds
+   * something).
+   */
   async read(sessionId: string): Promise<MarkerRead> {
     const object = await getOrUndefined(this.ctx.driver, this.layout.marker(sessionId));
-    if (!object) return {};
+    if (!object) {
+      if (!this.ctx.adoptReference || isMemorySession(sessionId)) return {};
+      return (await this.adopt(sessionId)) ?? {};
+    }
     const body = parseJsonObject(object.body);
     const inc = body?.inc;
     const token = body?.token;
@@ -97,6 +106,42 @@ export class Sessions {
         ...(body?.empty === true ? { empty: true } : {}),
       },
     };
+  }
+
+  /**
+   * Adopts a session the reference wrote (lib/store/reference.ts): one LIST of its folder finds
+   * its first name of the reference's shapes (`<key>.json`, `<key>.list.hash`), whose object is
+   * read (a HEAD: no `inc`; a GET: a reference hash) so that leftovers of this store's own deleted
+   * or expired sessions are not taken for it; then the marker of incarnation `ref` is created
+   * (create-only: a racing adopter's marker, or a writer's, is read instead).
+   */
+  private async adopt(sessionId: string): Promise<MarkerRead | undefined> {
+    const { driver } = this.ctx;
+    const folder = this.layout.session(sessionId);
+    const page = await driver.list({ prefix: folder, delimiter: NAME.delimiter });
+    const name = page.objects
+      .map((o) => o.key)
+      .find((key) => {
+        const rest = key.slice(folder.length);
+        return !rest.includes('/') && (isValueName(rest) || rest.endsWith(NAME.listHead));
+      });
+    if (name === undefined) return undefined;
+    const theirs = name.endsWith(NAME.listHead)
+      ? await getOrUndefined(driver, name).then((o) => o !== undefined && isReferenceListHash(o.body))
+      : await headOrUndefined(driver, name).then((o) => o !== undefined && o.metadata.inc === undefined);
+    if (!theirs) return undefined;
+    try {
+      const { etag } = await driver.put(this.layout.marker(sessionId), this.body(REFERENCE_INC, null), {
+        contentType: 'application/json',
+        tags: { kind: 'marker' },
+        ifNoneMatch: '*',
+      });
+      return { live: { inc: REFERENCE_INC, token: null, etag, lastModified: new Date(this.ctx.now()) } };
+    } catch (error) {
+      if (!(error instanceof ObjectConditionFailedError)) throw error;
+      const object = await getOrUndefined(driver, this.layout.marker(sessionId));
+      return object ? this.read(sessionId) : undefined;
+    }
   }
 
   /** True when a marker this old counts as absent (never for the memory session, which never expires). */
@@ -302,6 +347,7 @@ export class Sessions {
     ]);
     const deletedWith = tombstone ? parseJsonObject(tombstone.body)?.token : undefined;
     await fence.check(typeof deletedWith === 'number' ? deletedWith : undefined);
+    await this.refuseReferenceIds(sessionId);
     const inc = newIncarnation(this.ctx.now());
     const recorded = token ?? (typeof deletedWith === 'number' ? deletedWith : null);
     let etag: string;
@@ -321,7 +367,7 @@ export class Sessions {
       if (error instanceof ObjectConditionFailedError) return undefined;
       throw error;
     }
-    const stale = leftovers.filter((name) => !name.includes(NAME.archive));
+    const stale = await this.purgeable(leftovers.filter((name) => !name.includes(NAME.archive)));
     if (stale.length > 0) {
       const { failed } = await driver.deleteMany(stale);
       // Leftovers are invisible (other incarnation); one that could not be deleted is only garbage.
@@ -329,6 +375,40 @@ export class Sessions {
     }
     const created: Marker = { inc, token: recorded, etag, lastModified: new Date(this.ctx.now()) };
     return created;
+  }
+
+  /**
+   * The leftovers a new incarnation deletes: never an object without an incarnation (the
+   * reference's, lib/store/reference.ts). The names the reference writes are read first (a HEAD
+   * per value, a GET per list head); everything else is this store's own.
+   */
+  private async purgeable(names: readonly string[]): Promise<string[]> {
+    const { driver } = this.ctx;
+    const keep = await mapLimited(names, 16, async (name) => {
+      const rest = name.slice(name.lastIndexOf('/') + 1);
+      if (name.endsWith(NAME.listHead) || rest.endsWith(NAME.listJson))
+        return getOrUndefined(driver, name).then(
+          (o) =>
+            o !== undefined &&
+            (isReferenceListHash(o.body) || (rest.endsWith(NAME.listJson) && o.metadata.inc === undefined)),
+        );
+      if (isValueName(rest))
+        return headOrUndefined(driver, name).then((o) => o !== undefined && o.metadata.inc === undefined);
+      return false;
+    });
+    return names.filter((_, i) => !keep[i]);
+  }
+
+  /**
+   * With `adoptReference`, refuses to start a session the reference wrote under names this store
+   * does not write (a user `a@b.example`, a session `a b`, the anonymous `__anon__`): one LIST of
+   * that folder, only for such ids, only when a session starts.
+   */
+  private async refuseReferenceIds(sessionId: string): Promise<void> {
+    const folder = this.ctx.adoptReference ? this.layout.referenceSession(sessionId) : undefined;
+    if (folder === undefined) return;
+    const page = await this.ctx.driver.list({ prefix: folder, limit: 1 });
+    if (page.objects.length > 0) throw new ReferenceIdUnsupportedError(sessionId);
   }
 
   /** A marker's body: a live one padded to `LIVE_MARKER_BYTES`, an empty one always shorter. */

@@ -38,6 +38,7 @@ import type {
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import type { ContentEncoding } from '../util/encoding.js';
+import { mapLimited } from '../util/map-limited.js';
 import { DAY_MS, KIB } from '../util/units.js';
 import { storeCapabilities } from './capabilities.js';
 import { Commits } from './commits.js';
@@ -56,7 +57,9 @@ import { AppendFormat } from './lists/append.js';
 import { Archives } from './lists/archives.js';
 import { CasFormat } from './lists/cas.js';
 import type { ListFormat } from './lists/format.js';
+import { ReferenceLists } from './lists/reference-lists.js';
 import { withMemoryTags } from './memory-session.js';
+import { incOf } from './reference.js';
 import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
 import { Workspaces } from './workspaces.js';
 import { Fence, putValue, recordId } from './write-path.js';
@@ -104,6 +107,11 @@ export interface StateStoreOptions {
    * left to the lifecycle rules).
    */
   readonly listJson?: 'off' | 'reference';
+  /**
+   * Adopt sessions the AgentScope reference's OSS store wrote (lib/store/reference.ts): a session
+   * without a marker costs one LIST more on each access; default false.
+   */
+  readonly adoptReference?: boolean;
   /** Seconds presigned URLs stay valid; default 900 (15 minutes). */
   readonly presignExpiresIn?: number;
   /** Days a restored copy of an archived object stays readable; default 1. */
@@ -167,6 +175,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     maxCommitMs: options.maxCommitMs ?? 60_000,
     archiveEncoding: options.archiveEncoding ?? DEFAULTS.archiveEncoding,
     listJson: options.listJson ?? DEFAULTS.listJson,
+    adoptReference: options.adoptReference ?? DEFAULTS.adoptReference,
     presignExpiresIn: options.presignExpiresIn ?? DEFAULTS.presignExpiresSeconds,
     restoreDays: options.restoreDays ?? DEFAULTS.restoreDays,
     maxValueBytes: options.maxValueBytes ?? DEFAULTS.maxValueBytes,
@@ -244,10 +253,12 @@ class UserStore implements SessionStore {
   ) {
     this.sessions = new Sessions(ctx, layout);
     this.archives = new Archives(ctx, layout);
-    this.lists =
+    const format =
       listFormat === 'cas'
         ? new CasFormat(ctx, layout, this.sessions)
         : new AppendFormat(ctx, layout, this.sessions);
+    // Any session may be an adopted one (its marker says), even with adoption switched off since.
+    this.lists = ctx.adoptReference ? new ReferenceLists(ctx, layout, this.sessions, format) : format;
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
     this.keys = new Keys(ctx, layout, this.sessions, this.lists);
     this.commits = new Commits(ctx, layout, this.sessions, this.lists, this.keys, (s, token) =>
@@ -284,7 +295,7 @@ class UserStore implements SessionStore {
       this.sessions.read(sessionId),
       getOrUndefined(this.ctx.driver, this.layout.value(sessionId, key)),
     ]);
-    if (!read.live || !object || object.metadata.inc !== read.live.inc) return undefined;
+    if (!read.live || !object || incOf(object) !== read.live.inc) return undefined;
     return { value: this.parseValue<T>(object, key), version: object.etag };
   }
 
@@ -317,10 +328,10 @@ class UserStore implements SessionStore {
         conditional ? headOrUndefined(driver, name) : undefined,
       ]);
       // A token write that creates the value raises the marker's token (docs/DESIGN.md, "The write path").
-      const creates = !head || head.metadata.inc !== read.live?.inc;
+      const creates = !head || incOf(head) !== read.live?.inc;
       const marker = await this.sessions.forWrite(sessionId, read, fence, creates);
       // An object of another incarnation is a leftover: absent for every purpose but its etag.
-      const current = head && head.metadata.inc === marker.inc ? head : undefined;
+      const current = head && incOf(head) === marker.inc ? head : undefined;
       await fence.check(storedToken(current));
       if (options.ifAbsent && current) throw new PreconditionFailedError(current.etag);
       if (options.ifVersion !== undefined && current?.etag !== options.ifVersion) {
@@ -339,7 +350,7 @@ class UserStore implements SessionStore {
         if (!(error instanceof ObjectConditionFailedError)) throw error;
         if (options.ifVersion !== undefined || options.ifAbsent) {
           const now = await headOrUndefined(driver, name);
-          throw new PreconditionFailedError(now && now.metadata.inc === marker.inc ? now.etag : null);
+          throw new PreconditionFailedError(now && incOf(now) === marker.inc ? now.etag : null);
         }
         if (attempt >= 3) throw new ContendedError('the value is too contended; nothing was written; retry');
         // A token write raced another write: read again, so the token check sees it.
@@ -551,6 +562,8 @@ class UserStore implements SessionStore {
   async exists(sessionId: string): Promise<boolean> {
     this.ids(sessionId);
     const head = await headOrUndefined(this.ctx.driver, this.layout.marker(sessionId));
+    // Without a marker, a session of the reference is adopted (reference.ts: one LIST more).
+    if (!head && this.ctx.adoptReference) return (await this.sessions.read(sessionId)).live !== undefined;
     // An emptied session's marker is shorter than any live one's (sessions.ts, LIVE_MARKER_BYTES).
     return (
       head !== undefined &&
@@ -609,6 +622,31 @@ class UserStore implements SessionStore {
     if (failures.length > 0) throw new PartialDeleteError(failures);
   }
 
+  /**
+   * Adopts the reference's sessions of this user that have no marker yet, so that they are listed
+   * (reference.ts): one LIST of the user's folders (its first 1,000), one of the markers, and per
+   * session folder without a marker what `Sessions.read` costs (a GET, a LIST, a HEAD or GET).
+   */
+  private async adoptFolders(): Promise<void> {
+    const { driver } = this.ctx;
+    const [folders, markers] = await Promise.all([
+      driver.list({ prefix: this.layout.root, delimiter: '/' }),
+      listAll(driver, this.layout.markers),
+    ]);
+    const marked = new Set(markers.map((m) => m.key.slice(this.layout.markers.length)));
+    const unmarked: string[] = [];
+    for (const folder of folders.prefixes) {
+      const segment = folder.slice(this.layout.root.length, -1);
+      if (segment.startsWith('~') || marked.has(segment)) continue;
+      try {
+        unmarked.push(decodeId('sessionId', segment));
+      } catch {
+        // Not an id of this store: `npm run adopt` rewrites it.
+      }
+    }
+    await mapLimited(unmarked, 16, (s) => this.sessions.read(s));
+  }
+
   async listSessionIds(options: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
     const limit = options.limit ?? MAX_SESSION_PAGE;
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SESSION_PAGE)
@@ -626,6 +664,7 @@ class UserStore implements SessionStore {
         throw new ValidationError('cursor', 'not a cursor of this listing');
       startAfter = this.layout.markers + segment;
     }
+    if (options.cursor === undefined && this.ctx.adoptReference) await this.adoptFolders();
     const page = await this.ctx.driver.list({ prefix: this.layout.markers, startAfter, limit });
     const sessions = [];
     let last: string | undefined;

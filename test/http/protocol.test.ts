@@ -28,6 +28,7 @@ import {
   MisconfiguredBackendError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
+  ReferenceIdUnsupportedError,
   StoreError,
   UnsupportedOperationError,
   UploadMismatchError,
@@ -449,6 +450,11 @@ describe('the problem table, server to client', () => {
         new CommitMismatchError('c3', 'list', 'l'),
         CommitMismatchError,
         (e: CommitMismatchError) => expect([e.commitId, e.kind, e.key]).toEqual(['c3', 'list', 'l']),
+      ],
+      'reference-id-unsupported': [
+        new ReferenceIdUnsupportedError('a b'),
+        ReferenceIdUnsupportedError,
+        (e: ReferenceIdUnsupportedError) => expect(e.message).toContain('"a b"'),
       ],
       'payload-too-large': [
         new HttpProblem('payload-too-large', 'too large', { limit: 10 }),

@@ -126,9 +126,10 @@ describe('OpenAPI document: operations', () => {
       }
       expect([...listed].sort(), op.operationId).toEqual(problemsOf(route).sort());
     }
-    // Writes to the store may be contended, or refused by an unsafe backend; the lock's routes do not write to it.
+    // Writes to the store may be contended, refused by an unsafe backend, or refused for a session the
+    // reference wrote under names the store does not write; the lock's routes do not write to it.
     expect(operation('POST', '/v1/sessions/{sessionId}/lists/{key}/items').responses['409']).toMatchObject({
-      'x-problem-codes': ['append-conflict', 'fenced', 'contended'],
+      'x-problem-codes': ['append-conflict', 'fenced', 'contended', 'reference-id-unsupported'],
     });
     expect(operation('POST', '/v1/sessions/{sessionId}/lock').responses['409']).toMatchObject({
       'x-problem-codes': ['lock-held'],

@@ -68,7 +68,11 @@ export const OPEN_PROBLEMS = [
  * What a route that writes to the store may answer besides: other writers kept winning
  * (`contended`), or the backend failed the write-condition probe (`backend-unsafe`).
  */
-export const WRITE_PROBLEMS = ['contended', 'backend-unsafe'] as const satisfies readonly ProblemCode[];
+export const WRITE_PROBLEMS = [
+  'contended',
+  'backend-unsafe',
+  'reference-id-unsupported',
+] as const satisfies readonly ProblemCode[];
 
 /** Every problem code a route may answer: the common ones, and its own. */
 export function problemsOf(route: Pick<Route, 'auth' | 'problems'>): ProblemCode[] {

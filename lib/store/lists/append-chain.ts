@@ -19,6 +19,7 @@ import type { StoredObject } from '../../drivers/types.js';
 import { KIB } from '../../util/units.js';
 import { getOrUndefined, listAll, type StoreContext } from '../context.js';
 import { parseLogName, type UserLayout } from '../layout.js';
+import { isReferenceListHash } from '../reference.js';
 import {
   buildLog,
   CARRIED,
@@ -136,6 +137,9 @@ export class AppendChain {
     const object = await getOrUndefined(this.ctx.driver, this.layout.listHash(s, k));
     if (!object) return {};
     checkWholeRead(object, object.key);
+    // The AgentScope reference's hash (an adopted session's unconverted list) points nowhere: the
+    // list is absent to this format until its first log exists (lists/reference-lists.ts).
+    if (isReferenceListHash(object.body)) return {};
     const info = parseInfo(Buffer.from(object.body).toString('utf8'));
     return info ? { info } : { corrupt: true };
   }

@@ -11,6 +11,7 @@ import type { ListPage, PageOptions } from '../../contract/types.js';
 import { ObjectNotFoundError } from '../../drivers/errors.js';
 import { getOrUndefined, type StoreContext } from '../context.js';
 import type { UserLayout } from '../layout.js';
+import { isReferenceListHash } from '../reference.js';
 import {
   type Head,
   parseHead,
@@ -59,6 +60,9 @@ export class CasReader {
     if (!object) return {};
     // A body shorter than the object is a read that broke off, not damage: retryable.
     checkWholeRead(object, object.key);
+    // The AgentScope reference's hash (an adopted session's unconverted list) is no head: the list
+    // is absent to this format, and its first write replaces it conditionally (lists/reference-lists.ts).
+    if (isReferenceListHash(object.body)) return { etag: object.etag, modified: object.lastModified };
     const head = parseHead(object.body);
     // A head that does not parse is read once more before it counts as damaged (a read can break off
     // where the driver cannot tell).
