@@ -134,3 +134,42 @@ export function restorePath(target: string, path: string, field = 'path'): strin
   if (full !== root && !full.startsWith(root + sep)) fail(field, 'resolves outside the target');
   return full;
 }
+
+/** What changed from one manifest to another, from the manifests alone. */
+export interface WorkspaceManifestDiff {
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  readonly changed: readonly string[];
+  /** Plain bytes of the chunks `next` references that `prev` does not. */
+  readonly newChunkBytes: number;
+}
+
+function signature(e: WorkspaceManifestEntry): string {
+  return JSON.stringify([e.type, e.mode, e.size, e.sha256 ?? null, e.target ?? null]);
+}
+
+/** Added, removed and changed paths (type, mode, size, content or link target) and new chunk bytes. */
+export function diffWorkspaceManifests(
+  prev: WorkspaceManifest,
+  next: WorkspaceManifest,
+): WorkspaceManifestDiff {
+  const before = new Map(prev.entries.map((e) => [e.path, e]));
+  const after = new Map(next.entries.map((e) => [e.path, e]));
+  const known = new Set(prev.entries.flatMap((e) => (e.chunks ?? []).map((c) => c.hash)));
+  const added: string[] = [];
+  const changed: string[] = [];
+  const counted = new Set<string>();
+  let newChunkBytes = 0;
+  for (const [path, e] of after) {
+    const old = before.get(path);
+    if (!old) added.push(path);
+    else if (signature(old) !== signature(e)) changed.push(path);
+    for (const c of e.chunks ?? []) {
+      if (known.has(c.hash) || counted.has(c.hash)) continue;
+      counted.add(c.hash);
+      newChunkBytes += c.size;
+    }
+  }
+  const removed = [...before.keys()].filter((path) => !after.has(path));
+  return { added: added.sort(), removed: removed.sort(), changed: changed.sort(), newChunkBytes };
+}

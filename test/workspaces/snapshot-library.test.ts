@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lib/contract/errors.js';
 import { CHUNK_AVG, CHUNK_MAX, CHUNK_MIN, chunkBoundaries } from '../../lib/workspace-snapshots/chunker.js';
-import { restorePath, validateWorkspaceManifest } from '../../lib/workspace-snapshots/manifest.js';
+import {
+  diffWorkspaceManifests,
+  restorePath,
+  validateWorkspaceManifest,
+} from '../../lib/workspace-snapshots/manifest.js';
 import { chunkHash, decodeChunk, encodeChunk, PackWriter } from '../../lib/workspace-snapshots/packs.js';
 
 /** Deterministic pseudo-random bytes (xorshift32). */
@@ -193,5 +197,50 @@ describe('manifest validation', () => {
     expect(restorePath('/tmp/t', 'a/b')).toBe('/tmp/t/a/b');
     expect(() => restorePath('/tmp/t', '../t2/x')).toThrow(ValidationError);
     expect(() => restorePath('/tmp/t', '/abs')).toThrow(ValidationError);
+  });
+});
+
+describe('manifest diff', () => {
+  it('names added, removed and changed paths and the new chunk bytes, from the manifests alone', () => {
+    const chunk = (seed: number, size: number) => ({
+      hash: chunkHash(randomBytes(size, seed)),
+      size,
+      pack: 'b'.repeat(64),
+      offset: 0,
+      length: size,
+      encoding: 'identity' as const,
+    });
+    const entry = (path: string, chunks: ReturnType<typeof chunk>[], mode = 0o644) => ({
+      path,
+      type: 'file' as const,
+      mode,
+      size: chunks.reduce((s, c) => s + c.size, 0),
+      mtimeMs: 1,
+      sha256: chunkHash(new TextEncoder().encode(chunks.map((c) => c.hash).join())),
+      chunks,
+    });
+    const a = chunk(1, 100);
+    const b = chunk(2, 200);
+    const c = chunk(3, 300);
+    const prev = {
+      format: 1 as const,
+      entries: [entry('keep', [a]), entry('edit', [a, b]), entry('gone', [b]), entry('chmod', [a])],
+    };
+    const next = {
+      format: 1 as const,
+      entries: [entry('keep', [a]), entry('edit', [a, c]), entry('new', [c, b]), entry('chmod', [a], 0o755)],
+    };
+    expect(diffWorkspaceManifests(prev, next)).toEqual({
+      added: ['new'],
+      removed: ['gone'],
+      changed: ['chmod', 'edit'],
+      newChunkBytes: 300,
+    });
+    expect(diffWorkspaceManifests(next, next)).toEqual({
+      added: [],
+      removed: [],
+      changed: [],
+      newChunkBytes: 0,
+    });
   });
 });
