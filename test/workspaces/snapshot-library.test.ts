@@ -1,3 +1,18 @@
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lib/contract/errors.js';
 import { CHUNK_AVG, CHUNK_MAX, CHUNK_MIN, chunkBoundaries } from '../../lib/workspace-snapshots/chunker.js';
@@ -7,6 +22,7 @@ import {
   validateWorkspaceManifest,
 } from '../../lib/workspace-snapshots/manifest.js';
 import { chunkHash, decodeChunk, encodeChunk, PackWriter } from '../../lib/workspace-snapshots/packs.js';
+import { restoreTree, scanTree } from '../../lib/workspace-snapshots/tree.js';
 
 /** Deterministic pseudo-random bytes (xorshift32). */
 function randomBytes(n: number, seed: number): Uint8Array {
@@ -242,5 +258,56 @@ describe('manifest diff', () => {
       changed: [],
       newChunkBytes: 0,
     });
+  });
+});
+
+describe('tree round trip', () => {
+  it('restores odd paths, empty files and directories, symlinks and modes byte for byte', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'wsnap-'));
+    try {
+      const src = join(root, 'src');
+      await mkdir(join(src, 'a b', 'ü', 'd1', 'd2', 'd3'), { recursive: true });
+      await mkdir(join(src, 'empty dir'));
+      await writeFile(join(src, 'a b', 'ü', 'd1', 'd2', 'd3', 'deep ñ.txt'), 'deep\n');
+      await writeFile(join(src, 'empty'), '');
+      await writeFile(join(src, 'big.bin'), randomBytes(3 * MiB, 11));
+      await writeFile(join(src, 'run.sh'), '#!/bin/sh\n');
+      await chmod(join(src, 'run.sh'), 0o755);
+      await symlink('a b/ü', join(src, 'link'));
+      const writer = new PackWriter(1 * MiB);
+      const manifest = await scanTree(src, writer);
+      const packs = new Map(writer.sealed.map((p) => [p.id, p.bytes]));
+      let reads = 0;
+      const out = join(root, 'out');
+      await restoreTree(manifest, out, async (pack, offset, length) => {
+        reads++;
+        return (packs.get(pack) as Uint8Array).subarray(offset, offset + length);
+      });
+      expect(reads).toBeGreaterThan(3);
+      const list = async (d: string, rel = ''): Promise<string[]> =>
+        (
+          await Promise.all(
+            (
+              await readdir(d, { withFileTypes: true })
+            ).map(async (e) => {
+              const p = rel ? `${rel}/${e.name}` : e.name;
+              return e.isDirectory() ? [p, ...(await list(join(d, e.name), p))] : [p];
+            }),
+          )
+        )
+          .flat()
+          .sort();
+      expect(await list(out)).toEqual(await list(src));
+      expect(await readFile(join(out, 'big.bin'))).toEqual(await readFile(join(src, 'big.bin')));
+      expect(await readFile(join(out, 'a b', 'ü', 'd1', 'd2', 'd3', 'deep ñ.txt'), 'utf8')).toBe('deep\n');
+      expect((await stat(join(out, 'empty'))).size).toBe(0);
+      expect((await stat(join(out, 'run.sh'))).mode & 0o777).toBe(0o755);
+      expect((await lstat(join(out, 'link'))).isSymbolicLink()).toBe(true);
+      expect(await readlink(join(out, 'link'))).toBe('a b/ü');
+      // A restore into a non-empty target is refused, so nothing there can redirect a write.
+      await expect(restoreTree(manifest, out, async () => new Uint8Array(0))).rejects.toThrow(/not empty/);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
