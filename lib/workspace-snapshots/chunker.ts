@@ -1,0 +1,90 @@
+/**
+ * Content-defined chunking for workspace snapshots (docs/DESIGN.md, "Workspace snapshots"):
+ * FastCDC with a gear rolling hash and normalized chunking. Files of at most `CHUNK_MAX` bytes are
+ * one chunk; larger files are cut where the hash of the last 32 bytes matches a mask, so an insert
+ * moves only the cuts next to it and every later chunk keeps its bytes (and its hash).
+ */
+
+/** Smallest chunk of a chunked file: 32 KiB. */
+export const CHUNK_MIN = 32 * 1024;
+/** Average chunk size aimed at: 128 KiB. */
+export const CHUNK_AVG = 128 * 1024;
+/** Largest chunk, and the size up to which a file is one chunk: 512 KiB. */
+export const CHUNK_MAX = 512 * 1024;
+
+/** Cut-point options; the defaults are the snapshot parameters. */
+export interface ChunkerOptions {
+  /** Default `CHUNK_MIN`. */
+  readonly min?: number;
+  /** Default `CHUNK_AVG` (a power of two). */
+  readonly avg?: number;
+  /** Default `CHUNK_MAX`. */
+  readonly max?: number;
+}
+
+// A fixed gear table from splitmix32 with a fixed seed: the cut points must be the same on every
+// client and in every release, or deduplication across clients is lost.
+const GEAR = (() => {
+  const table = new Uint32Array(256);
+  let state = 0x9e3779b9;
+  for (let i = 0; i < 256; i++) {
+    state = (state + 0x9e3779b9) >>> 0;
+    let z = state;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+    table[i] = (z ^ (z >>> 16)) >>> 0;
+  }
+  return table;
+})();
+
+/** A mask of the `bits` highest bits: with a left-shifting gear hash they depend on the most bytes. */
+function topBits(bits: number): number {
+  return bits >= 32 ? 0xffffffff : ~(0xffffffff >>> bits) >>> 0;
+}
+
+/**
+ * The length of the first chunk of `data` (all of it when it is at most `max` bytes). Normalized
+ * chunking: a harder mask (two more bits) before the average, an easier one after it, which
+ * narrows the spread of sizes around the average.
+ */
+export function nextCut(data: Uint8Array, options: ChunkerOptions = {}): number {
+  const min = options.min ?? CHUNK_MIN;
+  const avg = options.avg ?? CHUNK_AVG;
+  const max = options.max ?? CHUNK_MAX;
+  const n = data.length;
+  if (n <= min) return n;
+  const bits = Math.round(Math.log2(avg));
+  const maskS = topBits(bits + 2);
+  const maskL = topBits(bits - 2);
+  const end = Math.min(n, max);
+  const normal = Math.min(avg, end);
+  let hash = 0;
+  let i = min;
+  for (; i < normal; i++) {
+    hash = ((hash << 1) + (GEAR[data[i] as number] as number)) >>> 0;
+    if ((hash & maskS) === 0) return i + 1;
+  }
+  for (; i < end; i++) {
+    hash = ((hash << 1) + (GEAR[data[i] as number] as number)) >>> 0;
+    if ((hash & maskL) === 0) return i + 1;
+  }
+  return end;
+}
+
+/**
+ * The chunk boundaries of a whole file as `[offset, length]` pairs: one chunk when the file is at
+ * most `max` bytes (small files whole), content-defined cuts otherwise. An empty file has none.
+ */
+export function chunkBoundaries(data: Uint8Array, options: ChunkerOptions = {}): Array<[number, number]> {
+  const max = options.max ?? CHUNK_MAX;
+  if (data.length === 0) return [];
+  if (data.length <= max) return [[0, data.length]];
+  const out: Array<[number, number]> = [];
+  let offset = 0;
+  while (offset < data.length) {
+    const length = nextCut(data.subarray(offset), options);
+    out.push([offset, length]);
+    offset += length;
+  }
+  return out;
+}
