@@ -22,6 +22,7 @@ import { gzipSync } from 'node:zlib';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient } from '../../lib/client/node/index.js';
+import { restoring } from '../../lib/http/problems.js';
 import { encodeUrlId } from '../../lib/protocol/url-ids.js';
 import { hsToken, SECRET } from '../http/harness.js';
 
@@ -396,6 +397,46 @@ describe.runIf(installed || inCi)('the session console in Debian chromium', () =
     expect(logged.filter((l) => l.includes(token))).toEqual([]);
     // The only console lines are the 404s and 401 the errors test asked for.
     expect(logged.filter((l) => !/status of (404|401)/.test(l))).toEqual([]);
+  });
+
+  // After the test that checks nothing else is logged: an aborted request logs a line of its own.
+  it('a restore in progress shows as such, a network failure offers a retry; both recover', async () => {
+    const wsPath = `/v1/sessions/${sid}/workspaces/repo`;
+    const { body: ready } = await api(wsPath);
+    const { download: _, expiresAt: __, status: ___, ...about } = ready as Record<string, unknown>;
+    // The server's own 202 (lib/http/problems.ts), as an archived workspace answers it.
+    const answer = restoring('archived; a restore is in progress', about);
+    let mode: 'restoring' | 'offline' | 'through' = 'restoring';
+    await page.route(`**${wsPath}`, (route) =>
+      mode === 'restoring'
+        ? route.fulfill({ status: answer.status, headers: answer.headers, body: answer.body as string })
+        : mode === 'offline'
+          ? route.abort('internetdisconnected')
+          : route.continue(),
+    );
+    try {
+      await page.goto(view('sessions', SESSION, 'workspaces', 'repo'));
+      await page.locator('#ws-restore').waitFor();
+      expect(await page.locator('#ws-restore').textContent()).toBe(
+        'restoring: archived; a restore is in progress',
+      );
+      expect(await page.locator('#ws-class').textContent()).toBe(String(about.storageClass));
+
+      mode = 'offline';
+      await page.goto('about:blank');
+      await page.goto(view('sessions', SESSION, 'workspaces', 'repo'));
+      await page.getByRole('alert').waitFor();
+      expect(await page.getByRole('alert').textContent()).toContain(
+        'The API could not be reached while reading workspace repo.',
+      );
+      expect(await axe()).toEqual([]);
+      mode = 'through';
+      await page.getByRole('button', { name: 'Retry' }).click();
+      await page.locator('#ws-restore').waitFor();
+      expect(await page.locator('#ws-restore').textContent()).toBe('readable now');
+    } finally {
+      await page.unroute(`**${wsPath}`);
+    }
   });
 
   it('all its assets together are at most 150 kB gzipped', async () => {
