@@ -69,6 +69,7 @@ export function assemble<T extends Transfers = Transfers>(
     snapshot: commits.snapshot.bind(commits),
     commit: commits.commit.bind(commits),
     beginTurn: commits.beginTurn.bind(commits),
+    getLock: sessions.getLock.bind(sessions),
     acquireLock: sessions.acquireLock.bind(sessions),
     renewLock: sessions.renewLock.bind(sessions),
     releaseLock: sessions.releaseLock.bind(sessions),

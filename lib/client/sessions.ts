@@ -4,7 +4,7 @@
  */
 
 import { ProtocolError, SessionNotFoundError } from '../contract/errors.js';
-import type { Lease } from '../contract/lock.js';
+import type { Lease, LockHolder } from '../contract/lock.js';
 import type { KeyPage, ListKeysOptions, SessionPage, WriteOptions } from '../contract/types.js';
 import { paths } from '../protocol/paths.js';
 import { SESSION_NOT_FOUND } from '../protocol/problems.js';
@@ -85,6 +85,15 @@ export class Sessions {
       })),
       nextCursor: page.nextCursor,
     } satisfies SessionPage;
+  }
+
+  async getLock(sessionId: string, o?: CallOptions): Promise<LockHolder | undefined> {
+    const response = await this.requests.call('GET', paths.lock(sessionId), { call: o });
+    // 404: no lease holds it (a server older than the route answers 405, a failure).
+    if (response.status === 404) return undefined;
+    if (response.status !== 200) return fail(response);
+    const holder = await bodyOf(response, schemas.LockHolder, 'getLock');
+    return { owner: holder.owner, token: holder.token, expiresAt: new Date(holder.expiresAt) };
   }
 
   async acquireLock(sessionId: string, o: AcquireLockOptions = {}): Promise<Lease> {

@@ -4,7 +4,7 @@
  * (the parts of the client share them; `index.ts` exports them all).
  */
 
-import type { Lease } from '../contract/lock.js';
+import type { Lease, LockHolder } from '../contract/lock.js';
 import type {
   AppendOptions,
   ArchiveInfo,
@@ -302,6 +302,8 @@ export interface HttpSessionStore extends SessionStore {
    */
   beginTurn(sessionId: string, options: BeginTurnOptions): Promise<Turn>;
 
+  /** Who holds the session's lease now (one consistent read of the lock), or undefined when no one does. */
+  getLock(sessionId: string, options?: CallOptions): Promise<LockHolder | undefined>;
   acquireLock(sessionId: string, options?: AcquireLockOptions): Promise<Lease>;
   renewLock(sessionId: string, lease: LeaseRef, options?: { leaseMs?: number } & CallOptions): Promise<Lease>;
   releaseLock(sessionId: string, lease: LeaseRef, options?: CallOptions): Promise<void>;

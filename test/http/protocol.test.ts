@@ -291,11 +291,15 @@ describe('typed client errors carry the request id', () => {
     expect(await failure(c.appendList(s, 'l', ['b'], { expectedCount: 5 }))).toBeInstanceOf(
       AppendConflictError,
     );
-    await c.acquireLock(s, { owner: 'one' });
+    expect(await c.getLock(s)).toBeUndefined();
+    const lease = await c.acquireLock(s, { owner: 'one' });
+    expect(await c.getLock(s)).toEqual({ owner: 'one', token: lease.token, expiresAt: lease.expiresAt });
     const held = await failure(c.acquireLock(s, { owner: 'two' }));
     expect(held).toBeInstanceOf(LockConflictError);
     expect((held as LockConflictError).holder).toBe('one');
     expect(await failure(c.releaseLock(s, { owner: 'two', token: 1 }))).toBeInstanceOf(LockLostError);
+    await c.releaseLock(s, lease);
+    expect(await c.getLock(s)).toBeUndefined();
     expect(await failure(c.listSessionIds({ cursor: 'Li4vYm9i' }))).toBeInstanceOf(ValidationError);
     // Memory has no presigned transfers: 501 unsupported.
     expect(await failure(c.uploadWorkspace(s, 'w', new Uint8Array(8)))).toBeInstanceOf(
@@ -316,6 +320,11 @@ const withId = (body: string, status = 200, headers: Record<string, string> = {}
 describe('typed client: an answer that is not what the protocol says is a ProtocolError', () => {
   it.each<[string, (c: ReturnType<typeof createHttpClient>) => Promise<unknown>, () => Response]>([
     ['a lease that is not JSON', (c) => c.acquireLock('s'), () => withId('<html>proxy</html>')],
+    [
+      'a lock holder without its token',
+      (c) => c.getLock('s'),
+      () => withId(JSON.stringify({ owner: 'one', expiresAt: new Date().toISOString() })),
+    ],
     [
       'a list page whose hash is not a chain hash',
       (c) => c.getList('s', 'k', { limit: 10 }),
