@@ -257,7 +257,8 @@ class UserStore implements SessionStore {
       listFormat === 'cas'
         ? new CasFormat(ctx, layout, this.sessions)
         : new AppendFormat(ctx, layout, this.sessions);
-    // Any session may be an adopted one (its marker says), even with adoption switched off since.
+    // Only with adoption on are reference lists read and converted; switch it off only after
+    // `npm run adopt` has converted them (docs/backends.md).
     this.lists = ctx.adoptReference ? new ReferenceLists(ctx, layout, this.sessions, format) : format;
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
     this.keys = new Keys(ctx, layout, this.sessions, this.lists);
