@@ -125,7 +125,6 @@ export interface ListedKeys {
   readonly nextCursor?: string;
 }
 
-/** The keys of one user's sessions. */
 /** A page's options, checked: the prefix, the key it starts after (the cursor's, when later), its size. */
 interface PageOptions {
   readonly prefix: string;
@@ -148,6 +147,7 @@ function pageOptions(options: ListKeysOptions): PageOptions {
   return { prefix, after, limit };
 }
 
+/** The keys of one user's sessions. */
 export class Keys {
   constructor(
     private readonly ctx: StoreContext,
