@@ -69,7 +69,9 @@ export class Commits {
     return {
       commitId: result.commitId,
       values: result.values.map((v) =>
-        v.etag === undefined ? { key: v.key } : { key: v.key, etag: v.etag },
+        v.etag === undefined
+          ? { key: v.key }
+          : { key: v.key, etag: v.etag, ...(v.revision ? { revision: v.revision } : {}) },
       ),
       lists: result.lists,
       ...(result.lease ? { lease: 'released' in result.lease ? result.lease : leaseOf(result.lease) } : {}),

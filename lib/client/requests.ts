@@ -13,9 +13,10 @@ import type * as z from 'zod/mini';
 import { DEFAULTS } from '../contract/defaults.js';
 import { BackendError, type ProblemDetails, ProtocolError, type StoreError } from '../contract/errors.js';
 import type { Lease } from '../contract/lock.js';
+import { isRevision } from '../contract/revisions.js';
 import type { SaveOptions, WriteOptions } from '../contract/types.js';
 import { isFinalProblem, type ProblemCode, problemCodeOf, problemError } from '../protocol/problems.js';
-import { HEADER_NAMES, REQUEST_ID_HEADER, type schemas } from '../protocol/schemas.js';
+import { HEADER_NAMES, REQUEST_ID_HEADER, REVISION_HEADER, type schemas } from '../protocol/schemas.js';
 import { concatBytes, utf8Text } from '../util/bytes.js';
 import { MIB } from '../util/units.js';
 import { type ClientSettings, settingsOf } from './settings.js';
@@ -223,12 +224,30 @@ export const callOf = (o: CallOptions | undefined): CallOptions => ({
 export const fence = (o: WriteOptions | undefined): Record<string, string> =>
   o?.token === undefined ? {} : { [HEADER_NAMES.fencingToken]: String(o.token) };
 
-/** The headers of a save's conditions: its token, `ifVersion` and `ifAbsent`. */
+/** The headers of a save's conditions: its token, `ifVersion`, `ifAbsent` and `ifRevision`. */
 export const conditions = (o: SaveOptions): Record<string, string> => ({
   ...fence(o),
   ...(o.ifVersion !== undefined ? { [HEADER_NAMES.ifMatch]: `"${o.ifVersion}"` } : {}),
   ...(o.ifAbsent ? { [HEADER_NAMES.ifNoneMatch]: '*' } : {}),
+  ...(o.ifRevision !== undefined ? { [HEADER_NAMES.ifRevision]: String(o.ifRevision) } : {}),
 });
+
+/** The version and revision a value's answer carries in ETag and Agent-State-Revision (else a `ProtocolError`). */
+export function versionOf(response: Response, what: string): { version: string; revision: number } {
+  const version = /^"([^"]*)"$/.exec(response.headers.get('etag') ?? '')?.[1];
+  const revision = Number(response.headers.get(REVISION_HEADER) ?? '');
+  if (version === undefined)
+    throw tagged(
+      new ProtocolError(`${what}: the ${response.status} answer has no strong ETag`, response.status),
+      response,
+    );
+  if (!isRevision(revision))
+    throw tagged(
+      new ProtocolError(`${what}: the ${response.status} answer has no ${REVISION_HEADER}`, response.status),
+      response,
+    );
+  return { version, revision };
+}
 
 /** A lease as an answer carries it, with its expiry as a Date. */
 export const leaseOf = (lease: z.output<typeof schemas.Lease>): Lease => ({

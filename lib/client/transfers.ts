@@ -118,7 +118,8 @@ export class Transfers {
     });
     if (response.status === 404) throw await answered(new UploadNotFoundError(uploadId), response);
     if (response.status !== 200) return fail(response);
-    return { version: (await bodyOf(response, schemas.Etag, 'commitValueUpload')).etag };
+    const { etag, revision } = await bodyOf(response, schemas.Saved, 'commitValueUpload');
+    return { version: etag, revision };
   }
 
   /** A value too large for a request body: uploaded straight to the store, then committed as a save. */
@@ -175,6 +176,7 @@ export class Transfers {
     return {
       download: located.download,
       version: located.etag,
+      revision: located.revision,
       size: located.size,
       expiresAt: new Date(located.expiresAt),
     };

@@ -95,25 +95,34 @@ export class Turn {
   }
 
   /** Buffers a save (optionally on a condition, checked by the commit before any write). */
-  save(key: string, value: unknown, options: { ifVersion?: string; ifAbsent?: boolean } = {}): this {
+  save(
+    key: string,
+    value: unknown,
+    options: { ifVersion?: string; ifAbsent?: boolean; ifRevision?: number } = {},
+  ): this {
     this.open();
     const before = this.valueChanges.get(key);
     // The condition is on what is stored: a second save of a key in one turn keeps the first's.
     const condition =
       before && 'value' in before
-        ? { ifVersion: before.ifVersion, ifAbsent: before.ifAbsent }
-        : { ifVersion: options.ifVersion, ifAbsent: options.ifAbsent };
+        ? { ifVersion: before.ifVersion, ifAbsent: before.ifAbsent, ifRevision: before.ifRevision }
+        : options;
     // An unconditional save sends the version the snapshot read as a hint: the server tries it as
-    // If-Match instead of reading the value first (one GET less when nothing changed it).
+    // If-Match instead of reading the value first (one GET less when nothing changed it). With the
+    // revision read beside it, the server writes the next revision without reading either.
     const entry = this.values.get(key);
-    const seen = entry && 'etag' in entry ? entry.etag : undefined;
+    const seen = entry && 'etag' in entry ? entry : undefined;
     const hint = condition.ifVersion === undefined && !condition.ifAbsent && seen !== undefined;
+    const seenRevision =
+      seen !== undefined && (hint || condition.ifVersion === seen.etag) ? seen.revision : undefined;
     this.valueChanges.set(key, {
       key,
       value,
       ...(condition.ifVersion !== undefined ? { ifVersion: condition.ifVersion } : {}),
       ...(condition.ifAbsent ? { ifAbsent: true } : {}),
-      ...(hint ? { seenVersion: seen } : {}),
+      ...(condition.ifRevision !== undefined ? { ifRevision: condition.ifRevision } : {}),
+      ...(hint ? { seenVersion: seen.etag } : {}),
+      ...(seenRevision !== undefined ? { seenRevision } : {}),
     });
     return this;
   }
@@ -233,7 +242,7 @@ export class Turn {
         v.key,
         'delete' in change
           ? { key: v.key, absent: true }
-          : { key: v.key, value: change.value, etag: v.etag ?? '' },
+          : { key: v.key, value: change.value, etag: v.etag ?? '', revision: v.revision ?? 1 },
       );
     }
     for (const l of result.lists) {

@@ -25,6 +25,7 @@ import type {
   StorageTier,
   StoreCapabilities,
   TruncateOptions,
+  ValueWritten,
   Versioned,
   WorkspaceDownload,
   WorkspaceInfo,
@@ -188,7 +189,7 @@ export interface HttpSessionStore extends SessionStore {
     key: string,
     value: unknown,
     options?: SaveOptions & CallOptions,
-  ): Promise<{ version: string }>;
+  ): Promise<ValueWritten>;
   deleteKey(sessionId: string, key: string, options?: WriteOptions & CallOptions): Promise<void>;
   /**
    * Sends as its base (`If-Match`) the hash this client last saw of the list (or `ifHash`): a list
@@ -270,12 +271,14 @@ export interface HttpSessionStore extends SessionStore {
     key: string,
     uploadId: string,
     options?: SaveOptions & CallOptions,
-  ): Promise<{ version: string }>;
+  ): Promise<ValueWritten>;
   locateValue(
     sessionId: string,
     key: string,
     options?: CallOptions,
-  ): Promise<{ download: DirectRequest; version: string; size: number; expiresAt: Date } | undefined>;
+  ): Promise<
+    { download: DirectRequest; version: string; revision: number; size: number; expiresAt: Date } | undefined
+  >;
   locateListItem(
     sessionId: string,
     key: string,

@@ -4,9 +4,9 @@
  * committed; a conditional save whose answer was lost is checked), deleted.
  */
 
-import { ProtocolError, RestoreInProgressError } from '../contract/errors.js';
+import { RestoreInProgressError } from '../contract/errors.js';
 import { canonicalJson } from '../contract/hash.js';
-import type { SaveOptions, Versioned, WriteOptions } from '../contract/types.js';
+import type { SaveOptions, ValueWritten, Versioned, WriteOptions } from '../contract/types.js';
 import { paths } from '../protocol/paths.js';
 import { schemas } from '../protocol/schemas.js';
 import { utf8Bytes, utf8Length } from '../util/bytes.js';
@@ -18,7 +18,7 @@ import {
   fence,
   hiddenRedirect,
   type Requests,
-  tagged,
+  versionOf,
 } from './requests.js';
 import type { Transfers } from './transfers.js';
 import type { CallOptions } from './types.js';
@@ -44,16 +44,14 @@ export class Values {
         ? await this.transfers.snapshotValue(sessionId, key, o)
         : await bodyOf(response, schemas.ValueLocation, 'get');
       if (!located) return undefined;
-      if (!('download' in located)) return { value: located.value as T, version: located.etag };
-      return { value: await this.requests.readStored<T>(located.download, o), version: located.etag };
+      const version = { version: located.etag, revision: located.revision };
+      if (!('download' in located)) return { value: located.value as T, ...version };
+      return { value: await this.requests.readStored<T>(located.download, o), ...version };
     }
     if (response.status !== 200) return fail(response);
-    const etag = /^"([^"]*)"$/.exec(response.headers.get('etag') ?? '')?.[1];
-    if (etag === undefined)
-      throw tagged(new ProtocolError('get: the 200 answer has no strong ETag', response.status), response);
-    const version = etag;
+    const version = versionOf(response, 'get');
     // Any JSON value is a value: the schema only checks that the answer is JSON.
-    return { value: (await bodyOf(response, schemas.Value, 'get')) as T, version };
+    return { value: (await bodyOf(response, schemas.Value, 'get')) as T, ...version };
   }
 
   async save(
@@ -61,7 +59,7 @@ export class Values {
     key: string,
     value: unknown,
     o: SaveOptions & CallOptions = {},
-  ): Promise<{ version: string }> {
+  ): Promise<ValueWritten> {
     const text = JSON.stringify(value);
     if (text !== undefined && utf8Length(text) > this.requests.bodyLimit - 1024) {
       // Too large for a request body: upload it straight to the store, then commit it as a save.
@@ -78,11 +76,12 @@ export class Values {
       // A conditional save whose answer was lost may have landed: then the value is ours.
       const now = await this.getVersioned(sessionId, key, o);
       if (now && canonicalJson(now.value) === canonicalJson(JSON.parse(text ?? 'null'))) {
-        return { version: now.version };
+        return { version: now.version, revision: now.revision };
       }
     }
     if (response.status !== 200) return fail(response);
-    return { version: (await bodyOf(response, schemas.Etag, 'save')).etag };
+    const { etag, revision } = await bodyOf(response, schemas.Saved, 'save');
+    return { version: etag, revision };
   }
 
   async deleteKey(sessionId: string, key: string, o?: WriteOptions & CallOptions): Promise<void> {

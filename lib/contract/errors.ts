@@ -54,6 +54,8 @@ export class PreconditionFailedError extends StoreError {
   constructor(
     /** The value's current version, or null when it is absent. */
     readonly currentVersion: string | null,
+    /** The value's current revision (null when it is absent), when the store read it. */
+    readonly currentRevision?: number | null,
   ) {
     super(`precondition failed; current version ${currentVersion ?? '(absent)'}`);
   }
@@ -279,6 +281,8 @@ export type CommitFailure =
       readonly key: string;
       readonly reason: 'version' | 'fenced';
       readonly currentVersion: string | null;
+      /** The current revision (null when absent), when the commit read the value. */
+      readonly currentRevision?: number | null;
     }
   | {
       readonly kind: 'list';

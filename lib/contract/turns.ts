@@ -9,6 +9,7 @@ import { checkId, keyBoundProblem, keyOfCursor } from './ids.js';
 import { jsonBody } from './json.js';
 import { MAX_COMMIT_ITEMS, MAX_TURN_KEYS, WRITE_ID_PATTERN, WRITE_ID_RULE } from './limits.js';
 import { checkToken } from './lock.js';
+import { checkRevision } from './revisions.js';
 import type { CommitRequest, PageOptions, SnapshotRequest } from './types.js';
 
 /** Refuses a page (`offset`, `limit`, `last`) that is not non-negative integers, or `last` with the others. */
@@ -97,6 +98,15 @@ export function checkCommit(request: CommitRequest): void {
       throw new ValidationError(`${at}.seenVersion`, 'must be a version (an etag)');
     if (v.seenVersion !== undefined && (v.ifVersion !== undefined || v.ifAbsent))
       throw new ValidationError(`${at}.seenVersion`, 'is a hint for a save without ifVersion or ifAbsent');
+    checkRevision(`${at}.ifRevision`, v.ifRevision);
+    if (v.ifRevision !== undefined && v.ifAbsent)
+      throw new ValidationError(`${at}.ifRevision`, 'cannot be combined with ifAbsent');
+    checkRevision(`${at}.seenRevision`, v.seenRevision);
+    if (v.seenRevision !== undefined && v.ifVersion === undefined && v.seenVersion === undefined)
+      throw new ValidationError(
+        `${at}.seenRevision`,
+        'is the revision of ifVersion or seenVersion: name one',
+      );
   });
   let items = 0;
   lists.forEach((l, i) => {

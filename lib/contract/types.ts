@@ -17,12 +17,25 @@ export interface SaveOptions extends WriteOptions {
   readonly ifVersion?: string;
   /** Write only if the value is absent (create-only). */
   readonly ifAbsent?: boolean;
+  /**
+   * Write only if the current revision is this one (HTTP `If-Revision`); refused as
+   * `PreconditionUnsupportedError` where the backend has no conditional overwrite (OSS).
+   */
+  readonly ifRevision?: number;
 }
 
-/** A value with its version (the backend's etag; opaque, not ordered). */
+/** A value with its version (the backend's etag; opaque, not ordered) and its revision. */
 export interface Versioned<T> {
   readonly value: T;
   readonly version: string;
+  /** 1 when created, +1 on every write since (docs/DESIGN.md, "Revisions"). */
+  readonly revision: number;
+}
+
+/** What a value's write answers: its new version and revision. */
+export interface ValueWritten {
+  readonly version: string;
+  readonly revision: number;
 }
 
 /** What a list write did (`truncated`: only by `truncateList`). */
@@ -91,6 +104,8 @@ export interface KeyValueInfo {
   readonly key: string;
   /** Its version (as `getVersioned` answers it). */
   readonly etag: string;
+  /** Its revision (as `getVersioned` answers it). */
+  readonly revision: number;
   /** Bytes of its JSON. */
   readonly size: number;
   readonly lastModified: Date;
@@ -227,7 +242,7 @@ export interface SessionStore {
   /** The single value and its version, or undefined when absent. */
   getVersioned<T = unknown>(sessionId: string, key: string): Promise<Versioned<T> | undefined>;
   /** Overwrites the single value (optionally conditional); returns the new version. */
-  save(sessionId: string, key: string, value: unknown, options?: SaveOptions): Promise<{ version: string }>;
+  save(sessionId: string, key: string, value: unknown, options?: SaveOptions): Promise<ValueWritten>;
   /** Removes one single value (absent is fine). */
   deleteKey(sessionId: string, key: string, options?: WriteOptions): Promise<void>;
   /** Saves the whole list: unchanged, append or (archived) rewrite, whichever it is. */
@@ -320,7 +335,7 @@ export interface SessionStore {
     key: string,
     uploadId: string,
     options?: SaveOptions,
-  ): Promise<{ version: string }>;
+  ): Promise<ValueWritten>;
   /**
    * A URL to download list item `n` when it is stored as an object of its own (over 1 MiB) and the
    * backend can presign; otherwise undefined (it is read with the list).
@@ -334,7 +349,9 @@ export interface SessionStore {
   locateValue(
     sessionId: string,
     key: string,
-  ): Promise<{ download: DirectRequest; version: string; size: number; expiresAt: Date } | undefined>;
+  ): Promise<
+    { download: DirectRequest; version: string; revision: number; size: number; expiresAt: Date } | undefined
+  >;
 }
 
 /**
@@ -388,12 +405,13 @@ export interface ValuePage {
  * large for the answer comes as a presigned `download` instead (the library never answers one).
  */
 export type SnapshotValue =
-  | { readonly key: string; readonly value: unknown; readonly etag: string }
+  | { readonly key: string; readonly value: unknown; readonly etag: string; readonly revision: number }
   | { readonly key: string; readonly absent: true }
   | { readonly key: string; readonly corrupt: true }
   | {
       readonly key: string;
       readonly etag: string;
+      readonly revision: number;
       /** Bytes of the stored value. */
       readonly size: number;
       readonly download: DirectRequest;
@@ -426,12 +444,20 @@ export type CommitValue =
       readonly ifVersion?: string;
       /** Write only if the value is absent. */
       readonly ifAbsent?: boolean;
+      /** Write only if the current revision is this one (read first; unsupported on OSS). */
+      readonly ifRevision?: number;
       /**
        * Not a condition: the version the caller read (a snapshot's etag). The commit tries it as
        * `If-Match` instead of reading the value first; when it fails, it reads the value and
        * writes as without it. Not with `ifVersion` or `ifAbsent`.
        */
       readonly seenVersion?: string;
+      /**
+       * Not a condition: the revision of the version named by `ifVersion` or `seenVersion` (as the
+       * snapshot answered it), so the commit writes the next revision without reading the value
+       * first; without it, a commit reads the value to learn its revision.
+       */
+      readonly seenRevision?: number;
     }
   | { readonly key: string; readonly delete: true };
 
@@ -456,10 +482,10 @@ export interface CommitRequest {
   readonly lists?: readonly CommitList[];
 }
 
-/** What a commit did: each value's new etag (none for a delete), each list's action, count and hash. */
+/** What a commit did: each value's new etag and revision (none for a delete), each list's action, count and hash. */
 export interface CommitResult {
   readonly commitId: string;
-  readonly values: Array<{ readonly key: string; readonly etag?: string }>;
+  readonly values: Array<{ readonly key: string; readonly etag?: string; readonly revision?: number }>;
   readonly lists: Array<{
     readonly key: string;
     readonly action: ListAction;
@@ -477,7 +503,10 @@ export interface CommitResult {
 export interface StoreCapabilities {
   /** Every value carries a version (its `ETag`), and reads can be conditioned on it (every backend). */
   readonly versioning: boolean;
-  /** Values carry a revision (1 on create, +1 per write); not yet. */
+  /**
+   * Values carry a revision (1 on create, +1 per write). Where `conditionalOverwrite` is false
+   * (OSS) two racing writes may record the same revision, and `If-Revision` is refused.
+   */
   readonly revisions: boolean;
   /**
    * A save conditioned on a version (`If-Match`, `ifVersion`, a commit's `ifVersion`) is evaluated

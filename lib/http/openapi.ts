@@ -10,7 +10,14 @@ import * as z from 'zod/mini';
 import { PLAIN_ID } from '../contract/ids.js';
 import { type PathParam, patternSegments } from '../protocol/paths.js';
 import { PROBLEMS, type ProblemCode } from '../protocol/problems.js';
-import { HEADER_NAMES, type HeaderKey, REQUEST_ID_HEADER, schemaName, schemas } from '../protocol/schemas.js';
+import {
+  HEADER_NAMES,
+  type HeaderKey,
+  REQUEST_ID_HEADER,
+  REVISION_HEADER,
+  schemaName,
+  schemas,
+} from '../protocol/schemas.js';
 import { COMPRESS_MIN_BYTES } from './compression.js';
 import { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS, CORS_METHODS } from './cors.js';
 import { ROUTES } from './router.js';
@@ -94,6 +101,11 @@ const HEADERS: Record<AnswerHeader | typeof REQUEST_ID_HEADER | 'Allow', Record<
     description:
       'The version as a strong entity tag: `"<etag>"` of a value (send it back as If-Match to save over exactly that version), or `"<hash>"` of a list (its chain hash, for If-Match on a read or a whole-list save). Send it as If-None-Match on a read to be answered 304 while it is current. A compressed answer keeps it: it names the version, not the bytes.',
     schema: { type: 'string' },
+  },
+  [REVISION_HEADER]: {
+    description:
+      "A value's revision: 1 when it was created, +1 on every write since (identical content included); a deleted value written again starts at 1. Send it back as `If-Revision` to save over exactly that revision (not on OSS, which cannot evaluate it).",
+    schema: { type: 'integer', minimum: 1 },
   },
   Location: {
     description:

@@ -47,6 +47,7 @@ export interface ProblemFields {
   readonly holder?: string | undefined;
   readonly expiresAt?: string | undefined;
   readonly currentEtag?: string | null | undefined;
+  readonly currentRevision?: number | null | undefined;
   readonly currentHash?: string | undefined;
   readonly currentCount?: number | undefined;
   readonly limit?: number | undefined;
@@ -65,6 +66,7 @@ export interface CommitFailureFields {
   readonly key: string;
   readonly reason: 'version' | 'count' | 'hash' | 'fenced';
   readonly currentVersion?: string | null | undefined;
+  readonly currentRevision?: number | null | undefined;
   readonly count?: number | undefined;
   readonly hash?: string | undefined;
 }
@@ -77,6 +79,7 @@ function failureOf(f: CommitFailureFields): CommitFailure {
       key: f.key,
       reason: f.reason === 'fenced' ? 'fenced' : 'version',
       currentVersion: f.currentVersion ?? null,
+      ...(f.currentRevision !== undefined ? { currentRevision: f.currentRevision } : {}),
     };
   return {
     kind: 'list',
@@ -225,7 +228,10 @@ export const PROBLEMS = {
       answer({
         raisedBy: PreconditionFailedError,
         detail: () => 'the value has another version',
-        members: (e) => ({ currentEtag: e.currentVersion }),
+        members: (e) => ({
+          currentEtag: e.currentVersion,
+          ...(e.currentRevision !== undefined ? { currentRevision: e.currentRevision } : {}),
+        }),
       }),
     ],
     // A commit's refusal names each failing key (`failures`); nothing was written.
@@ -234,7 +240,7 @@ export const PROBLEMS = {
         ? new CommitPreconditionError(p.commitId ?? '', p.failures.map(failureOf))
         : p.currentHash !== undefined
           ? new ListPreconditionFailedError(p.currentHash)
-          : new PreconditionFailedError(p.currentEtag ?? null),
+          : new PreconditionFailedError(p.currentEtag ?? null, p.currentRevision),
   },
   'commit-conflict': {
     status: 409,
@@ -430,6 +436,7 @@ const CommitFailureSchema = z.object({
   key: z.string(),
   reason: z.enum(['version', 'count', 'hash', 'fenced']),
   currentVersion: z.optional(z.nullable(z.string())),
+  currentRevision: z.optional(z.nullable(z.int())),
   count: z.optional(z.int()),
   hash: z.optional(z.string()),
 });
@@ -447,6 +454,7 @@ export const Problem = z.object({
   holder: z.optional(z.string()),
   expiresAt: z.optional(z.string()),
   currentEtag: z.optional(z.nullable(z.string())),
+  currentRevision: z.optional(z.nullable(z.int())),
   currentHash: z.optional(z.string()),
   currentCount: z.optional(z.int()),
   limit: z.optional(z.int()),

@@ -20,6 +20,7 @@ import {
   WRITE_ID_RULE,
 } from '../contract/limits.js';
 import { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../contract/lock.js';
+import { isRevision, REVISION_RULE } from '../contract/revisions.js';
 import { Problem } from './problems.js';
 
 /** `schema`, with metadata for the OpenAPI document (a description, or what JSON Schema it reads as). */
@@ -102,10 +103,18 @@ const snapshotValue = z.union([
   meta(z.object({ key: z.string(), corrupt: z.literal(true) }), {
     description: 'the stored value is damaged: only this key fails',
   }),
-  meta(z.object({ key: z.string(), etag: z.string(), size: int(), download: direct, expiresAt: timestamp }), {
-    description: 'too large for the answer: read it from the presigned URL',
-  }),
-  z.object({ key: z.string(), value: json, etag: z.string() }),
+  meta(
+    z.object({
+      key: z.string(),
+      etag: z.string(),
+      revision: int(1),
+      size: int(),
+      download: direct,
+      expiresAt: timestamp,
+    }),
+    { description: 'too large for the answer: read it from the presigned URL' },
+  ),
+  z.object({ key: z.string(), value: json, etag: z.string(), revision: int(1) }),
 ]);
 const snapshotList = z.union([
   meta(z.object({ key: z.string(), corrupt: z.literal(true) }), {
@@ -154,7 +163,10 @@ export const schemas = {
   }),
   WholeList: z.array(json),
   Value: json,
-  Etag: z.object({ etag: z.string() }),
+  Saved: z.object({
+    etag: meta(z.string(), { description: 'its new version (also the ETag header)' }),
+    revision: meta(int(1), { description: 'its new revision (also the Agent-State-Revision header)' }),
+  }),
   ListWrite: z.object({
     action: z.enum(['created', 'appended', 'rewritten', 'truncated', 'unchanged']),
     count: int(),
@@ -184,6 +196,9 @@ export const schemas = {
       z.object({
         key: z.string(),
         etag: meta(z.string(), { description: 'its version, as getValue answers it in ETag' }),
+        revision: meta(int(1), {
+          description: 'its revision, as getValue answers it in Agent-State-Revision',
+        }),
         size: meta(int(), { description: 'bytes of its JSON' }),
         lastModified: timestamp,
       }),
@@ -219,9 +234,16 @@ export const schemas = {
               value: json,
               ifVersion: meta(z.optional(z.string()), { description: 'write only over this version (etag)' }),
               ifAbsent: meta(z.optional(z.boolean()), { description: 'write only when there is no value' }),
+              ifRevision: meta(z.optional(int(1)), {
+                description: 'write only over this revision (501 precondition-unsupported on OSS)',
+              }),
               seenVersion: meta(z.optional(z.string()), {
                 description:
-                  'not a condition: the version (etag) the caller read, which the server tries as `If-Match` before it reads the value (an unconditional save stays unconditional)',
+                  'not a condition: the version (etag) the caller read, which the server tries as `If-Match` before it reads the value (an unconditional save stays unconditional); with `seenRevision` only',
+              }),
+              seenRevision: meta(z.optional(int(1)), {
+                description:
+                  'not a condition: the revision of the version named by `ifVersion` or `seenVersion`, so the server need not read the value to write the next revision',
               }),
             }),
           ]),
@@ -256,7 +278,9 @@ export const schemas = {
   }),
   CommitResult: z.object({
     commitId: z.string(),
-    values: z.array(z.object({ key: z.string(), etag: z.optional(z.string()) })),
+    values: z.array(
+      z.object({ key: z.string(), etag: z.optional(z.string()), revision: z.optional(int(1)) }),
+    ),
     lists: z.array(
       z.object({
         key: z.string(),
@@ -341,6 +365,7 @@ export const schemas = {
   }),
   ValueLocation: z.object({
     etag: z.string(),
+    revision: int(1),
     size: int(),
     download: direct,
     expiresAt: timestamp,
@@ -358,6 +383,9 @@ const NAMES = new Map<z.core.$ZodType, SchemaName>(
   Object.entries(schemas).map(([name, schema]) => [schema, name as SchemaName]),
 );
 
+/** The answer header with a value's revision (docs/DESIGN.md, "Revisions"), beside its ETag. */
+export const REVISION_HEADER = 'Agent-State-Revision';
+
 /** The answer header with the request's id (every answer carries it; a client may send its own). */
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 /** A request id a client may send and see kept: 1 to 128 visible ASCII characters (0x21-0x7E). */
@@ -369,6 +397,7 @@ export const HEADER_NAMES = {
   lockOwner: 'Lock-Owner',
   ifMatch: 'If-Match',
   ifNoneMatch: 'If-None-Match',
+  ifRevision: 'If-Revision',
   idempotencyKey: 'Idempotency-Key',
   /**
    * The user the client means, in the URL id form: a differing token user is 403 `user-mismatch`
@@ -415,6 +444,14 @@ const fencingToken = meta(
       : new Refused(TOKEN_RULE),
   ),
   { type: 'string', pattern: FENCING_TOKEN_PATTERN.source, description: 'the lease token' },
+);
+
+/** `If-Revision`: a decimal revision, 1 or more (lib/contract/revisions.ts). */
+const revisionHeader = meta(
+  reading(present(), (raw) =>
+    DECIMAL_PATTERN.test(raw) && isRevision(Number(raw)) ? Number(raw) : new Refused(REVISION_RULE),
+  ),
+  { type: 'string', pattern: DECIMAL_PATTERN.source, description: 'save only over this revision' },
 );
 
 /** A strong entity tag, `"v"`; `*` as `star` says. */
@@ -469,6 +506,7 @@ export const headers = {
   save: z.object({
     ifMatch: z.optional(entityTag('refused', 'a quoted entity tag: "<etag>"')),
     ifNoneMatch: z.optional(ifNoneMatch),
+    ifRevision: z.optional(revisionHeader),
     fencingToken: z.optional(fencingToken),
   }),
   /** A whole-list save: its base (`If-Match: "<hash>"`) and `Fencing-Token`. */

@@ -11,7 +11,9 @@ export function storeCapabilities(driver: DriverCapabilities): StoreCapabilities
   return {
     // Every driver's objects have etags, which are the values' versions (docs/DESIGN.md).
     versioning: true,
-    revisions: false,
+    // Every value's object records its revision (docs/DESIGN.md, "Revisions"); on a driver without
+    // conditional overwrite two racing writes may record the same one.
+    revisions: true,
     conditionalOverwrite: driver.conditionalOverwrite,
     ranges: driver.ranges,
     presignedTransfer: driver.presign,

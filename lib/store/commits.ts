@@ -53,7 +53,7 @@ import type { UserLayout } from './layout.js';
 import type { ListFormat, ListPeek } from './lists/format.js';
 import { incOf } from './reference.js';
 import type { Marker, MarkerRead, Sessions } from './sessions.js';
-import { committedEtag, type Fence, putValue, recordId } from './write-path.js';
+import { committedWrite, type Fence, nextRevision, putValue, recordId, revisionOf } from './write-path.js';
 
 /** A commit record's identity, when it is of incarnation `inc`. */
 function recordOf(object: StoredObject | undefined, inc: string): CommitIdentity | undefined {
@@ -63,6 +63,9 @@ function recordOf(object: StoredObject | undefined, inc: string): CommitIdentity
   return { commitId: body.commitId, digest: body.digest };
 }
 
+/** A value change applied: its etag and revision (neither for a delete). */
+type ValueDone = { readonly etag?: string; readonly revision?: number };
+
 type ValuePlan = {
   readonly change: CommitValue;
   readonly name: string;
@@ -70,8 +73,8 @@ type ValuePlan = {
   readonly head?: ObjectInfo;
   /** Read (HEAD) before the commit. */
   readonly read: boolean;
-  /** Already applied by this commit id (a retry): the etag to answer, or the delete done. */
-  done?: { etag?: string };
+  /** Already applied by this commit id (a retry): the etag and revision to answer, or the delete done. */
+  done?: ValueDone;
 };
 
 type ListPlan = {
@@ -148,7 +151,7 @@ export class Commits {
       if (!object || incOf(object) !== live.inc) return { key, absent: true };
       const value = this.parse(object);
       if (value === CORRUPT) return { key, corrupt: true };
-      return { key, value: value.value, etag: object.etag };
+      return { key, value: value.value, etag: object.etag, revision: revisionOf(object) };
     };
     const pageOf = gotPage && unwrap(gotPage);
     return {
@@ -213,21 +216,26 @@ export class Commits {
     const { commitId, token } = request;
     const values = request.values ?? [];
     const lists = request.lists ?? [];
-    if (!cas && values.some((v) => 'value' in v && v.ifVersion !== undefined))
+    if (!cas && values.some((v) => 'value' in v && (v.ifVersion !== undefined || v.ifRevision !== undefined)))
       throw new PreconditionUnsupportedError(driver.name);
     const identity: CommitIdentity = { commitId, digest: commitDigest(request) };
     const fence = this.fenceOf(s, token);
     // The one conditional value whose If-Match is its own precheck: it is written first and alone,
     // so when its condition fails nothing has been written (no HEAD for it). A token write needs
     // the value's recorded token unless the lock checks the token (docs/DESIGN.md, "The write path").
+    // Its revision is the next of the one the caller saw with that version (`seenRevision`: else it is read).
     const versioned = values.filter((v) => 'value' in v && v.ifVersion !== undefined);
     const unread = token === undefined || fence.authorized;
     const fast =
-      versioned.length === 1 && !values.some((v) => 'value' in v && v.ifAbsent) && unread
+      versioned.length === 1 &&
+      !values.some((v) => 'value' in v && v.ifAbsent) &&
+      unread &&
+      versioned.every((v) => 'value' in v && v.seenRevision !== undefined && v.ifRevision === undefined)
         ? versioned[0]
         : undefined;
-    // A save with the version the caller read tries it as If-Match instead of a HEAD (same rule).
-    const hinted = (v: CommitValue) => cas && unread && 'value' in v && v.seenVersion !== undefined;
+    // A save with the version (and revision) the caller read tries it as If-Match instead of a HEAD (same rule).
+    const hinted = (v: CommitValue) =>
+      cas && unread && 'value' in v && v.seenVersion !== undefined && v.seenRevision !== undefined;
 
     const marker = this.sessions.read(s);
     const heads = values.map((v) =>
@@ -276,8 +284,8 @@ export class Commits {
       const object = inIncarnation(plan.head, live);
       // A delete whose value is gone has nothing to do (deletes record nothing: a retry finds it so).
       if ('delete' in plan.change && !object) plan.done = {};
-      const etag = committedEtag(object, identity, plan.change.key);
-      if (etag !== undefined) plan.done = { etag };
+      const written = committedWrite(object, identity, plan.change.key);
+      if (written !== undefined) plan.done = written;
     }
     const failures: CommitFailure[] = [];
     const verdicts = await Promise.all(
@@ -317,8 +325,8 @@ export class Commits {
       if (!(error instanceof FencedError) || notRead.length === 0 || !live) throw error;
       const seen = await Promise.all(notRead.map((p) => headOrUndefined(this.ctx.driver, p.name)));
       notRead.forEach((plan, i) => {
-        const etag = committedEtag(inIncarnation(seen[i], live), identity, plan.change.key);
-        if (etag !== undefined) plan.done = { etag };
+        const written = committedWrite(inIncarnation(seen[i], live), identity, plan.change.key);
+        if (written !== undefined) plan.done = written;
       });
       if (landed(planned)) return true;
       throw error;
@@ -341,13 +349,15 @@ export class Commits {
       if (!plan.read) continue;
       if (
         (change.ifAbsent && object) ||
-        (change.ifVersion !== undefined && object?.etag !== change.ifVersion)
+        (change.ifVersion !== undefined && object?.etag !== change.ifVersion) ||
+        (change.ifRevision !== undefined && (!object || revisionOf(object) !== change.ifRevision))
       )
         failures.push({
           kind: 'value',
           key: change.key,
           reason: 'version',
           currentVersion: object?.etag ?? null,
+          currentRevision: object ? revisionOf(object) : null,
         });
     }
     if (failures.length === 0) return;
@@ -356,7 +366,7 @@ export class Commits {
     const unread = planned.values.find((p) => !p.read && !p.done && live && p.change === fast);
     if (unread && 'value' in unread.change) {
       const object = inIncarnation(await headOrUndefined(this.ctx.driver, unread.name), live);
-      const done = committedEtag(object, identity, unread.change.key) !== undefined;
+      const done = committedWrite(object, identity, unread.change.key) !== undefined;
       if (!done && object?.etag !== unread.change.ifVersion)
         failures.push({
           kind: 'value',
@@ -541,30 +551,34 @@ export class Commits {
     identity: CommitIdentity,
     fence: Fence,
     again: () => Promise<Marker>,
-  ): Promise<{ done: { etag?: string } } | { failure: CommitFailure; seen?: number }> {
+  ): Promise<{ done: ValueDone } | { failure: CommitFailure; seen?: number }> {
     const { driver } = this.ctx;
     const { change, name } = plan;
     if ('delete' in change) {
       await driver.delete(name);
       return { done: {} };
     }
+    // Not read: the fast path and a hint carry the revision of the version they name (`plan`).
+    const revision = plan.read
+      ? nextRevision(inIncarnation(plan.head, marker))
+      : (change.seenRevision as number) + 1;
     try {
       const { etag } = await putValue(driver, name, jsonBody(change.value), marker.inc, fence, {
         head: plan.head,
         read: plan.read,
+        revision,
         ...(change.ifVersion !== undefined ? { ifVersion: change.ifVersion } : {}),
         ...(!plan.read && change.seenVersion !== undefined ? { ifVersion: change.seenVersion } : {}),
-        ...(change.ifAbsent ? { ifAbsent: true } : {}),
         commit: identity,
       });
-      return { done: { etag } };
+      return { done: { etag, revision } };
     } catch (error) {
       if (!(error instanceof ObjectConditionFailedError)) throw error;
       const now = await headOrUndefined(driver, name);
       const mine = inIncarnation(now, marker);
       // This commit id wrote it meanwhile (a concurrent retry of the same commit).
-      const etag = committedEtag(mine, identity, change.key);
-      if (etag !== undefined) return { done: { etag } };
+      const written = committedWrite(mine, identity, change.key);
+      if (written !== undefined) return { done: written };
       if (!plan.read && change.ifVersion === undefined) {
         // The hint failed: as a save read first (its own checks; a recorded token still fences).
         const current = mine ? marker : await again();
@@ -579,6 +593,7 @@ export class Commits {
           key: change.key,
           reason: fenced ? 'fenced' : 'version',
           currentVersion: mine?.etag ?? null,
+          currentRevision: mine ? revisionOf(mine) : null,
         },
         ...(fenced ? { seen } : {}),
       };
@@ -669,6 +684,7 @@ function resultOf(planned: PlannedCommit): CommitResult {
     values: planned.values.map((p) => ({
       key: p.change.key,
       ...(p.done?.etag ? { etag: p.done.etag } : {}),
+      ...(p.done?.revision ? { revision: p.done.revision } : {}),
     })),
     lists: planned.lists.map((p) => {
       const { action, count, hash } = p.done as ListWriteResult;

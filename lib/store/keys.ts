@@ -35,6 +35,7 @@ import { NAME, type UserLayout } from './layout.js';
 import type { ListFormat } from './lists/format.js';
 import { incOf } from './reference.js';
 import type { Sessions } from './sessions.js';
+import { revisionOf } from './write-path.js';
 
 /** The characters of plain ids, in byte order. */
 const PLAIN_CHARS = '-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz';
@@ -177,7 +178,14 @@ export class Keys {
       return { key, value, list };
     });
     for (const { key, value, list } of resolved) {
-      if (value) values.push({ key, etag: value.etag, size: value.size, lastModified: value.lastModified });
+      if (value)
+        values.push({
+          key,
+          etag: value.etag,
+          revision: revisionOf(value),
+          size: value.size,
+          lastModified: value.lastModified,
+        });
       if (list) lists.push({ key, ...list });
     }
     return { values, lists, ...(nextCursor !== undefined ? { nextCursor } : {}) };

@@ -17,6 +17,7 @@ import { checkId, checkPrefix, decodeId, namedUser } from '../contract/ids.js';
 import { jsonBody } from '../contract/json.js';
 import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN, WRITE_ID_RULE } from '../contract/limits.js';
 import { checkToken, type TokenAuthority } from '../contract/lock.js';
+import { checkRevision } from '../contract/revisions.js';
 import { checkPage } from '../contract/turns.js';
 import type {
   AppendOptions,
@@ -62,7 +63,13 @@ import { withMemoryTags } from './memory-session.js';
 import { incOf } from './reference.js';
 import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
 import { Workspaces } from './workspaces.js';
-import { Fence, putValue, recordId } from './write-path.js';
+import { Fence, nextRevision, putValue, recordId, revisionOf } from './write-path.js';
+
+/**
+ * Reads and conditional writes a save without a precondition makes before it gives up as
+ * contended: each round of racing writers has a winner, so 8 writers of one value all land.
+ */
+const SAVE_ATTEMPTS = 8;
 
 /** Options of `createStateStore`. */
 export interface StateStoreOptions {
@@ -297,7 +304,7 @@ class UserStore implements SessionStore {
       getOrUndefined(this.ctx.driver, this.layout.value(sessionId, key)),
     ]);
     if (!read.live || !object || incOf(object) !== read.live.inc) return undefined;
-    return { value: this.parseValue<T>(object, key), version: object.etag };
+    return { value: this.parseValue<T>(object, key), version: object.etag, revision: revisionOf(object) };
   }
 
   private parseValue<T>(object: StoredObject, key: string): T {
@@ -309,52 +316,62 @@ class UserStore implements SessionStore {
     }
   }
 
+  /**
+   * Saves a value (docs/DESIGN.md, "Revisions"): reads its head beside the marker, checks the
+   * fence and the preconditions on it, and writes the next revision conditionally on that head, so
+   * that the checks and the revision hold atomically with the write where the backend has
+   * conditional overwrite. A write that loses a race without a precondition reads again.
+   */
   async save(sessionId: string, key: string, value: unknown, options: SaveOptions = {}) {
     this.ids(sessionId, key);
     checkToken(options.token, 'optional');
+    checkRevision('ifRevision', options.ifRevision);
     const body = jsonBody(value);
     const { driver } = this.ctx;
     const cas = driver.capabilities.conditionalOverwrite;
-    if (options.ifVersion !== undefined && !cas) throw new PreconditionUnsupportedError(driver.name);
-    if (options.ifVersion !== undefined && options.ifAbsent) {
-      throw new ValidationError('ifVersion', 'cannot be combined with ifAbsent');
+    const conditioned = options.ifVersion !== undefined || options.ifRevision !== undefined;
+    if (conditioned && !cas) throw new PreconditionUnsupportedError(driver.name);
+    if (conditioned && options.ifAbsent) {
+      throw new ValidationError(
+        options.ifVersion !== undefined ? 'ifVersion' : 'ifRevision',
+        'cannot be combined with ifAbsent',
+      );
     }
     const name = this.layout.value(sessionId, key);
     const fence = this.fence(sessionId, options.token);
-    const conditional =
-      options.ifVersion !== undefined || options.ifAbsent === true || options.token !== undefined;
     for (let attempt = 0; ; attempt++) {
-      const [read, head] = await Promise.all([
-        this.sessions.read(sessionId),
-        conditional ? headOrUndefined(driver, name) : undefined,
-      ]);
+      const [read, head] = await Promise.all([this.sessions.read(sessionId), headOrUndefined(driver, name)]);
       // A token write that creates the value raises the marker's token (docs/DESIGN.md, "The write path").
       const creates = !head || incOf(head) !== read.live?.inc;
       const marker = await this.sessions.forWrite(sessionId, read, fence, creates);
       // An object of another incarnation is a leftover: absent for every purpose but its etag.
       const current = head && incOf(head) === marker.inc ? head : undefined;
       await fence.check(storedToken(current));
-      if (options.ifAbsent && current) throw new PreconditionFailedError(current.etag);
-      if (options.ifVersion !== undefined && current?.etag !== options.ifVersion) {
-        throw new PreconditionFailedError(current?.etag ?? null);
-      }
+      const refused = () =>
+        new PreconditionFailedError(current?.etag ?? null, current ? revisionOf(current) : null);
+      if (options.ifAbsent && current) throw refused();
+      if (options.ifVersion !== undefined && current?.etag !== options.ifVersion) throw refused();
+      if (options.ifRevision !== undefined && (!current || revisionOf(current) !== options.ifRevision))
+        throw refused();
+      const revision = nextRevision(current);
       try {
-        // Conditional on what was just read, so the checks above hold atomically with the write.
         const { etag } = await putValue(driver, name, body, marker.inc, fence, {
           head,
-          read: conditional,
+          read: true,
+          revision,
           ...(options.ifVersion !== undefined ? { ifVersion: options.ifVersion } : {}),
-          ...(options.ifAbsent ? { ifAbsent: true } : {}),
         });
-        return { version: etag };
+        return { version: etag, revision };
       } catch (error) {
         if (!(error instanceof ObjectConditionFailedError)) throw error;
-        if (options.ifVersion !== undefined || options.ifAbsent) {
+        if (conditioned || options.ifAbsent) {
           const now = await headOrUndefined(driver, name);
-          throw new PreconditionFailedError(now && incOf(now) === marker.inc ? now.etag : null);
+          const mine = now && incOf(now) === marker.inc ? now : undefined;
+          throw new PreconditionFailedError(mine?.etag ?? null, mine ? revisionOf(mine) : null);
         }
-        if (attempt >= 3) throw new ContendedError('the value is too contended; nothing was written; retry');
-        // A token write raced another write: read again, so the token check sees it.
+        if (attempt >= SAVE_ATTEMPTS - 1)
+          throw new ContendedError('the value is too contended; nothing was written; retry');
+        // Another write landed between the read and this one: read again for its revision (and its token).
       }
     }
   }

@@ -29,6 +29,7 @@ import {
 import type {
   DirectRequest,
   StorageTier,
+  ValueWritten,
   WorkspaceDownload,
   WorkspaceInfo,
   WorkspaceUpload,
@@ -40,7 +41,7 @@ import { CONTENT_ENCODINGS, type ContentEncoding } from '../util/encoding.js';
 import { getOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
 import type { UserLayout } from './layout.js';
 import type { Sessions } from './sessions.js';
-import type { Fence } from './write-path.js';
+import { type Fence, revisionOf } from './write-path.js';
 
 /** Backend storage classes of each tier. */
 const CLASSES: Record<string, Record<StorageTier, string>> = {
@@ -338,8 +339,8 @@ export class Workspaces {
     s: string,
     k: string,
     uploadId: string,
-    save: (value: unknown) => Promise<{ version: string }>,
-  ): Promise<{ version: string }> {
+    save: (value: unknown) => Promise<ValueWritten>,
+  ): Promise<ValueWritten> {
     if (!UPLOAD_ID.test(uploadId)) throw new UploadNotFoundError(uploadId);
     const name = this.layout.valueUpload(s, k, uploadId);
     const object = await getOrUndefined(this.ctx.driver, name);
@@ -377,6 +378,7 @@ export class Workspaces {
     return {
       download: { method: 'GET' as const, url, headers: {} },
       version: object.etag,
+      revision: revisionOf(object),
       size: object.size,
       expiresAt: new Date(Date.now() + this.ctx.presignExpiresIn * 1000),
     };

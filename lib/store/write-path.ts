@@ -8,7 +8,8 @@
  *   the one the lock granted to a live lease. The tokens the objects record are the second line:
  *   a token below one a target records is refused, with or without an authority.
  * - **The token a write records**: a value's `token` metadata, a list's head or trailer, the marker.
- * - **A value's write** (`putValue`): the one conditional PUT of a value, for saves and commits.
+ * - **A value's write** (`putValue`): the one conditional PUT of a value, for saves and commits,
+ *   recording the value's next revision (`revisionOf`, `nextRevision`).
  * - **A request's identity** (`recordId`): a write id bound to a digest of the request's canonical
  *   body, so that a reused Idempotency-Key or commitId with another body is told from a replay.
  */
@@ -74,21 +75,36 @@ export class Fence {
 /** Metadata a committed value records: the commit id and the digest of the commit's body. */
 const COMMIT_META = 'commit';
 const DIGEST_META = 'digest';
+/** Metadata every value records: its revision (docs/DESIGN.md, "Revisions"). */
+const REVISION_META = 'rev';
 
 /**
- * The etag of value `key`'s object when commit `identity` wrote it (what `putValue` recorded);
- * undefined when another commit or none did. The same commit id with another body is
- * `CommitMismatchError`.
+ * The revision of a value's object: what it records, or 1 for an object written before revisions
+ * (or by the AgentScope reference), which records none.
  */
-export function committedEtag(
+export function revisionOf(object: ObjectInfo): number {
+  const recorded = Number(object.metadata[REVISION_META]);
+  return Number.isSafeInteger(recorded) && recorded >= 1 ? recorded : 1;
+}
+
+/** The revision a write over `current` (this incarnation's object, or undefined: absent) records. */
+export const nextRevision = (current: ObjectInfo | undefined): number =>
+  current === undefined ? 1 : revisionOf(current) + 1;
+
+/**
+ * The version and revision of value `key`'s object when commit `identity` wrote it (what
+ * `putValue` recorded); undefined when another commit or none did. The same commit id with another
+ * body is `CommitMismatchError`.
+ */
+export function committedWrite(
   object: ObjectInfo | undefined,
   identity: CommitIdentity,
   key: string,
-): string | undefined {
+): { etag: string; revision: number } | undefined {
   if (object?.metadata[COMMIT_META] !== identity.commitId) return undefined;
   if (object.metadata[DIGEST_META] !== identity.digest)
     throw new CommitMismatchError(identity.commitId, 'value', key);
-  return object.etag;
+  return { etag: object.etag, revision: revisionOf(object) };
 }
 
 /** How a value's write is conditioned. */
@@ -98,16 +114,17 @@ export interface ValueWrite {
   /** Whether the head was read (false: nothing is known of the object; only `ifVersion` conditions it). */
   readonly read: boolean;
   readonly ifVersion?: string;
-  readonly ifAbsent?: boolean;
   /** The commit writing it, recorded in its metadata. */
   readonly commit?: CommitIdentity;
+  /** The revision it records (`nextRevision` of what the write read, or of what its caller saw). */
+  readonly revision: number;
 }
 
 /**
- * Writes a value: metadata `inc`, the fence's token and the commit's identity; conditional on
- * `ifVersion`, or, for a token write, a conditional write or `ifAbsent`, on the head it read (so the
- * checks made on that head hold atomically with the write where the backend has conditional
- * overwrite; on OSS an overwrite is unconditional, checked just before). Unconditional otherwise.
+ * Writes a value: metadata `inc`, its revision, the fence's token and the commit's identity;
+ * conditional on `ifVersion`, else on the head it read (so the revision and the checks made on
+ * that head hold atomically with the write where the backend has conditional overwrite; on OSS an
+ * overwrite is unconditional, checked just before), else (nothing read) unconditional.
  * A failed condition throws the driver's `ObjectConditionFailedError`: the caller decides what it means.
  */
 export async function putValue(
@@ -127,13 +144,8 @@ export async function putValue(
       : driver.capabilities.conditionalOverwrite
         ? { ifMatch: head.etag }
         : {};
-  const condition =
-    write.ifVersion !== undefined
-      ? { ifMatch: write.ifVersion }
-      : write.ifAbsent || fence.token !== undefined
-        ? onHead
-        : {};
-  const metadata: Record<string, string> = { inc };
+  const condition = write.ifVersion !== undefined ? { ifMatch: write.ifVersion } : onHead;
+  const metadata: Record<string, string> = { inc, [REVISION_META]: String(write.revision) };
   if (fence.token !== undefined) metadata.token = String(fence.token);
   if (write.commit) {
     metadata[COMMIT_META] = write.commit.commitId;

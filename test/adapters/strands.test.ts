@@ -513,7 +513,8 @@ describe('SessionManager (ported from the SDK tests)', () => {
       expect(first.requests).toMatchObject({ put: 3 });
       const next = await user.count(() => hooks.fire(invocation(agent)));
       expect(next.calls.map((c) => c.method)).toEqual(['PUT', 'PUT']);
-      expect(next.requests).toMatchObject({ put: 2, get: 2, head: 0, list: 0 });
+      // Each save reads its value's head for the revision it writes (docs/DESIGN.md, "Revisions").
+      expect(next.requests).toMatchObject({ put: 2, get: 2, head: 2, list: 0 });
       expect(await sm.listSnapshotIds({ target: agent })).toHaveLength(2);
 
       const never = hookedAgent();

@@ -124,6 +124,7 @@ describe('typed client: AbortSignal', () => {
       return Response.json(
         {
           etag: 'v',
+          revision: 1,
           size: 10,
           download: { method: 'GET', url: 'http://store.test/value', headers: {} },
           expiresAt,

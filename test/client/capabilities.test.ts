@@ -21,7 +21,7 @@ describe('client capabilities()', () => {
       const first = await client.capabilities();
       expect(first).toEqual({
         versioning: true,
-        revisions: false,
+        revisions: true,
         conditionalOverwrite: true,
         ranges: true,
         presignedTransfer: false,
@@ -42,7 +42,7 @@ describe('client capabilities()', () => {
         new Response(
           JSON.stringify({
             versioning: true,
-            revisions: false,
+            revisions: true,
             conditionalOverwrite: false,
             ranges: true,
             presignedTransfer: true,

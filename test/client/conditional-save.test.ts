@@ -51,7 +51,9 @@ describe('typed client: a conditional save whose answer was lost', () => {
     expect(await api.store.getVersioned('cond-2', 'plan')).toEqual({
       value: { step: 2 },
       version: saved.version,
+      revision: 2,
     });
+    expect(saved.revision).toBe(2);
   });
 
   it('a value someone else wrote is still a failed precondition', async () => {

@@ -23,11 +23,15 @@ import { fakeFetch, problem, scriptedServer } from './helpers.js';
 const TOKEN = 'tok-very-secret-0123456789';
 const SIGNED = 'http://bucket.store.test/k?X-Amz-Credential=AKIDSECRET&X-Amz-Signature=sig-secret-abcdef';
 const value = (body: unknown = { a: 1 }) =>
-  new Response(JSON.stringify(body), { status: 200, headers: { etag: '"v1"', 'x-request-id': 'r-ok' } });
+  new Response(JSON.stringify(body), {
+    status: 200,
+    headers: { etag: '"v1"', 'agent-state-revision': '1', 'x-request-id': 'r-ok' },
+  });
 const located = () =>
   new Response(
     JSON.stringify({
       etag: 'v9',
+      revision: 1,
       size: 7,
       download: { method: 'GET', url: SIGNED, headers: {} },
       expiresAt: new Date(Date.now() + 60_000).toISOString(),
@@ -73,6 +77,7 @@ describe('typed client: User-Agent', () => {
         response.writeHead(303, { 'content-type': 'application/json' }).end(
           JSON.stringify({
             etag: 'v2',
+            revision: 1,
             size: 12,
             download: { method: 'GET', url: `${server.url}/blob`, headers: {} },
             expiresAt: new Date(Date.now() + 60_000).toISOString(),
@@ -80,7 +85,9 @@ describe('typed client: User-Agent', () => {
         );
         return;
       }
-      response.writeHead(200, { 'content-type': 'application/json', etag: '"v1"' }).end('{"a":1}');
+      response
+        .writeHead(200, { 'content-type': 'application/json', etag: '"v1"', 'agent-state-revision': '1' })
+        .end('{"a":1}');
     });
     try {
       for (const create of [createHttpClient, createNodeClient]) {

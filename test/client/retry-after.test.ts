@@ -17,7 +17,8 @@ const refusal = (status: number, retryAfter: string) =>
     status,
     headers: { 'content-type': 'application/json', 'retry-after': retryAfter },
   });
-const value = () => new Response('{"a":1}', { status: 200, headers: { etag: '"v1"' } });
+const value = () =>
+  new Response('{"a":1}', { status: 200, headers: { etag: '"v1"', 'agent-state-revision': '1' } });
 const inTwoSeconds = () => new Date(NOW + 2000).toUTCString();
 
 describe('typed client: Retry-After on 429 and 503', () => {

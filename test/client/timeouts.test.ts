@@ -76,7 +76,7 @@ describe('typed client: per-request timeout', () => {
   it('retries a timed-out GET like a network error and returns the answer of the next attempt', async () => {
     const server = await scriptedServer((_, res, n) => {
       if (n === 1) return; // the first attempt is never answered
-      res.writeHead(200, { 'content-type': 'application/json', etag: '"v1"' });
+      res.writeHead(200, { 'content-type': 'application/json', etag: '"v1"', 'agent-state-revision': '1' });
       res.end('{"answer":42}');
     });
     vi.useFakeTimers(FAKE_TIMERS);
@@ -84,7 +84,7 @@ describe('typed client: per-request timeout', () => {
     const result = client.getVersioned('s', 'k');
     await until(() => server.requests.length === 1);
     await vi.advanceTimersByTimeAsync(30_200);
-    expect(await result).toEqual({ value: { answer: 42 }, version: 'v1' });
+    expect(await result).toEqual({ value: { answer: 42 }, version: 'v1', revision: 1 });
     expect(server.requests).toHaveLength(2);
     await server.close();
   });

@@ -121,7 +121,10 @@ describe('the universal client entry', () => {
     const web = {
       fetch: async (url: string, init: { headers: Record<string, string> }) => {
         sent.push({ url, headers: init.headers });
-        return new Response('{"a":1}', { status: 200, headers: { etag: '"v1"' } });
+        return new Response('{"a":1}', {
+          status: 200,
+          headers: { etag: '"v1"', 'agent-state-revision': '1' },
+        });
       },
       // A worker's scope: the client sends no User-Agent there.
       WorkerGlobalScope: class {},

@@ -213,10 +213,10 @@ describe('universal client: workspace sources and gzip (local server, fs storage
       fetch: async (input, init) => opaque(await fetch(input, init)),
     });
     const big = { text: 'v'.repeat(2 * BODY_LIMIT) };
-    const { version } = await web.save('u', 'big', big);
+    const { version, revision } = await web.save('u', 'big', big);
     await web.save('u', 'small', { text: 'small' });
     const before = api.seen.length;
-    expect(await browserLike.getVersioned('u', 'big')).toEqual({ value: big, version });
+    expect(await browserLike.getVersioned('u', 'big')).toEqual({ value: big, version, revision });
     expect(api.seen.slice(before).map((r) => `${r.method} ${r.status}`)).toEqual(['GET 303', 'POST 200']);
     expect(api.seen.at(-1)?.path).toBe('/v1/sessions/u/snapshot');
     const located = await browserLike.locateValue('u', 'big');

@@ -45,7 +45,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
       expect([answer.status, answer.headers['cache-control']]).toEqual([200, 'public, max-age=300']);
       expect(answer.json()).toEqual({
         versioning: true,
-        revisions: false,
+        revisions: true,
         conditionalOverwrite: true,
         ranges: true,
         presignedTransfer: false,

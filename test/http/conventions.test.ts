@@ -120,7 +120,13 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
           for (const header of ['Authorization', 'Content-Type', ...Object.values(HEADER_NAMES)])
             expect(allowed, header).toContain(header.toLowerCase());
           expect(allowed).toEqual(
-            expect.arrayContaining(['if-match', 'if-none-match', 'idempotency-key', 'x-request-id']),
+            expect.arrayContaining([
+              'if-match',
+              'if-none-match',
+              'if-revision',
+              'idempotency-key',
+              'x-request-id',
+            ]),
           );
           expect(Number(pre.headers['access-control-max-age'])).toBeGreaterThan(0);
           expect(pre.headers['x-request-id']).toBeTruthy();
@@ -185,7 +191,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
         expect(put.status).toBe(200);
         expect(put.headers['access-control-allow-origin']).toBe(CONSOLE);
         const exposed = list(put.headers['access-control-expose-headers']);
-        for (const header of ['ETag', 'Location', 'Retry-After', 'X-Request-Id'])
+        for (const header of ['ETag', 'Agent-State-Revision', 'Location', 'Retry-After', 'X-Request-Id'])
           expect(exposed, header).toContain(header.toLowerCase());
         expect(varyOf(put)).toContain('origin');
         const missing = await call(api, 'alice', 'GET', `/v1/sessions/${s}/state/absent`, {

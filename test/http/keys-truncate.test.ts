@@ -68,7 +68,8 @@ for (const make of harnesses) {
       expect(Object.keys(page).sort()).toEqual(['lists', 'values']); // no nextCursor on the last page
       expect(page.values.map((v: { key: string }) => v.key)).toEqual([...valueKeys].sort(utf8));
       for (const v of page.values) {
-        expect(Object.keys(v).sort()).toEqual(['etag', 'key', 'lastModified', 'size']);
+        expect(Object.keys(v).sort()).toEqual(['etag', 'key', 'lastModified', 'revision', 'size']);
+        expect(v.revision).toBe(1);
         expect(v.etag).toBe(etags.get(v.key));
         expect(v.size).toBe(Buffer.byteLength(JSON.stringify({ k: v.key })));
         expect(v.lastModified).toMatch(ISO);
@@ -295,7 +296,9 @@ describe('typed client: listKeys and truncateList', () => {
     await alice.save(s, 'c', 3);
     const first = await alice.listKeys(s, { limit: 2 });
     expect(first.lists).toEqual([{ key: 'a', count: 2, hash: list.hash, lastModified: expect.any(Date) }]);
-    expect(first.values).toEqual([{ key: 'b/2', etag: version, size: 7, lastModified: expect.any(Date) }]);
+    expect(first.values).toEqual([
+      { key: 'b/2', etag: version, revision: 1, size: 7, lastModified: expect.any(Date) },
+    ]);
     expect(Math.abs(Date.now() - (first.values[0]?.lastModified.getTime() ?? 0))).toBeLessThan(60_000);
     expect(first.nextCursor).toEqual(expect.any(String));
     const second = await alice.listKeys(s, { limit: 2, cursor: first.nextCursor as string });

@@ -357,7 +357,7 @@ describe('typed client: an answer that is not what the protocol says is a Protoc
     const text = '{"__proto__":{"polluted":true},"a":[1,{"__proto__":2}]}';
     const client = createHttpClient({
       baseUrl: 'http://api.test',
-      fetch: answering(() => withId(text, 200, { etag: '"v1"' })),
+      fetch: answering(() => withId(text, 200, { etag: '"v1"', 'agent-state-revision': '1' })),
     });
     const value = (await client.get('s', 'k')) as Record<string, unknown>;
     expect(JSON.stringify(value)).toBe(text);

@@ -64,7 +64,7 @@ for (const make of harnesses) {
       expect(answer.json()).toEqual({
         exists: true,
         values: [
-          { key: 'plan', value: { step: 1 }, etag: plan },
+          { key: 'plan', value: { step: 1 }, etag: plan, revision: 1 },
           { key: 'missing', absent: true },
         ],
         lists: [
@@ -103,13 +103,18 @@ for (const make of harnesses) {
       expect(first.status).toBe(200);
       const body = first.json();
       expect(body.values.map((v: { key: string }) => v.key)).toEqual(['p/../3', 'p/1']);
-      expect(body.values[0]).toEqual({ key: 'p/../3', value: { key: 'p/../3' }, etag: expect.any(String) });
+      expect(body.values[0]).toEqual({
+        key: 'p/../3',
+        value: { key: 'p/../3' },
+        etag: expect.any(String),
+        revision: 1,
+      });
       const rest = await post('alice', s, 'snapshot', {
         valuePage: { prefix: 'p/', limit: 2, cursor: body.nextCursor },
       });
       expect(rest.json()).toEqual({
         exists: true,
-        values: [{ key: 'p/2', value: { key: 'p/2' }, etag: expect.any(String) }],
+        values: [{ key: 'p/2', value: { key: 'p/2' }, etag: expect.any(String), revision: 1 }],
         lists: [],
       });
       const turn = await post('alice', s, 'turns', { leaseMs: 5000, valuePage: { limit: 10 } });
@@ -197,7 +202,7 @@ for (const make of harnesses) {
           leaseMs: 10_000,
         },
         exists: true,
-        values: [{ key: 'plan', value: 'p0', etag }],
+        values: [{ key: 'plan', value: 'p0', etag, revision: 1 }],
         lists: [{ key: 'memory', items: [], offset: 0, baseHash: EMPTY_HASH, count: 0, hash: EMPTY_HASH }],
       });
       expect(Date.parse(turn.lease.expiresAt)).toBeGreaterThan(Date.now());
@@ -248,7 +253,7 @@ for (const make of harnesses) {
       const result = commit.json();
       expect(result).toEqual({
         commitId: 'turn-1',
-        values: [{ key: 'plan', etag: expect.any(String) }, { key: 'gone' }],
+        values: [{ key: 'plan', etag: expect.any(String), revision: expect.any(Number) }, { key: 'gone' }],
         lists: [{ key: 'memory', action: 'appended', count: 3, hash }],
         lease: { owner: 'a1', released: true },
       });
@@ -332,7 +337,7 @@ for (const make of harnesses) {
       expect(problem.commitId).toBe('p-1');
       expect(problem.failures).toEqual(
         expect.arrayContaining([
-          { kind: 'value', key: 'v', reason: 'version', currentVersion: etag },
+          { kind: 'value', key: 'v', reason: 'version', currentVersion: etag, currentRevision: 1 },
           { kind: 'list', key: 'l', reason: 'count', count: 2, hash: list.hash },
         ]),
       );
@@ -346,7 +351,7 @@ for (const make of harnesses) {
       expect(hashOnly.json()).toMatchObject({ code: 'precondition-failed', commitId: 'p-2' });
       expect(hashOnly.json().failures).toEqual(
         expect.arrayContaining([
-          { kind: 'value', key: 'v', reason: 'version', currentVersion: etag },
+          { kind: 'value', key: 'v', reason: 'version', currentVersion: etag, currentRevision: 1 },
           { kind: 'list', key: 'l', reason: 'hash', count: 2, hash: list.hash },
         ]),
       );
@@ -429,6 +434,7 @@ describe('snapshot over the answer cap (node, fs driver with presigned URLs)', (
     expect(snap.values[0]).toEqual({
       key: 'big',
       etag: bigEtag,
+      revision: 1,
       size: Buffer.byteLength(JSON.stringify(big)),
       download: {
         method: 'GET',
@@ -437,8 +443,8 @@ describe('snapshot over the answer cap (node, fs driver with presigned URLs)', (
       },
       expiresAt: expect.any(String),
     });
-    expect(snap.values[1]).toEqual({ key: 'medium', value: medium, etag: expect.any(String) });
-    expect(snap.values[2]).toEqual({ key: 'small', value: 'tiny', etag: expect.any(String) });
+    expect(snap.values[1]).toEqual({ key: 'medium', value: medium, etag: expect.any(String), revision: 1 });
+    expect(snap.values[2]).toEqual({ key: 'small', value: 'tiny', etag: expect.any(String), revision: 1 });
     const log = snap.lists[0];
     expect(log.count).toBe(120);
     expect(log.hash).toBe(chainHash(EMPTY_HASH, items));
@@ -489,7 +495,7 @@ describe('typed client: snapshot, beginTurn → Turn → commit', () => {
     const result = await turn.commit({ release: true });
     expect(result).toEqual({
       commitId: expect.any(String),
-      values: [{ key: 'plan', etag: expect.any(String) }],
+      values: [{ key: 'plan', etag: expect.any(String), revision: expect.any(Number) }],
       lists: [
         { key: 'memory', action: 'appended', count: 3, hash: chainHash(EMPTY_HASH, ['m0', 'm1', 'm2']) },
       ],
@@ -505,7 +511,7 @@ describe('typed client: snapshot, beginTurn → Turn → commit', () => {
     const snap = await alice.snapshot(s, { values: ['plan'] });
     expect(snap).toEqual({
       exists: true,
-      values: [{ key: 'plan', value: { step: 1 }, etag: expect.any(String) }],
+      values: [{ key: 'plan', value: { step: 1 }, etag: expect.any(String), revision: expect.any(Number) }],
       lists: [],
     });
     expect(await alice.snapshot(`c-${randomUUID()}`, { values: ['plan'] })).toEqual({

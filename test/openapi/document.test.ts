@@ -139,7 +139,7 @@ describe('OpenAPI document: operations', () => {
 
   it('answer headers: reusable components, X-Request-Id on every answer the router makes', () => {
     expect(Object.keys(doc.components.headers).sort()).toEqual(
-      ['Allow', 'ETag', 'Location', 'Retry-After', 'X-Request-Id'].sort(),
+      ['Agent-State-Revision', 'Allow', 'ETag', 'Location', 'Retry-After', 'X-Request-Id'].sort(),
     );
     const headersOf = (method: string, pattern: string, status: number) =>
       Object.keys(operation(method, pattern).responses[status]?.headers ?? {}).sort();
@@ -159,10 +159,15 @@ describe('OpenAPI document: operations', () => {
     }
     const value = '/v1/sessions/{sessionId}/state/{key}';
     const list = '/v1/sessions/{sessionId}/lists/{key}';
-    expect(headersOf('GET', value, 200)).toEqual(['ETag', 'X-Request-Id']);
+    expect(headersOf('GET', value, 200)).toEqual(['Agent-State-Revision', 'ETag', 'X-Request-Id']);
     expect(headersOf('GET', value, 202)).toEqual(['Retry-After', 'X-Request-Id']);
-    expect(headersOf('GET', value, 303)).toEqual(['ETag', 'Location', 'X-Request-Id']);
-    expect(headersOf('PUT', value, 200)).toEqual(['ETag', 'X-Request-Id']);
+    expect(headersOf('GET', value, 303)).toEqual([
+      'Agent-State-Revision',
+      'ETag',
+      'Location',
+      'X-Request-Id',
+    ]);
+    expect(headersOf('PUT', value, 200)).toEqual(['Agent-State-Revision', 'ETag', 'X-Request-Id']);
     expect(headersOf('GET', list, 200)).toEqual(['ETag', 'X-Request-Id']);
     expect(headersOf('POST', '/v1/sessions/{sessionId}/lock', 409)).toEqual(['Retry-After', 'X-Request-Id']);
     expect(headersOf('GET', `${list}/archives/{archiveId}`, 202)).toEqual(['Retry-After', 'X-Request-Id']);

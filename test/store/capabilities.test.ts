@@ -1,8 +1,8 @@
 /**
  * Each backend's answer to `GET /v1/capabilities`, served by the local server over that backend's
  * driver: memory and fs (fast tier), s3rver behind the S3 front and the OSS front (servers tier),
- * Ceph RGW (rgw tier). OSS has no conditional overwrite, and says so; nothing has revisions yet
- * nor atomic commits; presigned transfers where the driver signs URLs.
+ * Ceph RGW (rgw tier). OSS has no conditional overwrite, and says so; every backend has revisions,
+ * none atomic commits; presigned transfers where the driver signs URLs.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ import { type ApiHarness, nodeHarness } from '../http/harness.js';
 const EXPECTED: Record<string, StoreCapabilities> = {
   memory: {
     versioning: true,
-    revisions: false,
+    revisions: true,
     conditionalOverwrite: true,
     ranges: true,
     presignedTransfer: false,
@@ -26,7 +26,7 @@ const EXPECTED: Record<string, StoreCapabilities> = {
   // Without `presign` (the local server's fs signs its own /v1/blobs URLs: see below).
   fs: {
     versioning: true,
-    revisions: false,
+    revisions: true,
     conditionalOverwrite: true,
     ranges: true,
     presignedTransfer: false,
@@ -34,7 +34,7 @@ const EXPECTED: Record<string, StoreCapabilities> = {
   },
   's3 (s3rver)': {
     versioning: true,
-    revisions: false,
+    revisions: true,
     conditionalOverwrite: true,
     ranges: true,
     presignedTransfer: true,
@@ -42,7 +42,7 @@ const EXPECTED: Record<string, StoreCapabilities> = {
   },
   'oss (ali-oss)': {
     versioning: true,
-    revisions: false,
+    revisions: true,
     conditionalOverwrite: false,
     ranges: true,
     presignedTransfer: true,
@@ -50,7 +50,7 @@ const EXPECTED: Record<string, StoreCapabilities> = {
   },
   's3 [rgw]': {
     versioning: true,
-    revisions: false,
+    revisions: true,
     conditionalOverwrite: true,
     ranges: true,
     presignedTransfer: true,

@@ -91,7 +91,7 @@ for (const listFormat of ['cas', 'append'] as const) {
       expect(m.result).toEqual({
         exists: true,
         values: [
-          { key: 'v', value: { plan: 'p' }, etag: version },
+          { key: 'v', value: { plan: 'p' }, etag: version, revision: 1 },
           { key: 'missing', absent: true },
         ],
         lists: [
@@ -165,7 +165,7 @@ for (const listFormat of ['cas', 'append'] as const) {
       expect(await user.snapshot('s', { valuePage: page })).toEqual({
         exists: true,
         values: [
-          { key: 'k2', value: 2, etag: expect.any(String) },
+          { key: 'k2', value: 2, etag: expect.any(String), revision: 1 },
           { key: 'k3', corrupt: true },
         ],
         lists: [],
@@ -285,8 +285,8 @@ for (const listFormat of ['cas', 'append'] as const) {
       expect(result).toEqual({
         commitId: 'turn-1',
         values: [
-          { key: 'v', etag: (got.values[0] as { etag: string }).etag },
-          { key: 'w', etag: (got.values[1] as { etag: string }).etag },
+          { key: 'v', etag: (got.values[0] as { etag: string }).etag, revision: 2 },
+          { key: 'w', etag: (got.values[1] as { etag: string }).etag, revision: 1 },
           { key: 'd' },
         ],
         lists: [
@@ -352,8 +352,8 @@ for (const listFormat of ['cas', 'append'] as const) {
         { kind: 'list', key: 'l', reason: 'count', count: 2, hash: hashOf([1, 2]) },
         { kind: 'list', key: 'r', reason: 'hash', count: 1, hash: hashOf(['a']) },
         { kind: 'list', key: 't', reason: 'hash', count: 3, hash: hashOf([1, 2, 3]) },
-        { kind: 'value', key: 'v', reason: 'version', currentVersion: v.version },
-        { kind: 'value', key: 'w', reason: 'version', currentVersion: w.version },
+        { kind: 'value', key: 'v', reason: 'version', currentVersion: v.version, currentRevision: 1 },
+        { kind: 'value', key: 'w', reason: 'version', currentVersion: w.version, currentRevision: 1 },
       ]);
       expect(await state(user, 's')).toEqual(before);
       // Versions and hashes alone: 412.
@@ -538,7 +538,7 @@ for (const listFormat of ['cas', 'append'] as const) {
       expect((await user.getList('s', 'l')).items).toEqual(['start', won[0]]);
     });
 
-    it('seenVersion: an unconditional save tried with the version the caller read (no HEAD); stale or gone, it is saved all the same', async () => {
+    it('seenVersion: an unconditional save tried with the version and revision the caller read (no HEAD); stale or gone, it is saved all the same', async () => {
       const { leased, lease, measure } = setup(listFormat);
       const v = await leased.save('s', 'state', { n: 0 });
       await leased.save('s', 'other', 1);
@@ -547,13 +547,24 @@ for (const listFormat of ['cas', 'append'] as const) {
         leased.commit('s', {
           commitId: 'h1',
           token,
-          values: [{ key: 'state', value: { n: 1 }, seenVersion: v.version }],
+          values: [{ key: 'state', value: { n: 1 }, seenVersion: v.version, seenRevision: v.revision }],
         }),
       );
       expect(hinted.error).toBeUndefined();
       // The marker only (the append format reads no value either): the hint is the If-Match.
       if (listFormat === 'cas') expect(hinted.gets).toBe(1);
-      expect(await leased.get('s', 'state')).toEqual({ n: 1 });
+      expect(await leased.getVersioned('s', 'state')).toMatchObject({ value: { n: 1 }, revision: 2 });
+      // Without the revision it saw, the commit reads the value for it: one HEAD more.
+      const seen = await leased.getVersioned('s', 'state');
+      const unhinted = await measure(() =>
+        leased.commit('s', {
+          commitId: 'h1b',
+          token,
+          values: [{ key: 'state', value: { n: 1 }, seenVersion: seen?.version as string }],
+        }),
+      );
+      if (listFormat === 'cas') expect(unhinted.gets).toBe(2);
+      expect(unhinted.result.values[0]?.revision).toBe(3);
       // Stale (another write since): read, then written as a save without it.
       const stale = await leased.commit('s', {
         commitId: 'h2',
@@ -591,14 +602,14 @@ for (const listFormat of ['cas', 'append'] as const) {
         user.snapshot('s', { values: ['state'], lists: [{ key: 'memory', last: 50 }] }),
       );
       rows.push(`snapshot: ${snap.gets} GET, ${snap.trips} round trips`);
-      const etag = (snap.result.values[0] as { etag: string }).etag;
+      const { etag, revision } = snap.result.values[0] as { etag: string; revision: number };
       const list = snap.result.lists[0] as { count: number; hash: string };
       const { token } = await lease('s');
       const turn = await measure(() =>
         leased.commit('s', {
           commitId: 'turn-b1',
           token,
-          values: [{ key: 'state', value: { n: 1 }, ifVersion: etag }],
+          values: [{ key: 'state', value: { n: 1 }, ifVersion: etag, seenRevision: revision }],
           lists: [
             {
               key: 'memory',
@@ -671,7 +682,7 @@ describe.runIf(onTier('servers'))('snapshot and commit on the local servers', ()
     expect(result.lists).toEqual([{ key: 'l', action: 'created', count: 2, hash: hashOf([1, 2]) }]);
     expect(await user.commit('s', request)).toEqual(result);
     const snap = await user.snapshot('s', { values: ['v'], lists: [{ key: 'l', last: 1 }] });
-    expect(snap.values).toEqual([{ key: 'v', value: { a: 1 }, etag: result.values[0]?.etag }]);
+    expect(snap.values).toEqual([{ key: 'v', value: { a: 1 }, etag: result.values[0]?.etag, revision: 1 }]);
     expect(snap.lists).toMatchObject([{ key: 'l', items: [2], count: 2, offset: 1 }]);
     await failure(
       user.commit('s', { commitId: 'oss-2', values: [{ key: 'v', value: 2, ifVersion: 'x' }] }),

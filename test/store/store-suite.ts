@@ -113,10 +113,90 @@ export function describeStoreSuite(
         expect(await alice.get(s, 'plan')).toBeUndefined();
         const { version } = await alice.save(s, 'plan', { steps: ['a', 'b'] });
         expect(await alice.get(s, 'plan')).toEqual({ steps: ['a', 'b'] });
-        expect(await alice.getVersioned(s, 'plan')).toEqual({ value: { steps: ['a', 'b'] }, version });
+        expect(await alice.getVersioned(s, 'plan')).toEqual({
+          value: { steps: ['a', 'b'] },
+          version,
+          revision: 1,
+        });
         const next = await alice.save(s, 'plan', { steps: ['c'] });
         expect(next.version).not.toBe(version);
         expect(await alice.get(s, 'plan')).toEqual({ steps: ['c'] });
+      });
+
+      it('revisions: 1 on create, +1 on every write (identical content and A, B, A included), a refused write changes nothing, a delete starts again at 1', async () => {
+        const s = sid();
+        const first = await alice.save(s, 'r', 'A');
+        expect(first.revision).toBe(1);
+        expect((await alice.save(s, 'r', 'A')).revision).toBe(2);
+        expect((await alice.save(s, 'r', 'B')).revision).toBe(3);
+        const back = await alice.save(s, 'r', 'A');
+        expect(back.revision).toBe(4);
+        expect(await alice.getVersioned(s, 'r')).toEqual({ value: 'A', version: back.version, revision: 4 });
+        const refused = await alice.save(s, 'r', 'X', { ifAbsent: true }).catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(PreconditionFailedError);
+        expect((refused as PreconditionFailedError).currentRevision).toBe(4);
+        if (cas()) {
+          const stale = await alice.save(s, 'r', 'X', { ifRevision: 3 }).catch((e: unknown) => e);
+          expect(stale).toBeInstanceOf(PreconditionFailedError);
+          expect((stale as PreconditionFailedError).currentRevision).toBe(4);
+          expect((stale as PreconditionFailedError).currentVersion).toBe(back.version);
+          expect((await alice.save(s, 'r', 'C', { ifRevision: 4 })).revision).toBe(5);
+          const absent = await alice.save(s, 'none', 'X', { ifRevision: 1 }).catch((e: unknown) => e);
+          expect((absent as PreconditionFailedError).currentRevision).toBeNull();
+        } else
+          await expect(alice.save(s, 'r', 'X', { ifRevision: 4 })).rejects.toBeInstanceOf(
+            PreconditionUnsupportedError,
+          );
+        const now = cas() ? 5 : 4;
+        expect((await alice.getVersioned(s, 'r'))?.revision).toBe(now);
+        await expect(alice.save(s, 'r', 'X', { ifRevision: 0 })).rejects.toBeInstanceOf(ValidationError);
+        // Listed and snapshotted with it.
+        expect((await alice.listKeys(s)).values.map((v) => [v.key, v.revision])).toEqual([['r', now]]);
+        expect((await alice.snapshot(s, { values: ['r'] })).values[0]).toMatchObject({ revision: now });
+        await alice.deleteKey(s, 'r');
+        expect((await alice.save(s, 'r', 'A')).revision).toBe(1);
+        // A commit writes the next revision, and answers it; ifRevision is its precondition.
+        const committed = await alice.commit(s, {
+          commitId: `c-${randomUUID()}`,
+          values: [{ key: 'r', value: 'B' }],
+        });
+        expect(committed.values).toEqual([{ key: 'r', etag: expect.any(String), revision: 2 }]);
+        if (cas()) {
+          const failed = await alice
+            .commit(s, { commitId: `c-${randomUUID()}`, values: [{ key: 'r', value: 'X', ifRevision: 1 }] })
+            .catch((e: unknown) => e);
+          expect(failed).toBeInstanceOf(CommitPreconditionError);
+          expect((failed as CommitPreconditionError).failures).toEqual([
+            expect.objectContaining({ key: 'r', currentRevision: 2 }),
+          ]);
+          const over = await alice.commit(s, {
+            commitId: `c-${randomUUID()}`,
+            values: [{ key: 'r', value: 'C', ifRevision: 2 }],
+          });
+          expect(over.values[0]?.revision).toBe(3);
+          // A hint with the revision the caller read writes the next one without reading the value.
+          const seen = await alice.getVersioned(s, 'r');
+          const hinted = await alice.commit(s, {
+            commitId: `c-${randomUUID()}`,
+            values: [{ key: 'r', value: 'D', seenVersion: seen?.version as string, seenRevision: 3 }],
+          });
+          expect(hinted.values[0]?.revision).toBe(4);
+        }
+      });
+
+      it('of 8 concurrent saves of one value every one lands and counts a revision (best effort without conditional overwrite)', async () => {
+        const s = sid();
+        await alice.save(s, 'many', 0);
+        const saved = await Promise.all(Array.from({ length: 8 }, (_, i) => alice.save(s, 'many', i + 1)));
+        const revisions = saved.map((r) => r.revision).sort((a, b) => a - b);
+        const last = await alice.getVersioned(s, 'many');
+        if (cas()) {
+          expect(revisions).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
+          expect(last?.revision).toBe(9);
+        } else {
+          for (const r of revisions) expect(r).toBeGreaterThanOrEqual(2);
+          expect(last?.revision).toBeGreaterThanOrEqual(2);
+        }
       });
 
       it('create-only refuses an existing value with its current version', async () => {
@@ -1071,10 +1151,11 @@ export function describeStoreSuite(
         });
         expect(got.exists).toBe(true);
         expect(got.values).toEqual([
-          { key: 'v', value: 'new', etag: result.values[0]?.etag },
-          { key: 'w', value: { made: true }, etag: result.values[1]?.etag },
+          { key: 'v', value: 'new', etag: result.values[0]?.etag, revision: 2 },
+          { key: 'w', value: { made: true }, etag: result.values[1]?.etag, revision: 1 },
           { key: 'd', absent: true },
         ]);
+        expect(result.values.map((r) => r.revision)).toEqual([2, 1, undefined]);
         expect(result.values[2]).toEqual({ key: 'd' });
         expect(got.lists).toEqual([
           { key: 'l', items: msgs(3, 5), offset: 3, ...pageHashes(msgs(0, 5), 3) },

@@ -259,8 +259,8 @@ describe.each(transferring)('workspaces on $name', (backend) => {
     const big = { transcript: Buffer.from(randomBytes(150 * 1024)).toString('base64') };
     api.seen.length = 0;
     const { token } = await api.lock.acquire({ userId: 'alice', sessionId: s });
-    const { version } = await alice.save(s, 'big', big, { token });
-    expect(await alice.getVersioned(s, 'big')).toEqual({ value: big, version });
+    const { version, revision } = await alice.save(s, 'big', big, { token });
+    expect(await alice.getVersioned(s, 'big')).toEqual({ value: big, version, revision });
     const raw = await api.call('alice', 'GET', `/v1/sessions/${s}/state/big`);
     expect(raw.status).toBe(303);
     expect(raw.headers.get('location')).toMatch(/^http:\/\/(127\.0\.0\.1|localhost):/);
@@ -275,7 +275,7 @@ describe.each(transferring)('workspaces on $name', (backend) => {
         PreconditionFailedError,
       );
       const next = await alice.save(s, 'big', other, { ifVersion: version, token });
-      expect(await alice.getVersioned(s, 'big')).toEqual({ value: other, version: next.version });
+      expect(await alice.getVersioned(s, 'big')).toEqual({ value: other, ...next });
     }
     expect((await alice.get(s, 'big')) as object).toEqual(
       driver.capabilities.conditionalOverwrite ? other : big,

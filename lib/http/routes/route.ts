@@ -14,6 +14,7 @@ import type { SessionLock } from '../../contract/lock.js';
 import type { ListPage, SessionStore, StateStore } from '../../contract/types.js';
 import type { PathParams } from '../../protocol/paths.js';
 import type { ProblemCode } from '../../protocol/problems.js';
+import { REVISION_HEADER } from '../../protocol/schemas.js';
 import type { Authenticator } from '../auth.js';
 import type { HttpRequest, HttpResponse } from '../types.js';
 
@@ -107,7 +108,7 @@ export type Tag = keyof typeof TAGS;
  * The headers an answer may carry besides the ones the document adds itself (`X-Request-Id` on
  * every answer, `Allow` on a 405, `Retry-After` on the problems whose code says so).
  */
-export const ANSWER_HEADERS = ['ETag', 'Location', 'Retry-After'] as const;
+export const ANSWER_HEADERS = ['ETag', REVISION_HEADER, 'Location', 'Retry-After'] as const;
 
 /** A header an answer carries (see `ANSWER_HEADERS`). */
 export type AnswerHeader = (typeof ANSWER_HEADERS)[number];

@@ -87,6 +87,7 @@ export const SESSION_ROUTES = [
         values: page.values.map((v) => ({
           key: v.key,
           etag: v.etag,
+          revision: v.revision,
           size: v.size,
           lastModified: v.lastModified.toISOString(),
         })),

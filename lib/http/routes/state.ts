@@ -1,23 +1,41 @@
 /** Single values: save (optionally conditional), read (303 to a URL when too large), delete. */
 
-import type { SaveOptions } from '../../contract/types.js';
+import type { SaveOptions, ValueWritten } from '../../contract/types.js';
 import { PATHS } from '../../protocol/paths.js';
-import { headers, schemas } from '../../protocol/schemas.js';
+import { headers, REVISION_HEADER, schemas } from '../../protocol/schemas.js';
 import { HttpProblem } from '../problems.js';
+import type { HttpResponse } from '../types.js';
 import { FENCING_NOTE, json, noContent, noneMatch, notModified, route, WRITE_PROBLEMS } from './route.js';
 
-/** The conditions of a save from its parsed headers: If-Match, If-None-Match: * and Fencing-Token. */
+/** The conditions of a save from its parsed headers: If-Match, If-None-Match: *, If-Revision and Fencing-Token. */
 export function saveConditions(h: {
   ifMatch?: string | undefined;
   ifNoneMatch?: true | undefined;
+  ifRevision?: number | undefined;
   fencingToken?: number | undefined;
 }): SaveOptions {
   return {
     token: h.fencingToken,
     ...(h.ifMatch !== undefined ? { ifVersion: h.ifMatch } : {}),
     ...(h.ifNoneMatch ? { ifAbsent: true } : {}),
+    ...(h.ifRevision !== undefined ? { ifRevision: h.ifRevision } : {}),
   };
 }
+
+/** A value's version and revision as answer headers. */
+export const versionHeaders = (v: { version: string; revision: number }) => ({
+  etag: `"${v.version}"`,
+  [REVISION_HEADER.toLowerCase()]: String(v.revision),
+});
+
+/** The answer of a save: its new version and revision, in the body and the headers. */
+export const saved = (v: ValueWritten): HttpResponse =>
+  json(200, { etag: v.version, revision: v.revision }, versionHeaders(v));
+
+/** The save answer of the OpenAPI document. */
+export const SAVED_ANSWER = {
+  200: { body: schemas.Saved, description: 'saved', headers: ['ETag', REVISION_HEADER] },
+} as const;
 
 export const STATE_ROUTES = [
   route({
@@ -25,17 +43,16 @@ export const STATE_ROUTES = [
     pattern: PATHS.value,
     operationId: 'putValue',
     tag: 'state',
-    summary: 'Save a single value (optionally If-Match or If-None-Match: *)',
-    description: `Saves any I-JSON value under the key, and answers its new version (\`etag\`, also the ETag header). \`If-Match: "<etag>"\` saves only over that version and \`If-None-Match: *\` only when there is none: otherwise 412 \`precondition-failed\` with \`currentEtag\`. When the backend cannot evaluate the condition, 501 \`precondition-unsupported\`. ${FENCING_NOTE} A refused save writes nothing.`,
+    summary: 'Save a single value (optionally If-Match, If-None-Match: * or If-Revision)',
+    description: `Saves any I-JSON value under the key, and answers its new version (\`etag\`, also the ETag header) and revision (\`revision\`, also Agent-State-Revision: 1 on create, +1 on every save). \`If-Match: "<etag>"\` saves only over that version, \`If-Revision: <n>\` only over that revision and \`If-None-Match: *\` only when there is none: otherwise 412 \`precondition-failed\` with \`currentEtag\` and \`currentRevision\`. When the backend cannot evaluate the condition (OSS: If-Match, If-Revision), 501 \`precondition-unsupported\`. ${FENCING_NOTE} A refused save writes nothing.`,
     auth: true,
     body: schemas.Value,
     headers: headers.save,
-    answers: { 200: { body: schemas.Etag, description: 'saved', headers: ['ETag'] } },
+    answers: SAVED_ANSWER,
     problems: ['precondition-failed', 'precondition-unsupported', 'fenced', ...WRITE_PROBLEMS],
     handle: async (c) => {
       const { sessionId, key } = c.params;
-      const { version } = await c.user.save(sessionId, key, c.body, saveConditions(c.headers));
-      return json(200, { etag: version }, { etag: `"${version}"` });
+      return saved(await c.user.save(sessionId, key, c.body, saveConditions(c.headers)));
     },
   }),
   route({
@@ -45,7 +62,7 @@ export const STATE_ROUTES = [
     tag: 'state',
     summary: 'Read a single value (303 to a presigned URL when it is larger than an answer may be)',
     description:
-      'The value as it was saved, with its version in the ETag header. With `If-Match: "<etag>"`, 412 `precondition-failed` with `currentEtag` unless the value has that version (evaluated first, RFC 9110). With `If-None-Match: "<etag>"` (or `W/"<etag>"`, a list of them, or `*`), 304 without a body when the value still has that version. A value larger than an answer may be is answered 303: `Location`, and the body\'s `download`, is a presigned URL to read it straight from the object store. While an archived value is restored, 202 with Retry-After. HEAD answers the same without the body (headValue).',
+      'The value as it was saved, with its version in the ETag header and its revision in Agent-State-Revision. With `If-Match: "<etag>"`, 412 `precondition-failed` with `currentEtag` unless the value has that version (evaluated first, RFC 9110). With `If-None-Match: "<etag>"` (or `W/"<etag>"`, a list of them, or `*`), 304 without a body when the value still has that version. A value larger than an answer may be is answered 303: `Location`, and the body\'s `download`, is a presigned URL to read it straight from the object store. While an archived value is restored, 202 with Retry-After. HEAD answers the same without the body (headValue).',
     auth: true,
     head: {
       operationId: 'headValue',
@@ -55,11 +72,11 @@ export const STATE_ROUTES = [
     },
     headers: headers.read,
     answers: {
-      200: { body: schemas.Value, description: 'the value', headers: ['ETag'] },
+      200: { body: schemas.Value, description: 'the value', headers: ['ETag', REVISION_HEADER] },
       304: {
         body: null,
         description: 'not modified: If-None-Match names the current version (no body)',
-        headers: ['ETag'],
+        headers: ['ETag', REVISION_HEADER],
       },
       202: {
         body: schemas.Restoring,
@@ -69,7 +86,7 @@ export const STATE_ROUTES = [
       303: {
         body: schemas.ValueLocation,
         description: 'too large for an answer: read it from the presigned URL in Location',
-        headers: ['Location', 'ETag'],
+        headers: ['Location', 'ETag', REVISION_HEADER],
       },
     },
     problems: ['not-found', 'precondition-failed'],
@@ -83,7 +100,10 @@ export const STATE_ROUTES = [
           currentEtag: found?.version ?? null,
         });
       if (!found) throw new HttpProblem('not-found', 'no such value');
-      if (noneMatch(c.headers.ifNoneMatch, found.version)) return notModified(found.version);
+      if (noneMatch(c.headers.ifNoneMatch, found.version)) {
+        const answer = notModified(found.version);
+        return { ...answer, headers: { ...answer.headers, ...versionHeaders(found) } };
+      }
       const body = JSON.stringify(found.value);
       if (Buffer.byteLength(body) > c.limit) {
         // Too large for an answer: a URL to read it straight from the object store.
@@ -93,18 +113,19 @@ export const STATE_ROUTES = [
           303,
           {
             etag: located.version,
+            revision: located.revision,
             size: located.size,
             download: located.download,
             expiresAt: located.expiresAt.toISOString(),
           },
-          { location: located.download.url, etag: `"${located.version}"` },
+          { location: located.download.url, ...versionHeaders(located) },
         );
       }
       return {
         status: 200,
         headers: {
           'content-type': 'application/json',
-          etag: `"${found.version}"`,
+          ...versionHeaders(found),
           'cache-control': 'no-store',
         },
         body,

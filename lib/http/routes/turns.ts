@@ -53,6 +53,7 @@ async function fitted(
       ? {
           key: entry.key,
           etag: located.version,
+          revision: located.revision,
           size: located.size,
           download: located.download,
           expiresAt: located.expiresAt.toISOString(),

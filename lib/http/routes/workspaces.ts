@@ -9,7 +9,7 @@ import { PATHS } from '../../protocol/paths.js';
 import { headers, schemas } from '../../protocol/schemas.js';
 import { HttpProblem, restoring } from '../problems.js';
 import { FENCING_NOTE, json, noContent, route, WRITE_PROBLEMS } from './route.js';
-import { saveConditions } from './state.js';
+import { SAVED_ANSWER, saveConditions, saved } from './state.js';
 
 /** A workspace as JSON. */
 function workspaceJson(w: WorkspaceInfo) {
@@ -45,17 +45,17 @@ export const WORKSPACE_ROUTES = [
     pattern: PATHS.valueUpload,
     operationId: 'commitValueUpload',
     tag: 'uploads',
-    summary: 'Commit an uploaded value as a save (If-Match, If-None-Match: *, Fencing-Token apply)',
+    summary:
+      'Commit an uploaded value as a save (If-Match, If-None-Match: *, If-Revision, Fencing-Token apply)',
     description:
-      'Saves the uploaded bytes as the value of the key, on the same conditions as putValue (`If-Match`, `If-None-Match: *`, `Fencing-Token`), and answers its new version. 404 when the upload is unknown or expired.',
+      'Saves the uploaded bytes as the value of the key, on the same conditions as putValue (`If-Match`, `If-None-Match: *`, `If-Revision`, `Fencing-Token`), and answers its new version and revision. 404 when the upload is unknown or expired.',
     auth: true,
     headers: headers.save,
-    answers: { 200: { body: schemas.Etag, description: 'saved', headers: ['ETag'] } },
+    answers: SAVED_ANSWER,
     problems: ['not-found', 'precondition-failed', 'precondition-unsupported', 'fenced', ...WRITE_PROBLEMS],
     handle: async (c) => {
       const { sessionId, key, uploadId } = c.params;
-      const { version } = await c.user.commitValueUpload(sessionId, key, uploadId, saveConditions(c.headers));
-      return json(200, { etag: version }, { etag: `"${version}"` });
+      return saved(await c.user.commitValueUpload(sessionId, key, uploadId, saveConditions(c.headers)));
     },
   }),
   route({
