@@ -709,7 +709,13 @@ describe.runIf(onTier('servers'))('snapshot and commit on the local servers', ()
     const stale = await failure(user.commit('s', { ...request, commitId: 's3-2' }), CommitPreconditionError);
     expect(stale.failures).toEqual([
       { kind: 'list', key: 'l', reason: 'count', count: 2, hash: hashOf(['a', 'b']) },
-      { kind: 'value', key: 'v', reason: 'version', currentVersion: result.values[0]?.etag },
+      {
+        kind: 'value',
+        key: 'v',
+        reason: 'version',
+        currentVersion: result.values[0]?.etag,
+        currentRevision: 2,
+      },
     ]);
     expect(await user.get('s', 'v')).toBe(1);
     await user.delete('s');
