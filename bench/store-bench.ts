@@ -115,7 +115,8 @@ export type RowId =
   | 'append-sealing'
   | 'append-mean'
   | 'save-unchanged'
-  | 'save-grown';
+  | 'save-grown'
+  | 'value-save';
 
 /** One budget row at one history length. */
 export interface BudgetRow {
@@ -306,8 +307,20 @@ function casCeiling(
           ((t.requests <= 3 && t.putClass <= 1 && row.ours.trips <= 2) ||
             (t.requests <= 6 && t.putClass <= 2 && row.ours.trips <= 4)),
       };
+    case 'value-save':
+      return VALUE_SAVE_CEILING(t, row.ours.trips);
   }
 }
+
+/**
+ * A plain save of a single value (no token, no condition): the marker and the value's HEAD beside
+ * it, then the PUT of the next revision conditional on that head (docs/DESIGN.md, "Revisions") —
+ * one HEAD more than before revisions; the reference's is one unconditional PUT.
+ */
+const VALUE_SAVE_CEILING = (t: Measured['traffic'], trips: number) => ({
+  ceiling: '3 requests (marker GET, HEAD, PUT), 1 PUT, 2 trips, 0 LIST',
+  holds: t.requests <= 3 && t.putClass <= 1 && trips <= 2 && t.list === 0,
+});
 
 /** The append format's ceiling for a row (on OSS), in words, and whether it holds; LIST 0 in every row. */
 function appendCeiling(row: Omit<BudgetRow, 'ceiling' | 'holds'>): { ceiling: string; holds: boolean } {
@@ -346,6 +359,8 @@ function appendCeiling(row: Omit<BudgetRow, 'ceiling' | 'holds'>): { ceiling: st
         ceiling: '≤ 3 GET, 0 writes, 0 LIST',
         holds: t.getClass <= 3 && writes(t) === 0 && t.deletes === 0 && noList,
       };
+    case 'value-save':
+      return VALUE_SAVE_CEILING(t, row.ours.trips);
     default:
       return { ceiling: '0 LIST', holds: noList };
   }
@@ -548,6 +563,19 @@ export async function runStoreBench(options: StoreBenchOptions): Promise<StoreBe
         operation: 'saveList grown by 1 item',
         ours: saveGrown,
         reference: refGrown,
+        listBytes,
+      });
+      // A plain save of a single value, which reads its head for the revision it writes.
+      const valueSave = await us.measure(() => ours.save('s', 'agent_state', agentState(1)));
+      const refValueSave = await them.measure(() =>
+        reference.save('bench', 's', 'agent_state', agentState(1)),
+      );
+      push({
+        n,
+        id: 'value-save',
+        operation: 'save of a single value, no token (+1 HEAD for its revision)',
+        ours: valueSave,
+        reference: refValueSave,
         listBytes,
       });
 
@@ -902,6 +930,7 @@ export function readmeTables(result: StoreBenchResult): string {
     'append-mean': 'appendList of one 1 KB item, mean over the window (seals and merges included)',
     'save-unchanged': 'saveList unchanged',
     'save-grown': 'saveList grown by 1 item',
+    'value-save': 'save of a single value, no token (the HEAD reads its revision)',
   };
   const lines = [
     `Requests per operation, measured by \`npm run bench\` through a counting proxy on the local S3 server (s3 driver, ${result.format} lists, history of ${n.toLocaleString('en')} items of 1 KB; bytes are request and answer bodies):`,

@@ -87,6 +87,7 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
         'append-mean',
         'save-unchanged',
         'save-grown',
+        'value-save',
       ] as const)
         expect(row(n, id).ours.traffic.requests, `${id} at ${n}`).toBeGreaterThan(0);
   });
@@ -120,6 +121,11 @@ describe('store benchmark (smoke: history lengths 20 and 200, through the counti
       expect(unchanged).toMatchObject({ putClass: 0, deletes: 0, list: 0 });
       expect(unchanged.getClass).toBeLessThanOrEqual(2);
       expect(row(n, 'save-grown').ours.traffic).toMatchObject({ requests: 3, putClass: 1, list: 0 });
+      // One HEAD more than the reference's PUT: the revision it writes (docs/DESIGN.md, "Revisions").
+      const valueSave = row(n, 'value-save');
+      expect(valueSave.ours.traffic).toMatchObject({ requests: 3, putClass: 1, list: 0 });
+      expect(valueSave.ours.trips).toBe(2);
+      expect(valueSave.reference?.traffic).toMatchObject({ requests: 1, putClass: 1 });
     }
     for (const r of result.rows) {
       expect(r.ours.traffic.list, `${r.id} at ${r.n}`).toBe(0);
