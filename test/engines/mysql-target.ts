@@ -1,0 +1,56 @@
+/**
+ * Where the MySQL engine's tests run: a MariaDB the test starts (test/servers/mariadb.ts), and a
+ * real MySQL too when `MYSQL_URL` points at one. Each target gets tables of its own (a random
+ * table prefix), so runs never see each other's rows.
+ */
+import { randomBytes } from 'node:crypto';
+import mysql from 'mysql2/promise';
+import { connectMysql, type MysqlConnection } from '../../lib/engines/mysql/connection.js';
+import type { RoundTripObserver } from '../../lib/engines/mysql/sql.js';
+import { hasMariaDb, startMariaDb } from '../servers/mariadb.js';
+
+export interface MysqlTarget {
+  readonly name: string;
+  /** Opens the server (started for MariaDB): its URL and how to stop it. */
+  open(): Promise<{ url: string; stop(): Promise<void> }>;
+}
+
+/** The targets this machine has: MariaDB when installed, MySQL when MYSQL_URL is set. */
+export function mysqlTargets(): MysqlTarget[] {
+  const out: MysqlTarget[] = [];
+  if (hasMariaDb())
+    out.push({
+      name: 'MariaDB (started by the test)',
+      open: async () => {
+        const db = await startMariaDb();
+        return { url: db.url, stop: () => db.stop() };
+      },
+    });
+  const external = process.env.MYSQL_URL;
+  if (external) out.push({ name: 'MYSQL_URL', open: async () => ({ url: external, stop: async () => {} }) });
+  return out;
+}
+
+/** The round trips a connection made, and a hook that runs before each is sent. */
+export interface Trips {
+  readonly log: Array<{ statements: readonly string[]; transaction: boolean }>;
+  before?: RoundTripObserver;
+}
+
+/** A connection on fresh tables of a target (bootstrapped), its round trips logged. */
+export async function openTables(
+  url: string,
+): Promise<{ conn: MysqlConnection; trips: Trips; admin: mysql.Connection }> {
+  const trips: Trips = { log: [] };
+  const conn = await connectMysql({
+    url,
+    tablePrefix: `t${randomBytes(4).toString('hex')}_`,
+    observer: async (trip) => {
+      trips.log.push({ statements: trip.statements, transaction: trip.transaction });
+      await trips.before?.(trip);
+    },
+  });
+  await conn.bootstrap();
+  const admin = await mysql.createConnection({ uri: url, multipleStatements: true });
+  return { conn, trips, admin };
+}
