@@ -51,6 +51,6 @@ export async function openTables(
     },
   });
   await conn.bootstrap();
-  const admin = await mysql.createConnection({ uri: url, multipleStatements: true });
+  const admin = await mysql.createConnection({ uri: url, multipleStatements: true, jsonStrings: true });
   return { conn, trips, admin };
 }

@@ -71,6 +71,8 @@ export async function connectMysql(options: MysqlConnectionOptions): Promise<Mys
     timezone: 'Z',
     charset: 'utf8mb4',
     dateStrings: false,
+    // The JSON columns as the exact text stored (MariaDB marks a JSON_VALID-checked LONGTEXT as JSON).
+    jsonStrings: true,
   };
   const pool: Pool = mysql.createPool(config);
   // Once per connection, before its first statement: UTC, the sql_mode, READ COMMITTED.

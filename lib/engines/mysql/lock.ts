@@ -44,75 +44,92 @@ export interface MysqlLockOptions {
   readonly now?: () => number;
 }
 
-/** Creates the lease lock on the engine's `leases` table. */
-export function createMysqlLock(options: MysqlLockOptions): SessionLock {
-  const { connection } = options;
-  const { sql } = connection;
-  const t = connection.tables;
-  const now = options.now ?? Date.now;
-  const idsOf = (key: LockKey) => [
-    Buffer.from(namedUser(key.userId) ?? '', 'utf8'),
-    Buffer.from(checkId('sessionId', key.sessionId), 'utf8'),
-  ];
-  const read = async (key: LockKey) => {
-    const [rows] = await sql.run([
-      {
-        sql: `SELECT owner, token, expires_at, commit_id, commit_digest FROM ${t.leases} WHERE user_id = ? AND session_id = ?`,
-        params: idsOf(key),
-      },
-    ]);
-    return rowsOf(rows);
-  };
+/** What the lock's statements need. */
+interface Leases {
+  readonly sql: MysqlConnection['sql'];
+  readonly t: MysqlConnection['tables'];
+  readonly now: () => number;
+}
 
-  /** One statement: the lease granted (its token in the OK packet), extended (its owner, explicit), or 0 (held). */
-  async function tryAcquire(key: LockKey, owner: string, explicit: boolean, leaseMs: number): Promise<Lease> {
-    const at = now();
-    const expires = new Date(at + leaseMs);
-    const nowDate = new Date(at);
-    const free = '(owner IS NULL OR expires_at < ?)';
-    const mine = '(owner = ? AND ?)';
-    // Assignments run left to right and see the columns already assigned: `owner` is assigned
-    // after every condition that reads it but the last, which asks whether it is now ours.
-    const [result] = await sql.run([
-      {
-        sql: `INSERT INTO ${t.leases} (user_id, session_id, owner, token, expires_at, lease_ms)
+const idsOf = (key: LockKey) => [
+  Buffer.from(namedUser(key.userId) ?? '', 'utf8'),
+  Buffer.from(checkId('sessionId', key.sessionId), 'utf8'),
+];
+/** The lease row of a key. */
+async function readLease({ sql, t }: Leases, key: LockKey) {
+  const [rows] = await sql.run([
+    {
+      sql: `SELECT owner, token, expires_at, commit_id, commit_digest FROM ${t.leases} WHERE user_id = ? AND session_id = ?`,
+      params: idsOf(key),
+    },
+  ]);
+  return rowsOf(rows);
+}
+
+/** One statement: the lease granted (its token in the OK packet), extended (its owner, explicit), or 0 (held). */
+async function tryAcquire(
+  leases: Leases,
+  key: LockKey,
+  owner: string,
+  explicit: boolean,
+  leaseMs: number,
+): Promise<Lease> {
+  const { sql, t, now } = leases;
+  const at = now();
+  const expires = new Date(at + leaseMs);
+  const nowDate = new Date(at);
+  const free = '(owner IS NULL OR expires_at < ?)';
+  const mine = '(owner = ? AND ?)';
+  // Assignments run left to right and see the columns already assigned: `owner` is assigned
+  // after every condition that reads it but the last, which asks whether it is now ours.
+  const [result] = await sql.run([
+    {
+      sql: `INSERT INTO ${t.leases} (user_id, session_id, owner, token, expires_at, lease_ms)
           VALUES (?, ?, ?, LAST_INSERT_ID(?), ?, ?)
           ON DUPLICATE KEY UPDATE
             token = IF(${free}, LAST_INSERT_ID(GREATEST(token + 1, ?)), IF(${mine}, LAST_INSERT_ID(token), token + 0 * LAST_INSERT_ID(0))),
             lease_ms = IF(${free} OR ${mine}, ?, lease_ms),
             owner = IF(${free} OR ${mine}, ?, owner),
             expires_at = IF(owner = ?, ?, expires_at)`,
-        params: [
-          ...idsOf(key),
-          owner,
-          Math.max(1, at),
-          expires,
-          leaseMs,
-          nowDate,
-          at,
-          owner,
-          explicit,
-          nowDate,
-          owner,
-          explicit,
-          leaseMs,
-          nowDate,
-          owner,
-          explicit,
-          owner,
-          owner,
-          expires,
-        ],
-      },
-    ]);
-    const token = Number(headerOf(result).insertId);
-    if (token > 0) return { owner, token, expiresAt: expires, leaseMs };
-    const row = (await read(key))[0];
-    const holds = row?.owner !== null && row !== undefined && (row.expires_at as Date).getTime() >= now();
-    if (!holds) return tryAcquire(key, owner, explicit, leaseMs);
-    throw new LockConflictError(String(row.owner), row.expires_at as Date);
-  }
+      params: [
+        ...idsOf(key),
+        owner,
+        Math.max(1, at),
+        expires,
+        leaseMs,
+        nowDate,
+        at,
+        owner,
+        explicit,
+        nowDate,
+        owner,
+        explicit,
+        leaseMs,
+        nowDate,
+        owner,
+        explicit,
+        owner,
+        owner,
+        expires,
+      ],
+    },
+  ]);
+  const token = Number(headerOf(result).insertId);
+  if (token > 0) return { owner, token, expiresAt: expires, leaseMs };
+  const row = (await readLease(leases, key))[0];
+  const holds = row?.owner !== null && row !== undefined && (row.expires_at as Date).getTime() >= now();
+  if (!holds) return tryAcquire(leases, key, owner, explicit, leaseMs);
+  throw new LockConflictError(String(row.owner), row.expires_at as Date);
+}
 
+/** Creates the lease lock on the engine's `leases` table. */
+export function createMysqlLock(options: MysqlLockOptions): SessionLock {
+  const { connection } = options;
+  const { sql } = connection;
+  const t = connection.tables;
+  const now = options.now ?? Date.now;
+  const leases: Leases = { sql, t, now };
+  const read = (key: LockKey) => readLease(leases, key);
   const lock: SessionLock & { [OWN]: MysqlConnection } = {
     [OWN]: connection,
     async acquire(key, o: AcquireOptions = {}) {
@@ -122,7 +139,7 @@ export function createMysqlLock(options: MysqlLockOptions): SessionLock {
       const deadline = now() + waitMs;
       for (let round = 0; ; round++) {
         try {
-          return await tryAcquire(key, owner, o.owner !== undefined, leaseMs);
+          return await tryAcquire(leases, key, owner, o.owner !== undefined, leaseMs);
         } catch (error) {
           if (!(error instanceof LockConflictError)) throw error;
           const left = deadline - now();
