@@ -553,6 +553,14 @@ for (const target of mysqlTargets()) {
       );
       await unlocked.delete(u, { token: 11 });
       await expect(unlocked.save(u, 'v', 3, { token: 10 })).rejects.toThrow(FencedError);
+      // A delete without a token keeps the token the session recorded (a tombstone).
+      const w = sid();
+      await unlocked.save(w, 'v', 1, { token: 20 });
+      await unlocked.delete(w);
+      expect(await unlocked.exists(w)).toBe(false);
+      await expect(unlocked.save(w, 'v', 2, { token: 19 })).rejects.toMatchObject({ seen: 20 });
+      await unlocked.save(w, 'v', 3);
+      expect(await unlocked.get(w, 'v')).toBe(3);
     });
 
     // ---- a connection killed mid-transaction -----------------------------------------------------

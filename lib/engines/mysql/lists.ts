@@ -113,7 +113,8 @@ export class ListOps extends UserScope {
       };
       await tx.commit([
         ...touch(t, ids, session, this.touching(sessionId, options.token)),
-        ...insertItems(t, ids, k, count, bodies, hashes),
+        // At position expectedCount: the items' primary key lets one of racing appenders in.
+        ...insertItems(t, ids, k, expectedCount, bodies, hashes),
         upsertList(t, ids, k, {
           ...result,
           token: maxToken(list?.token ?? null, options.token),

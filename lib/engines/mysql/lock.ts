@@ -12,7 +12,7 @@
  * cannot change between a write's check and its COMMIT.
  */
 import { randomUUID } from 'node:crypto';
-import { LockConflictError, LockLostError } from '../../contract/errors.js';
+import { BackendError, LockConflictError, LockLostError } from '../../contract/errors.js';
 import { checkId, namedUser } from '../../contract/ids.js';
 import {
   type AcquireOptions,
@@ -73,6 +73,7 @@ async function tryAcquire(
   owner: string,
   explicit: boolean,
   leaseMs: number,
+  attempt = 0,
 ): Promise<Lease> {
   const { sql, t, now } = leases;
   const at = now();
@@ -118,7 +119,11 @@ async function tryAcquire(
   if (token > 0) return { owner, token, expiresAt: expires, leaseMs };
   const row = (await readLease(leases, key))[0];
   const holds = row?.owner !== null && row !== undefined && (row.expires_at as Date).getTime() >= now();
-  if (!holds) return tryAcquire(leases, key, owner, explicit, leaseMs);
+  // Freed between the two statements: try again (a server that answers no token at all is refused).
+  if (!holds) {
+    if (attempt >= 3) throw new BackendError('mysql: the lease statement answered no token', false);
+    return tryAcquire(leases, key, owner, explicit, leaseMs, attempt + 1);
+  }
   throw new LockConflictError(String(row.owner), row.expires_at as Date);
 }
 

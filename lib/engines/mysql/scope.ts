@@ -215,7 +215,7 @@ export class UserScope {
    * One indexed SELECT of a page: the session's row, the list's, and the items of the page with
    * the one before it (its hash is the page's `baseHash`), by the items' primary key.
    */
-  protected selectPage(ids: Ids, k: Buffer, page: PageOptions, kind?: string): Statement {
+  protected selectPage(ids: Ids, k: Buffer, page: PageOptions): Statement {
     const { t } = this.ctx;
     let range: string;
     const params: unknown[] = [];
@@ -231,9 +231,8 @@ export class UserScope {
         params.push(from + page.limit);
       }
     }
-    const tag = kind === undefined ? '' : `'${kind}' AS kind, l.list_key, `;
     return {
-      sql: `SELECT ${tag}l.item_count, l.hash, i.position, i.body, i.hash_after
+      sql: `SELECT l.item_count, l.hash, i.position, i.body, i.hash_after
         FROM ${t.sessions} s
         JOIN ${t.lists} l ON l.user_id = s.user_id AND l.session_id = s.session_id AND l.list_key = ?
         LEFT JOIN ${t.items} i ON i.user_id = l.user_id AND i.session_id = l.session_id AND i.list_key = l.list_key ${range}

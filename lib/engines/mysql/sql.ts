@@ -168,7 +168,8 @@ export class Sql {
           },
         };
         const result = await body(tx);
-        if (open && !done) await c.query('ROLLBACK');
+        // Decided on the reads alone (a replay, nothing to change): the transaction is ended.
+        if (open && !done) await this.send(c, [{ sql: 'ROLLBACK' }], true);
         conn.release();
         return result;
       } catch (error) {

@@ -352,11 +352,12 @@ class MysqlUserStore extends TurnOps implements SessionStore {
       const now = new Date(this.ctx.now());
       // The tombstone lives as long as a session would.
       const expires = new Date(this.ctx.now() + this.ctx.retentionMs);
+      const kept = token ?? session?.token ?? null;
       await tx.commit([
         ...purge(t, ids),
-        // With a token, the row stays as a tombstone that keeps it: a stale holder cannot bring
-        // the session back (docs/DESIGN.md, "Fencing").
-        token === undefined
+        // A token (this delete's, or one the session recorded) stays as a tombstone that keeps
+        // it: a stale holder cannot bring the session back (docs/DESIGN.md, "Fencing").
+        kept === null
           ? {
               sql: `DELETE FROM ${t.sessions} WHERE user_id = ? AND session_id = ?`,
               params: [ids.user, ids.session],
@@ -365,7 +366,7 @@ class MysqlUserStore extends TurnOps implements SessionStore {
               sql: `INSERT INTO ${t.sessions} (user_id, session_id, state, token, created_at, last_activity, expires_at)
                 VALUES (?, ?, 2, ?, ?, ?, ?)
                 ON DUPLICATE KEY UPDATE state = 2, token = GREATEST(COALESCE(token, -1), ?), last_activity = ?, expires_at = ?`,
-              params: [ids.user, ids.session, token, now, now, expires, token, now, expires],
+              params: [ids.user, ids.session, kept, now, now, expires, kept, now, expires],
             },
       ]);
     });

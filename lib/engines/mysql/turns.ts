@@ -310,7 +310,7 @@ export class TurnOps extends ListOps {
         count: count + l.append.length,
         hash: hashes.at(-1) as string,
       };
-      statements.push(...insertItems(t, ids, k, count, l.append.map(jsonBody), hashes));
+      statements.push(...insertItems(t, ids, k, l.expectedCount, l.append.map(jsonBody), hashes));
     } else {
       if (l.truncate === count) return { statements: [], result: { action: 'unchanged', count, hash } };
       const { base, removed } = read.truncated.get(l.key) as {
