@@ -9,10 +9,17 @@ import { connectMysql, type MysqlConnection } from '../../lib/engines/mysql/conn
 import type { RoundTripObserver } from '../../lib/engines/mysql/sql.js';
 import { hasMariaDb, startMariaDb } from '../servers/mariadb.js';
 
+export interface MysqlServer {
+  readonly url: string;
+  stop(): Promise<void>;
+  /** SIGKILL, then a restart on the same data (only a server the test started). */
+  readonly crashAndRestart?: () => Promise<void>;
+}
+
 export interface MysqlTarget {
   readonly name: string;
-  /** Opens the server (started for MariaDB): its URL and how to stop it. */
-  open(): Promise<{ url: string; stop(): Promise<void> }>;
+  /** Opens the server (started for MariaDB): its URL, how to stop it, and (MariaDB) to crash it. */
+  open(): Promise<MysqlServer>;
 }
 
 /** The targets this machine has: MariaDB (required unless MARIADB=off), MySQL when MYSQL_URL is set. */
@@ -23,7 +30,7 @@ export function mysqlTargets(): MysqlTarget[] {
       name: 'MariaDB (started by the test)',
       open: async () => {
         const db = await startMariaDb();
-        return { url: db.url, stop: () => db.stop() };
+        return { url: db.url, stop: () => db.stop(), crashAndRestart: () => db.crashAndRestart() };
       },
     });
   // Required, as the rgw tier's Ceph is (.ci/run installs it): MARIADB=off skips it where it is missing.

@@ -29,7 +29,7 @@ import { createMysqlLock } from '../../lib/engines/mysql/lock.js';
 import { tablesOf } from '../../lib/engines/mysql/schema.js';
 import { createMysqlStateStore, type MysqlStateStore } from '../../lib/engines/mysql/store.js';
 import { DAY_MS } from '../../lib/util/units.js';
-import { mysqlTargets, openTables, type Trips } from './mysql-target.js';
+import { type MysqlServer, mysqlTargets, openTables, type Trips } from './mysql-target.js';
 
 const msg = (i: number) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}`, n: i });
 const msgs = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => msg(from + i));
@@ -48,7 +48,7 @@ describe('MySQL names', () => {
 
 for (const target of mysqlTargets()) {
   describe(`MySQL engine on ${target.name}`, () => {
-    let server: { url: string; stop(): Promise<void> };
+    let server: MysqlServer;
     let conn: MysqlConnection;
     let trips: Trips;
     let admin: mysql.Connection;
@@ -314,6 +314,36 @@ for (const target of mysqlTargets()) {
       const list = await alice.getList(s, 'l');
       expect(list.count).toBe(2);
       expect(list.hash).toBe(chainHash(EMPTY_HASH, list.items));
+    });
+
+    it('racing creators of one session: every write lands, none purges what another wrote', async () => {
+      const s = sid();
+      // Every writer reads (the session is absent for all) before any writes: a barrier on the reads.
+      let reads = 0;
+      let release: () => void = () => {};
+      const allRead = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      trips.before = async (trip) => {
+        if (!trip.transaction) return;
+        if (trip.statements[0] === 'START TRANSACTION' && ++reads === 8) release();
+        if (trip.statements.includes('COMMIT')) await allRead;
+      };
+      await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          i % 2
+            ? alice.appendList(s, `l${i}`, [i], { expectedCount: 0 })
+            : alice.save(s, `v${i}`, i, { ifAbsent: true }),
+        ),
+      );
+      const keys = await alice.listKeys(s);
+      expect(keys.values.map((v) => v.key)).toEqual(['v0', 'v2', 'v4', 'v6']);
+      expect(keys.lists.map((l) => [l.key, l.count])).toEqual([
+        ['l1', 1],
+        ['l3', 1],
+        ['l5', 1],
+        ['l7', 1],
+      ]);
     });
 
     // ---- keys, sessions, users -----------------------------------------------------------------
@@ -601,6 +631,44 @@ for (const target of mysqlTargets()) {
         action: 'appended',
         count: 5,
       });
+    });
+
+    it('a server killed with SIGKILL mid-load and restarted loses no acknowledged append; every list stays whole', async () => {
+      if (!server.crashAndRestart) return; // a server this test did not start is not crashed
+      const s = sid();
+      const acked = new Map<string, unknown[]>();
+      let stop = false;
+      const writer = async (key: string) => {
+        const items: unknown[] = [];
+        acked.set(key, items);
+        while (!stop) {
+          const item = { key, n: items.length };
+          try {
+            await alice.appendList(s, key, [item], { expectedCount: items.length });
+            items.push(item);
+          } catch {
+            return; // the server is gone: what was acknowledged is what counts
+          }
+        }
+      };
+      const writers = ['w1', 'w2', 'w3', 'w4'].map(writer);
+      while ([...acked.values()].reduce((n, items) => n + items.length, 0) < 80)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      const crashed = server.crashAndRestart();
+      await Promise.all(writers);
+      stop = true;
+      await crashed;
+      for (const [key, items] of acked) {
+        let list: Awaited<ReturnType<SessionStore['getList']>> | undefined;
+        // The pool's connections to the crashed server are dropped as they fail.
+        for (let attempt = 0; !list && attempt < 20; attempt++)
+          list = await alice.getList(s, key).catch(() => undefined);
+        expect(list?.items.slice(0, items.length)).toEqual(items);
+        // An append in flight at the crash landed whole or not at all.
+        expect(list?.count).toBeGreaterThanOrEqual(items.length);
+        expect(list?.count).toBeLessThanOrEqual(items.length + 1);
+        expect(list?.hash).toBe(chainHash(EMPTY_HASH, list?.items ?? []));
+      }
     });
 
     // ---- what each operation costs -------------------------------------------------------------

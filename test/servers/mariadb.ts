@@ -21,6 +21,8 @@ export interface MariaDb {
   readonly database: string;
   /** Runs SQL as root over the socket (grants, KILL, inspection). */
   root(sql: string): Promise<string>;
+  /** Kills the server with SIGKILL (a crash), then starts it again on the same data and port. */
+  crashAndRestart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -52,43 +54,50 @@ export async function startMariaDb(database = 'agent_state'): Promise<MariaDb> {
     '--skip-test-db',
   ]);
   const port = await freePort();
-  const child: ChildProcess = spawn(
-    '/usr/sbin/mariadbd',
-    [
-      '--no-defaults',
-      `--datadir=${datadir}`,
-      '--user=root',
-      '--bind-address=127.0.0.1',
-      `--port=${port}`,
-      `--socket=${socket}`,
-      `--pid-file=${path.join(dir, 'mysql.pid')}`,
-      `--log-error=${path.join(dir, 'mysql.err')}`,
-      '--skip-log-bin',
-      '--skip-name-resolve',
-      '--innodb-buffer-pool-size=64M',
-      // The test server trades durability for speed (docs/backends.md says what production sets).
-      '--innodb-flush-log-at-trx-commit=2',
-    ],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const spawnServer = (): { child: ChildProcess; exited: Promise<void> } => {
+    const child = spawn(
+      '/usr/sbin/mariadbd',
+      [
+        '--no-defaults',
+        `--datadir=${datadir}`,
+        '--user=root',
+        '--bind-address=127.0.0.1',
+        `--port=${port}`,
+        `--socket=${socket}`,
+        `--pid-file=${path.join(dir, 'mysql.pid')}`,
+        `--log-error=${path.join(dir, 'mysql.err')}`,
+        '--skip-log-bin',
+        '--skip-name-resolve',
+        '--innodb-buffer-pool-size=64M',
+        // The test server trades durability for speed (docs/backends.md says what production sets);
+        // a process crash (SIGKILL) still loses no committed transaction with 2.
+        '--innodb-flush-log-at-trx-commit=2',
+      ],
+      { stdio: 'ignore' },
+    );
+    return { child, exited: new Promise<void>((resolve) => child.once('exit', () => resolve())) };
+  };
+  let server = spawnServer();
   const root = async (sql: string) =>
     (await run('mariadb', ['--no-defaults', '-S', socket, '-uroot', '-N', '-B', '-e', sql])).stdout;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      await root('SELECT 1');
-      break;
-    } catch (error) {
-      if (child.exitCode !== null || Date.now() > deadline) {
-        const log = await readFile(path.join(dir, 'mysql.err'), 'utf8').catch(() => '');
-        child.kill('SIGKILL');
-        await rm(dir, { recursive: true, force: true });
-        throw new Error(`MariaDB did not start: ${String(error)}\n${log.slice(-2000)}`);
+  const ready = async () => {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      try {
+        await root('SELECT 1');
+        return;
+      } catch (error) {
+        if (server.child.exitCode !== null || Date.now() > deadline) {
+          const log = await readFile(path.join(dir, 'mysql.err'), 'utf8').catch(() => '');
+          server.child.kill('SIGKILL');
+          await rm(dir, { recursive: true, force: true });
+          throw new Error(`MariaDB did not start: ${String(error)}\n${log.slice(-2000)}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
     }
-  }
+  };
+  await ready();
   const password = 'agent-test-password';
   await root(
     `CREATE DATABASE ${database}; CREATE USER 'agent'@'127.0.0.1' IDENTIFIED BY '${password}'; ` +
@@ -99,9 +108,15 @@ export async function startMariaDb(database = 'agent_state'): Promise<MariaDb> {
     port,
     database,
     root,
+    async crashAndRestart() {
+      server.child.kill('SIGKILL');
+      await server.exited;
+      server = spawnServer();
+      await ready();
+    },
     async stop() {
-      child.kill('SIGTERM');
-      await exited;
+      server.child.kill('SIGTERM');
+      await server.exited;
       await rm(dir, { recursive: true, force: true });
     },
   };

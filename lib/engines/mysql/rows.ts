@@ -134,19 +134,23 @@ export interface Touch {
 }
 
 /**
- * The session's row after a write: created (after purging what an expired or deleted
- * incarnation left), made live, kept alive, its token raised.
+ * The session's row after a write: created, made live, kept alive, its token raised. A row read
+ * but expired or deleted is locked by the read: what its incarnation left is purged first. No row
+ * read: a plain INSERT, so that a racing creator (whose row the read could not lock) makes this
+ * transaction fail with a duplicate key and start again, never purge what the other wrote.
  */
 export function touch(t: Tables, ids: Ids, row: SessionRow | undefined, how: Touch): Statement[] {
   const now = new Date(how.now);
   const expires = how.expiresAt === null ? null : new Date(how.expiresAt);
-  const fresh = !isLive(row, how.now);
   const token = how.token ?? null;
+  const columns = `INSERT INTO ${t.sessions} (user_id, session_id, state, token, created_at, last_activity, expires_at)
+        VALUES (?, ?, 1, ?, ?, ?, ?)`;
+  if (!row) return [{ sql: columns, params: [ids.user, ids.session, token, now, now, expires] }];
+  const fresh = !isLive(row, how.now);
   return [
     ...(fresh ? purge(t, ids) : []),
     {
-      sql: `INSERT INTO ${t.sessions} (user_id, session_id, state, token, created_at, last_activity, expires_at)
-        VALUES (?, ?, 1, ?, ?, ?, ?)
+      sql: `${columns}
         ON DUPLICATE KEY UPDATE state = 1, token = IF(? IS NULL, token, GREATEST(COALESCE(token, -1), ?)),
           created_at = IF(?, ?, created_at), last_activity = ?, expires_at = ?`,
       params: [ids.user, ids.session, token, now, now, expires, token, token, fresh, now, now, expires],
