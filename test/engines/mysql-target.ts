@@ -63,6 +63,9 @@ export async function openTables(
     },
   });
   await conn.bootstrap();
-  const admin = await mysql.createConnection({ uri: url, multipleStatements: true, jsonStrings: true });
-  return { conn, trips, admin };
+  return { conn, trips, admin: await adminConnection(url) };
 }
+
+/** A connection of the test's own, beside the engine's pool (inspection, KILL). */
+export const adminConnection = (url: string): Promise<mysql.Connection> =>
+  mysql.createConnection({ uri: url, multipleStatements: true, jsonStrings: true });

@@ -29,7 +29,7 @@ import { createMysqlLock } from '../../lib/engines/mysql/lock.js';
 import { tablesOf } from '../../lib/engines/mysql/schema.js';
 import { createMysqlStateStore, type MysqlStateStore } from '../../lib/engines/mysql/store.js';
 import { DAY_MS } from '../../lib/util/units.js';
-import { type MysqlServer, mysqlTargets, openTables, type Trips } from './mysql-target.js';
+import { adminConnection, type MysqlServer, mysqlTargets, openTables, type Trips } from './mysql-target.js';
 
 const msg = (i: number) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}`, n: i });
 const msgs = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => msg(from + i));
@@ -658,6 +658,9 @@ for (const target of mysqlTargets()) {
       await Promise.all(writers);
       stop = true;
       await crashed;
+      // The test's own connection died with the server too.
+      await admin.end().catch(() => {});
+      admin = await adminConnection(server.url);
       for (const [key, items] of acked) {
         let list: Awaited<ReturnType<SessionStore['getList']>> | undefined;
         // The pool's connections to the crashed server are dropped as they fail.
@@ -726,6 +729,27 @@ for (const target of mysqlTargets()) {
       expect(leaseStatements.filter((x) => !x.includes('LOCK IN SHARE MODE'))).toHaveLength(2);
       expect(turn.trips).toBe(5);
       expect((await alice.getList(s, 'l')).count).toBe(2004);
+    });
+
+    it('sends and receives bytes per append in proportion to the items, not to the list', async () => {
+      const traffic = async () => {
+        const [rows] = (await admin.query(
+          "SHOW GLOBAL STATUS WHERE Variable_name IN ('Bytes_received', 'Bytes_sent')",
+        )) as unknown as [Array<{ Value: string }>];
+        return rows.reduce((n, r) => n + Number(r.Value), 0);
+      };
+      const bytesOfAppend = async (length: number) => {
+        const s = sid();
+        const r = await alice.saveList(s, 'l', msgs(0, length));
+        const before = await traffic();
+        await alice.appendList(s, 'l', [msg(length)], { expectedCount: r.count, expectedHash: r.hash });
+        return (await traffic()) - before;
+      };
+      const short = await bytesOfAppend(10);
+      const long = await bytesOfAppend(2000);
+      expect(short).toBeGreaterThan(0);
+      // The same statements and rows either way (a position's digits more, and the SHOW's own bytes).
+      expect(Math.abs(long - short)).toBeLessThan(200);
     });
 
     it('answers workspaces and direct uploads as unsupported, naming BLOB_BACKEND', async () => {
