@@ -633,6 +633,23 @@ for (const target of mysqlTargets()) {
       });
     });
 
+    it('replaces pooled connections the server closed while idle: the next read and write succeed', async () => {
+      const s = sid();
+      await Promise.all([alice.save(s, 'a', 1), alice.save(sid(), 'b', 2), alice.get(s, 'a')]);
+      const [idle] = (await admin.query(
+        "SELECT ID AS id FROM information_schema.PROCESSLIST WHERE USER = CURRENT_USER() OR USER = SUBSTRING_INDEX(CURRENT_USER(), '@', 1)",
+      )) as unknown as [Array<{ id: number }>];
+      const [[mine]] = (await admin.query('SELECT CONNECTION_ID() AS id')) as unknown as [
+        Array<{ id: number }>,
+      ];
+      const others = idle.filter((r) => r.id !== mine?.id);
+      expect(others.length).toBeGreaterThan(0);
+      for (const { id } of others) await admin.query(`KILL CONNECTION ${id}`);
+      expect(await alice.get(s, 'a')).toBe(1);
+      await alice.save(s, 'a', 2);
+      expect(await alice.get(s, 'a')).toBe(2);
+    });
+
     it('a server killed with SIGKILL mid-load and restarted loses no acknowledged append; every list stays whole', async () => {
       if (!server.crashAndRestart) return; // a server this test did not start is not crashed
       const s = sid();

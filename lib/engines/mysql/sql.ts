@@ -64,6 +64,18 @@ interface SqlError {
 
 const sqlError = (error: unknown): SqlError => (typeof error === 'object' && error !== null ? error : {});
 
+/**
+ * The connection is gone (killed, the server restarted, an idle timeout): a pooled connection
+ * found so by the first statement sent on it.
+ */
+function isLost(error: unknown): boolean {
+  const e = sqlError(error);
+  if (e.fatal === true || (e.code !== undefined && LOST.has(e.code))) return true;
+  return error instanceof Error && /connection is in closed state/.test(error.message);
+}
+
+const READ_ONLY = /^\s*SELECT\b/i;
+
 /** A duplicate key (a racing writer took the row or position first). */
 export const isDuplicate = (error: unknown): boolean => sqlError(error).errno === DUPLICATE;
 
@@ -119,17 +131,24 @@ export class Sql {
     return statements.length === 1 ? [results as Result] : (results as Result[]);
   }
 
-  /** One round trip outside a transaction (each statement on its own; a single SELECT is consistent). */
+  /**
+   * One round trip outside a transaction (each statement on its own; a single SELECT is
+   * consistent). Reads found on a lost pooled connection are sent again once on a new one.
+   */
   async run(statements: readonly Statement[]): Promise<Result[]> {
-    let conn: PoolConnection | undefined;
-    try {
-      conn = await this.pool.getConnection();
-      const results = await this.send(conn, statements, false);
-      conn.release();
-      return results;
-    } catch (error) {
-      conn?.destroy();
-      throw mysqlError(error);
+    const reads = statements.every((s) => READ_ONLY.test(s.sql));
+    for (let attempt = 0; ; attempt++) {
+      let conn: PoolConnection | undefined;
+      try {
+        conn = await this.pool.getConnection();
+        const results = await this.send(conn, statements, false);
+        conn.release();
+        return results;
+      } catch (error) {
+        conn?.destroy();
+        if (reads && attempt === 0 && conn && isLost(error)) continue;
+        throw mysqlError(error);
+      }
     }
   }
 
@@ -137,13 +156,16 @@ export class Sql {
    * Runs `body` in one transaction (READ COMMITTED), retried from the start when the server
    * chose it as a deadlock victim or its lock wait timed out; a failure rolls it back. A
    * connection lost before COMMIT was answered leaves the outcome to the server (each caller's
-   * idempotency makes the retry safe).
+   * idempotency makes the retry safe); one lost on the first round trip, before any write was
+   * sent (a pooled connection the server closed), is replaced once at once.
    */
   async transaction<T>(body: (tx: Tx) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       let conn: PoolConnection | undefined;
       let open = false;
       let done = false;
+      let trips = 0;
+      let wrote = false;
       try {
         conn = await this.pool.getConnection();
         const c = conn;
@@ -151,6 +173,8 @@ export class Sql {
           run: async (statements) => {
             const first = !open;
             open = true;
+            trips++;
+            if (!statements.every((x) => READ_ONLY.test(x.sql))) wrote = true;
             const results = await this.send(
               c,
               first ? [{ sql: 'START TRANSACTION' }, ...statements] : statements,
@@ -161,6 +185,8 @@ export class Sql {
           commit: async (statements) => {
             const first = !open;
             open = true;
+            trips++;
+            wrote = true;
             const all = [...(first ? [{ sql: 'START TRANSACTION' }] : []), ...statements, { sql: 'COMMIT' }];
             const results = await this.send(c, all, true);
             done = true;
@@ -185,6 +211,7 @@ export class Sql {
           } else if (fatal && open) conn.destroy();
           else conn.release();
         }
+        if (attempt === 0 && trips === 1 && !wrote && isLost(error)) continue;
         const e = sqlError(error);
         if (e.errno !== undefined && RETRIED.has(e.errno)) {
           if (attempt >= 4)
