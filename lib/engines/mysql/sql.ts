@@ -74,6 +74,10 @@ function isLost(error: unknown): boolean {
   return error instanceof Error && /connection is in closed state/.test(error.message);
 }
 
+/** Refused by the driver before anything was sent (the socket was already closed): safe to send again. */
+const unsent = (error: unknown): boolean =>
+  error instanceof Error && /connection is in closed state/.test(error.message);
+
 const READ_ONLY = /^\s*SELECT\b/i;
 
 /** A duplicate key (a racing writer took the row or position first). */
@@ -133,7 +137,8 @@ export class Sql {
 
   /**
    * One round trip outside a transaction (each statement on its own; a single SELECT is
-   * consistent). Reads found on a lost pooled connection are sent again once on a new one.
+   * consistent). Reads found on a lost pooled connection, and any statement the driver refused to
+   * send on a closed one, are sent again once on a new connection.
    */
   async run(statements: readonly Statement[]): Promise<Result[]> {
     const reads = statements.every((s) => READ_ONLY.test(s.sql));
@@ -146,7 +151,7 @@ export class Sql {
         return results;
       } catch (error) {
         conn?.destroy();
-        if (reads && attempt === 0 && conn && isLost(error)) continue;
+        if (attempt === 0 && conn && (unsent(error) || (reads && isLost(error)))) continue;
         throw mysqlError(error);
       }
     }
