@@ -9,7 +9,7 @@
  * (fast: memory and fs; servers: s3rver and the OSS front; rgw: Ceph RGW), and a block that needs
  * one tier runs under `describe.runIf(onTier('servers'))`.
  */
-export type TierName = 'fast' | 'servers' | 'rgw' | 'java' | 'deploy' | 'browser';
+export type TierName = 'fast' | 'servers' | 'rgw' | 'java' | 'deploy' | 'browser' | 'mysql';
 
 export interface Tier {
   readonly name: TierName;
@@ -125,7 +125,7 @@ export const TIERS: readonly Tier[] = [
   },
   { name: 'java', files: ['test/java/'], servers: 'none', seconds: 20 },
   // The session console in Debian's chromium against the local server it starts itself.
-  { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 45 },
+  { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 15 },
   {
     name: 'deploy',
     // Packaging and deployment: the npm package (and its framework peer matrix), the templates,
@@ -139,7 +139,14 @@ export const TIERS: readonly Tier[] = [
     ],
     exclude: ['test/deploy/rgw-lifecycle.test.ts'],
     servers: 'local',
-    seconds: 140,
+    seconds: 110,
+  },
+  // MariaDB 10.11 from Debian, started by the tests themselves (and a real MySQL when MYSQL_URL is set).
+  {
+    name: 'mysql',
+    files: ['test/engines/mysql.test.ts', 'test/engines/mysql-lock.test.ts'],
+    servers: 'none',
+    seconds: 60,
   },
 ];
 

@@ -3,7 +3,7 @@
  * (user, session), the lock as the store's authority over tokens, and the checks of what callers
  * pass (owner, lease, wait, token).
  */
-import { ValidationError } from './errors.js';
+import { FencedError, ValidationError } from './errors.js';
 
 /** A commit's identity as a lease records it (released or renewed with it). */
 export interface CommitIdentity {
@@ -146,4 +146,25 @@ export function checkToken(token: unknown, optional?: 'optional'): number | unde
 /** Whether a lease that runs until `expiresAt` (ms) still holds at `now`, `skewMs` of clock skew allowed. */
 export function leaseHolds(expiresAt: number, now: number, skewMs = 0): boolean {
   return expiresAt >= now - skewMs;
+}
+
+/**
+ * The fencing rule of every engine (docs/DESIGN.md, "Fencing"): the refusal of a write carrying
+ * `token`, or undefined when it may write. A token below one its targets record (`recorded`) is
+ * refused with the higher one; with an authority (`authorized`), so is a token below the lock's
+ * grant, and one the lock has not granted to a live lease (`seen: null`). No token: not fenced.
+ */
+export function fencingRefusal(
+  token: number | undefined,
+  recorded: ReadonlyArray<number | null | undefined>,
+  authorized: boolean,
+  grant: LockGrant | undefined,
+): FencedError | undefined {
+  if (token === undefined) return undefined;
+  const seen = Math.max(-1, ...recorded.map((t) => t ?? -1));
+  if (seen > token) return new FencedError(token, seen);
+  if (!authorized) return undefined;
+  if (grant && grant.token > token) return new FencedError(token, grant.token);
+  if (!grant || grant.token !== token || !grant.live) return new FencedError(token, null);
+  return undefined;
 }

@@ -14,8 +14,8 @@
  *   body, so that a reused Idempotency-Key or commitId with another body is told from a replay.
  */
 import { createHash } from 'node:crypto';
-import { CommitMismatchError, FencedError } from '../contract/errors.js';
-import type { CommitIdentity, LockGrant } from '../contract/lock.js';
+import { CommitMismatchError, type FencedError } from '../contract/errors.js';
+import { type CommitIdentity, fencingRefusal, type LockGrant } from '../contract/lock.js';
 import type { MetricsSink } from '../contract/types.js';
 import type { ObjectInfo, ObjectStoreDriver } from '../drivers/types.js';
 
@@ -55,13 +55,11 @@ export class Fence {
    */
   async check(...recorded: ReadonlyArray<number | null | undefined>): Promise<void> {
     const { token } = this;
-    if (token === undefined) return;
-    const seen = Math.max(-1, ...recorded.map((t) => t ?? -1));
-    if (seen > token) this.refuse(new FencedError(token, seen));
-    if (!this.grant) return;
-    const grant = await this.grant;
-    if (grant && grant.token > token) this.refuse(new FencedError(token, grant.token));
-    if (!grant || grant.token !== token || !grant.live) this.refuse(new FencedError(token, null));
+    const early = fencingRefusal(token, recorded, false, undefined);
+    if (early) this.refuse(early);
+    if (token === undefined || !this.grant) return;
+    const refusal = fencingRefusal(token, recorded, true, await this.grant);
+    if (refusal) this.refuse(refusal);
   }
 
   private refuse(error: FencedError): never {

@@ -1,0 +1,91 @@
+/**
+ * What the MySQL engine's store and lock share (docs/backends.md, "MySQL and MariaDB"): one pool
+ * (from `MYSQL_URL`) with its connection settings, the checked table names, and the idempotent
+ * bootstrap of the schema. mysql2 is an optional peer: loaded here, only when the engine is used.
+ */
+import type { Pool, PoolOptions } from 'mysql2/promise';
+import { ValidationError } from '../../contract/errors.js';
+import { checkSqlName, DEFAULT_TABLE_PREFIX, schemaStatements, type Tables, tablesOf } from './schema.js';
+import { CONNECTION_SETUP, type RoundTripObserver, Sql } from './sql.js';
+
+/** Options of `connectMysql`. */
+export interface MysqlConnectionOptions {
+  /** `mysql://user:password@host:port/database` (MYSQL_URL); the database name is checked. */
+  readonly url: string;
+  /** Prefix of the engine's tables; default `agent_state_`. */
+  readonly tablePrefix?: string;
+  /** Most connections of the pool; default 10. */
+  readonly connectionLimit?: number;
+  /** Sees every round trip (tests). */
+  readonly observer?: RoundTripObserver;
+}
+
+/** An open pool and the tables it works on. */
+export interface MysqlConnection {
+  readonly sql: Sql;
+  readonly tables: Tables;
+  /** Creates the tables that are missing (idempotent): one round trip. */
+  bootstrap(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The database a URL names, checked. */
+export function databaseOf(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ValidationError('MYSQL_URL', 'must be a mysql:// URL');
+  }
+  if (parsed.protocol !== 'mysql:') throw new ValidationError('MYSQL_URL', 'must be a mysql:// URL');
+  return checkSqlName('MYSQL_URL database', decodeURIComponent(parsed.pathname.replace(/^\//, '')));
+}
+
+/** Loads mysql2 (an optional peer dependency), naming it when it is not installed. */
+async function loadMysql(): Promise<typeof import('mysql2/promise')> {
+  try {
+    const module = await import('mysql2/promise');
+    return (module as { default?: typeof import('mysql2/promise') }).default ?? module;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
+      throw new Error('STORE_BACKEND=mysql needs the package mysql2: install it next to agent-state-store', {
+        cause: error,
+      });
+    throw error;
+  }
+}
+
+/** Opens a pool (no connection is made until the first statement). */
+export async function connectMysql(options: MysqlConnectionOptions): Promise<MysqlConnection> {
+  databaseOf(options.url);
+  const tables = tablesOf(options.tablePrefix ?? DEFAULT_TABLE_PREFIX);
+  const mysql = await loadMysql();
+  const config: PoolOptions = {
+    uri: options.url,
+    connectionLimit: options.connectionLimit ?? 10,
+    // Several statements per round trip; every parameter is escaped by the driver.
+    multipleStatements: true,
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    timezone: 'Z',
+    charset: 'utf8mb4',
+    dateStrings: false,
+    // The JSON columns as the exact text stored (MariaDB marks a JSON_VALID-checked LONGTEXT as JSON).
+    jsonStrings: true,
+  };
+  const pool: Pool = mysql.createPool(config);
+  // Once per connection, before its first statement: UTC, the sql_mode, READ COMMITTED.
+  pool.pool.on('connection', (conn) => {
+    conn.query(CONNECTION_SETUP);
+  });
+  const sql = new Sql(pool, options.observer);
+  return {
+    sql,
+    tables,
+    bootstrap: async () => {
+      await sql.run(schemaStatements(tables).map((s) => ({ sql: s })));
+    },
+    close: () => pool.end(),
+  };
+}
