@@ -122,7 +122,11 @@ for (const target of mysqlTargets()) {
       const s = sid();
       expect(await alice.get(s, 'k')).toBeUndefined();
       const { version: v1 } = await alice.save(s, 'k', { b: 1, a: [1, 2], é: 'ü' });
-      expect(await alice.getVersioned(s, 'k')).toEqual({ value: { b: 1, a: [1, 2], é: 'ü' }, version: v1 });
+      expect(await alice.getVersioned(s, 'k')).toEqual({
+        value: { b: 1, a: [1, 2], é: 'ü' },
+        version: v1,
+        revision: 1,
+      });
       const row = async () =>
         (
           (await admin.query(
@@ -132,12 +136,24 @@ for (const target of mysqlTargets()) {
         )[0][0];
       // Byte for byte what was sent (the JSON type would reorder the keys).
       expect(await row()).toMatchObject({ body: '{"b":1,"a":[1,2],"é":"ü"}', revision: 1 });
-      const { version: v2 } = await alice.save(s, 'k', 2, { ifVersion: v1 });
+      const { version: v2, revision } = await alice.save(s, 'k', 2, { ifVersion: v1 });
       expect(v2).not.toBe(v1);
-      expect((await row())?.revision).toBe(2);
+      expect([revision, (await row())?.revision]).toEqual([2, 2]);
+      // The same content again is a write too; ifRevision is a precondition like ifVersion.
+      expect((await alice.save(s, 'k', 2, { ifRevision: 2 })).revision).toBe(3);
+      await expect(alice.save(s, 'k', 9, { ifRevision: 2 })).rejects.toMatchObject({
+        name: 'PreconditionFailedError',
+        currentRevision: 3,
+      });
+      expect((await alice.listKeys(s)).values.map((v) => v.revision)).toEqual([3]);
+      expect((await alice.snapshot(s, { values: ['k'] })).values).toEqual([
+        { key: 'k', value: 2, etag: expect.any(String), revision: 3 },
+      ]);
+      const committed = await alice.commit(s, { commitId: 'rev-1', values: [{ key: 'k', value: 4 }] });
+      expect(committed.values[0]?.revision).toBe(4);
       await alice.deleteKey(s, 'k');
       expect(await alice.get(s, 'k')).toBeUndefined();
-      await alice.save(s, 'k', 3);
+      expect((await alice.save(s, 'k', 3)).revision).toBe(1);
       expect((await row())?.revision).toBe(1);
     });
 
@@ -154,7 +170,7 @@ for (const target of mysqlTargets()) {
       await expect(alice.save(sid(), 'k', 1, { ifVersion: version })).rejects.toMatchObject({
         currentVersion: null,
       });
-      expect(await alice.getVersioned(s, 'k')).toEqual({ value: 1, version });
+      expect(await alice.getVersioned(s, 'k')).toEqual({ value: 1, version, revision: 1 });
       await expect(alice.save(s, 'k', 1, { ifVersion: version, ifAbsent: true })).rejects.toThrow(
         ValidationError,
       );
@@ -451,10 +467,10 @@ for (const target of mysqlTargets()) {
       expect(statements).toHaveLength(1);
       expect(result.exists).toBe(true);
       expect(result.values).toEqual([
-        { key: 'a', value: 1, etag: expect.any(String) },
+        { key: 'a', value: 1, etag: expect.any(String), revision: 1 },
         { key: 'missing', absent: true },
-        { key: 'p:1', value: 'one', etag: expect.any(String) },
-        { key: 'p:2', value: 'two', etag: expect.any(String) },
+        { key: 'p:1', value: 'one', etag: expect.any(String), revision: 1 },
+        { key: 'p:2', value: 'two', etag: expect.any(String), revision: 1 },
       ]);
       expect(result.nextCursor).toBeDefined();
       expect(result.lists).toEqual([
@@ -498,7 +514,7 @@ for (const target of mysqlTargets()) {
         status: 409,
         failures: [{ kind: 'list', key: 'm', reason: 'count', count: 0, hash: EMPTY_HASH }],
       });
-      expect(await alice.getVersioned(s, 'v')).toEqual({ value: 1, version });
+      expect(await alice.getVersioned(s, 'v')).toEqual({ value: 1, version, revision: 1 });
       expect(await alice.get(s, 'w')).toBeUndefined();
       expect((await alice.getList(s, 'l')).count).toBe(1);
       const stale = await alice
@@ -527,7 +543,11 @@ for (const target of mysqlTargets()) {
       ]);
       expect(ok.values.map((v) => v.key)).toEqual(['v', 'w', 'gone']);
       expect(await alice.get(s, 'w')).toBe('new');
-      expect(await alice.getVersioned(s, 'v')).toEqual({ value: 2, version: ok.values[0]?.etag });
+      expect(await alice.getVersioned(s, 'v')).toEqual({
+        value: 2,
+        version: ok.values[0]?.etag,
+        revision: 2,
+      });
     });
 
     it('answers a replayed commitId with the same answer, and refuses it with another body', async () => {

@@ -9,6 +9,7 @@ import { checkId, cursorOf, keyOfCursor, namedUser } from '../../contract/ids.js
 import { jsonBody } from '../../contract/json.js';
 import { MAX_KEY_PAGE, MAX_SESSION_PAGE } from '../../contract/limits.js';
 import type { TokenAuthority } from '../../contract/lock.js';
+import { checkRevision } from '../../contract/revisions.js';
 import type {
   KeyListInfo,
   KeyPage,
@@ -68,7 +69,7 @@ export interface MysqlStateStore extends StateStore {
 /** What MySQL can do (`GET /v1/capabilities`). */
 export const MYSQL_CAPABILITIES: StoreCapabilities = {
   versioning: true,
-  revisions: false,
+  revisions: true,
   conditionalOverwrite: true,
   ranges: false,
   presignedTransfer: false,
@@ -173,21 +174,29 @@ class MysqlUserStore extends TurnOps implements SessionStore {
     const { t } = this.ctx;
     const [rows] = await this.ctx.conn.sql.run([
       {
-        sql: `SELECT v.body, v.version FROM ${t.values} v JOIN ${t.sessions} s ON s.user_id = v.user_id AND s.session_id = v.session_id
+        sql: `SELECT v.body, v.version, v.revision FROM ${t.values} v JOIN ${t.sessions} s ON s.user_id = v.user_id AND s.session_id = v.session_id
           WHERE v.user_id = ? AND v.session_id = ? AND v.value_key = ? AND s.state <> 2 AND (s.expires_at IS NULL OR s.expires_at > ?)`,
         params: [ids.user, ids.session, utf8(key), new Date(this.ctx.now())],
       },
     ]);
     const r = rowsOf(rows)[0];
     if (!r) return undefined;
-    return { value: parseBody(r.body, key, this.ctx.metrics) as T, version: String(r.version) };
+    return {
+      value: parseBody(r.body, key, this.ctx.metrics) as T,
+      version: String(r.version),
+      revision: Number(r.revision),
+    };
   }
 
   async save(sessionId: string, key: string, value: unknown, options: SaveOptions = {}) {
     const ids = this.ids(sessionId, key);
     const body = jsonBody(value);
-    if (options.ifVersion !== undefined && options.ifAbsent)
-      throw new ValidationError('ifVersion', 'cannot be combined with ifAbsent');
+    checkRevision('ifRevision', options.ifRevision);
+    if ((options.ifVersion !== undefined || options.ifRevision !== undefined) && options.ifAbsent)
+      throw new ValidationError(
+        options.ifVersion !== undefined ? 'ifVersion' : 'ifRevision',
+        'cannot be combined with ifAbsent',
+      );
     const { t } = this.ctx;
     const k = utf8(key);
     const fence = this.fence(sessionId, ids, options.token);
@@ -197,15 +206,16 @@ class MysqlUserStore extends TurnOps implements SessionStore {
       const live = isLive(session, this.ctx.now());
       const current = live ? valueRows(rowsOf(v)).get(key) : undefined;
       await fence.check(lease, session?.token, current?.token);
-      if (options.ifAbsent && current) throw new PreconditionFailedError(current.version);
-      if (options.ifVersion !== undefined && current?.version !== options.ifVersion)
-        throw new PreconditionFailedError(current?.version ?? null);
+      const refused = () => new PreconditionFailedError(current?.version ?? null, current?.revision ?? null);
+      if (options.ifAbsent && current) throw refused();
+      if (options.ifVersion !== undefined && current?.version !== options.ifVersion) throw refused();
+      if (options.ifRevision !== undefined && current?.revision !== options.ifRevision) throw refused();
       const version = newVersion();
       await tx.commit([
         ...touch(t, ids, session, this.touching(sessionId, options.token)),
         this.writeValue(ids, k, body, version, current, options.token, null),
       ]);
-      return { version };
+      return { version, revision: current ? current.revision + 1 : 1 };
     });
   }
 
@@ -252,7 +262,7 @@ class MysqlUserStore extends TurnOps implements SessionStore {
         params: [ids.user, ids.session, new Date(this.ctx.now())],
       },
       {
-        sql: `SELECT value_key, version, LENGTH(body) AS size, updated_at FROM ${t.values} WHERE user_id = ? AND session_id = ?${values.sql} ORDER BY value_key LIMIT ?`,
+        sql: `SELECT value_key, version, revision, LENGTH(body) AS size, updated_at FROM ${t.values} WHERE user_id = ? AND session_id = ?${values.sql} ORDER BY value_key LIMIT ?`,
         params: [ids.user, ids.session, ...values.params, limit + 1],
       },
       {
@@ -276,6 +286,7 @@ class MysqlUserStore extends TurnOps implements SessionStore {
           (e): KeyValueInfo => ({
             key: e.k.toString('utf8'),
             etag: String(e.r.version),
+            revision: Number(e.r.revision),
             size: Number(e.r.size),
             lastModified: e.r.updated_at as Date,
           }),

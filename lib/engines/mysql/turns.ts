@@ -63,7 +63,7 @@ export class TurnOps extends ListOps {
     ];
     if (values.length > 0)
       parts.push({
-        sql: `SELECT 'v', value_key, NULL, body, version, NULL FROM ${t.values} WHERE ${where} AND value_key IN (${values.map(() => '?').join(', ')})`,
+        sql: `SELECT 'v', value_key, revision, body, version, NULL FROM ${t.values} WHERE ${where} AND value_key IN (${values.map(() => '?').join(', ')})`,
         params: [ids.user, ids.session, ...values.map(utf8)],
       });
     let pageAfter: string | undefined;
@@ -71,7 +71,7 @@ export class TurnOps extends ListOps {
       pageAfter = page.cursor === undefined ? undefined : keyOfCursor(page.cursor, 'valuePage.cursor');
       const range = keyRange('value_key', page.prefix ?? '', pageAfter);
       parts.push({
-        sql: `(SELECT 'p', value_key, NULL, body, version, NULL FROM ${t.values} WHERE ${where}${range.sql} ORDER BY value_key LIMIT ?)`,
+        sql: `(SELECT 'p', value_key, revision, body, version, NULL FROM ${t.values} WHERE ${where}${range.sql} ORDER BY value_key LIMIT ?)`,
         params: [ids.user, ids.session, ...range.params, page.limit + 1],
       });
     }
@@ -103,7 +103,7 @@ export class TurnOps extends ListOps {
     const answered = (key: string, r: RowDataPacket | undefined): SnapshotValue => {
       if (!r) return { key, absent: true };
       try {
-        return { key, value: JSON.parse(String(r.body)), etag: String(r.tag) };
+        return { key, value: JSON.parse(String(r.body)), etag: String(r.tag), revision: Number(r.n) };
       } catch {
         metrics.count('corruptObjects');
         return { key, corrupt: true };
@@ -270,8 +270,9 @@ export class TurnOps extends ListOps {
         continue;
       }
       const version = newVersion();
-      writes.push(this.writeValue(ids, k, jsonBody(v.value), version, read.value(v.key), token, commitId));
-      answer.values.push({ key: v.key, etag: version });
+      const current = read.value(v.key);
+      writes.push(this.writeValue(ids, k, jsonBody(v.value), version, current, token, commitId));
+      answer.values.push({ key: v.key, etag: version, revision: current ? current.revision + 1 : 1 });
     }
     (request.lists ?? []).forEach((l, i) => {
       const { statements, result } = this.listChange(ids, l, read.lists[i], read, request);
@@ -363,8 +364,18 @@ function commitFailures(request: CommitRequest, read: CommitRead): CommitFailure
   for (const v of request.values ?? []) {
     if ('delete' in v) continue;
     const row = read.value(v.key);
-    if ((v.ifAbsent && row) || (v.ifVersion !== undefined && row?.version !== v.ifVersion))
-      failures.push({ kind: 'value', key: v.key, reason: 'version', currentVersion: row?.version ?? null });
+    if (
+      (v.ifAbsent && row) ||
+      (v.ifVersion !== undefined && row?.version !== v.ifVersion) ||
+      (v.ifRevision !== undefined && row?.revision !== v.ifRevision)
+    )
+      failures.push({
+        kind: 'value',
+        key: v.key,
+        reason: 'version',
+        currentVersion: row?.version ?? null,
+        currentRevision: row?.revision ?? null,
+      });
   }
   (request.lists ?? []).forEach((l, i) => {
     const row = read.lists[i];
