@@ -45,6 +45,7 @@ export const TIERS: readonly Tier[] = [
       'test/client/manners.test.ts',
       'test/client/capabilities.test.ts',
       'test/client/user-header.test.ts',
+      'test/client/revisions.test.ts',
       'test/client/universal-transfers.test.ts',
       'test/client/universal-bundle.test.ts',
       'test/drivers/memory.test.ts',

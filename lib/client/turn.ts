@@ -112,7 +112,11 @@ export class Turn {
     // revision read beside it, the server writes the next revision without reading either.
     const entry = this.values.get(key);
     const seen = entry && 'etag' in entry ? entry : undefined;
-    const hint = condition.ifVersion === undefined && !condition.ifAbsent && seen !== undefined;
+    const hint =
+      condition.ifVersion === undefined &&
+      !condition.ifAbsent &&
+      condition.ifRevision === undefined &&
+      seen !== undefined;
     const seenRevision =
       seen !== undefined && (hint || condition.ifVersion === seen.etag) ? seen.revision : undefined;
     this.valueChanges.set(key, {

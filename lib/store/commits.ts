@@ -234,8 +234,14 @@ export class Commits {
         ? versioned[0]
         : undefined;
     // A save with the version (and revision) the caller read tries it as If-Match instead of a HEAD (same rule).
+    // A precondition on the revision is checked on what is read, never on what the caller says it saw.
     const hinted = (v: CommitValue) =>
-      cas && unread && 'value' in v && v.seenVersion !== undefined && v.seenRevision !== undefined;
+      cas &&
+      unread &&
+      'value' in v &&
+      v.seenVersion !== undefined &&
+      v.seenRevision !== undefined &&
+      v.ifRevision === undefined;
 
     const marker = this.sessions.read(s);
     const heads = values.map((v) =>

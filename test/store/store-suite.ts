@@ -181,6 +181,18 @@ export function describeStoreSuite(
             values: [{ key: 'r', value: 'D', seenVersion: seen?.version as string, seenRevision: 3 }],
           });
           expect(hinted.values[0]?.revision).toBe(4);
+          // A hint beside a stale ifRevision does not skip the check: the value is read.
+          const now = await alice.getVersioned(s, 'r');
+          const hostile = await alice
+            .commit(s, {
+              commitId: `c-${randomUUID()}`,
+              values: [
+                { key: 'r', value: 'E', seenVersion: now?.version as string, seenRevision: 3, ifRevision: 3 },
+              ],
+            })
+            .catch((e: unknown) => e);
+          expect(hostile).toBeInstanceOf(CommitPreconditionError);
+          expect(await alice.getVersioned(s, 'r')).toMatchObject({ value: 'D', revision: 4 });
         }
       });
 
