@@ -15,6 +15,7 @@ import {
 import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
 import { encodeId } from '../../lib/contract/ids.js';
 import type { SessionStore } from '../../lib/contract/types.js';
+import { ObjectNotFoundError } from '../../lib/drivers/errors.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { adoptPrefix } from '../../lib/store/adopt.js';
 import { isReferenceListHash, referenceListHash } from '../../lib/store/reference.js';
@@ -213,6 +214,11 @@ for (const backend of backends()) {
         expect(result).toMatchObject({ count: 4, hash: chainHash(EMPTY_HASH, [...MESSAGES, more]) });
         expect((await store.getList('chat-1', 'memory')).items).toEqual([...MESSAGES, more]);
         expect(isReferenceListHash((await driver.get(`${root}chat-1/memory.list.hash`)).body)).toBe(false);
+        // The reference's whole-list copy, stale once converted and without a tag the lifecycle
+        // rules select, is gone (this deployment keeps no `.list.json`).
+        expect(await driver.head(`${root}chat-1/memory.list.json`).catch((e: unknown) => e)).toBeInstanceOf(
+          ObjectNotFoundError,
+        );
 
         await store.save('chat-1', 'agent_state', { ...AGENT_STATE, name: 'Saturday' });
         const head = await driver.head(`${root}chat-1/agent_state.json`);

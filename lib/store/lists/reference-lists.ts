@@ -74,6 +74,9 @@ export class ReferenceLists implements ListFormat {
   /**
    * Converts a reference list into the format: its items saved as the list's first write (a
    * converter that loses the race finds the list there: its precondition fails, and that is done).
+   * Then the reference's `.list.json`, stale and untagged (no lifecycle rule would ever expire it),
+   * is deleted, unless the deployment keeps `.list.json`, whose save has just rewritten it stamped.
+   * A converter that stops between the two leaves only that stale copy, which nothing reads.
    */
   async convert(s: string, k: string): Promise<boolean> {
     if (!this.ctx.adoptReference) return false;
@@ -87,6 +90,7 @@ export class ReferenceLists implements ListFormat {
     } catch (error) {
       if (!(error instanceof ListPreconditionFailedError)) throw error;
     }
+    if (this.ctx.listJson !== 'reference') await this.ctx.driver.delete(this.layout.listJson(s, k));
     return true;
   }
 
