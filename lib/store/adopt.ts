@@ -16,8 +16,9 @@
 import { ANONYMOUS, decodeId, encodeId, REFERENCE_ANONYMOUS } from '../contract/ids.js';
 import { ObjectNotFoundError } from '../drivers/errors.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
-import { getOrUndefined, listAll } from './context.js';
-import { NAME } from './layout.js';
+import { getOrUndefined, listAll, parseJsonObject } from './context.js';
+import { layoutFor, NAME } from './layout.js';
+import { REFERENCE_INC } from './reference.js';
 import { createStateStore, type StateStoreOptions } from './store.js';
 
 /** One thing `adoptPrefix` did or left alone, as it prints it. */
@@ -103,7 +104,13 @@ export async function adoptPrefix(options: AdoptOptions): Promise<AdoptReport> {
       }
       if (keys.size === 0) continue;
       const owner = store.forUser(user.id);
-      if (!(await owner.exists(session.id))) {
+      // Adopted: `exists` made (or found) the marker of the reference's incarnation here. (A session
+      // that only reads through the reference's own folder, a collision's, is not this one.)
+      const marker = async () =>
+        getOrUndefined(driver, layoutFor(prefix, user.id).marker(session.id)).then(
+          (o) => o && parseJsonObject(o.body)?.inc,
+        );
+      if (!(await owner.exists(session.id)) || (await marker()) !== REFERENCE_INC) {
         step({
           action: 'skipped',
           name: targetFolder,

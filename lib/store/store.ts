@@ -10,6 +10,7 @@ import {
   PartialDeleteError,
   PreconditionFailedError,
   PreconditionUnsupportedError,
+  SessionNotFoundError,
   ValidationError,
 } from '../contract/errors.js';
 import { isHash, requestDigest } from '../contract/hash.js';
@@ -61,6 +62,7 @@ import type { ListFormat } from './lists/format.js';
 import { ReferenceLists } from './lists/reference-lists.js';
 import { withMemoryTags } from './memory-session.js';
 import { incOf } from './reference.js';
+import { ReferenceReads } from './reference-reads.js';
 import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
 import { Workspaces } from './workspaces.js';
 import { Fence, nextRevision, putValue, recordId, revisionOf } from './write-path.js';
@@ -249,6 +251,7 @@ class UserStore implements SessionStore {
   private readonly archives: Archives;
   private readonly workspaces: Workspaces;
   private readonly keys: Keys;
+  private readonly referenceReads: ReferenceReads;
   private readonly commits: Commits;
 
   constructor(
@@ -269,6 +272,7 @@ class UserStore implements SessionStore {
     this.lists = ctx.adoptReference ? new ReferenceLists(ctx, layout, this.sessions, format) : format;
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
     this.keys = new Keys(ctx, layout, this.sessions, this.lists);
+    this.referenceReads = new ReferenceReads(ctx, layout, this.sessions);
     this.commits = new Commits(ctx, layout, this.sessions, this.lists, this.keys, (s, token) =>
       this.fence(s, token),
     );
@@ -303,7 +307,11 @@ class UserStore implements SessionStore {
       this.sessions.read(sessionId),
       getOrUndefined(this.ctx.driver, this.layout.value(sessionId, key)),
     ]);
-    if (!read.live || !object || incOf(object) !== read.live.inc) return undefined;
+    if (!read.live) {
+      const folder = await this.referenceReads.folder(sessionId);
+      return folder === undefined ? undefined : this.referenceReads.value<T>(folder, key);
+    }
+    if (!object || incOf(object) !== read.live.inc) return undefined;
     return { value: this.parseValue<T>(object, key), version: object.etag, revision: revisionOf(object) };
   }
 
@@ -477,12 +485,22 @@ class UserStore implements SessionStore {
 
   async listKeys(sessionId: string, options: ListKeysOptions = {}) {
     this.ids(sessionId);
-    return this.keys.page(sessionId, options);
+    try {
+      return await this.keys.page(sessionId, options);
+    } catch (error) {
+      const folder =
+        error instanceof SessionNotFoundError ? await this.referenceReads.folder(sessionId) : undefined;
+      if (folder === undefined) throw error;
+      return this.referenceReads.keys(folder, options);
+    }
   }
 
   async getList<T>(sessionId: string, key: string, page: PageOptions = {}): Promise<ListPage<T>> {
     this.ids(sessionId, key);
     checkPage(page);
+    // A session the reference wrote under segments this store encodes (lib/store/reference-reads.ts).
+    const folder = await this.referenceReads.folder(sessionId);
+    if (folder !== undefined) return (await this.referenceReads.list(folder, key, page)) as ListPage<T>;
     return (await this.lists.read(sessionId, key, page)) as ListPage<T>;
   }
 
@@ -581,7 +599,11 @@ class UserStore implements SessionStore {
     this.ids(sessionId);
     const head = await headOrUndefined(this.ctx.driver, this.layout.marker(sessionId));
     // Without a marker, a session of the reference is adopted (reference.ts: one LIST more).
-    if (!head && this.ctx.adoptReference) return (await this.sessions.read(sessionId)).live !== undefined;
+    if (!head && this.ctx.adoptReference) {
+      if ((await this.sessions.read(sessionId)).live !== undefined) return true;
+      const folder = await this.referenceReads.folder(sessionId);
+      return folder !== undefined && (await this.referenceReads.exists(folder));
+    }
     // An emptied session's marker is shorter than any live one's (sessions.ts, LIVE_MARKER_BYTES).
     return (
       head !== undefined &&

@@ -297,12 +297,36 @@ for (const backend of backends()) {
         );
         const anonymous = createStateStore({ driver, prefix, adoptReference: true, ...format }).forUser(null);
 
+        // Readable as they are, before `npm run adopt`: values, whole lists, the keys, existence.
+        expect(await user.getVersioned('a b', 'k')).toEqual({
+          value: { theirs: 1 },
+          version: expect.any(String),
+          revision: 1,
+        });
+        expect(await anonymous.getList('s1', 'memory', { last: 2 })).toMatchObject({
+          items: MESSAGES.slice(1),
+          count: 3,
+          hash: chainHash(EMPTY_HASH, MESSAGES),
+          offset: 1,
+        });
+        expect(await user.getList('a b', 'none')).toMatchObject({ items: [], count: 0 });
+        expect(await user.get('a b', 'none')).toBeUndefined();
+        const keys = await anonymous.listKeys('s1');
+        expect([keys.values, keys.lists.map((l) => [l.key, l.count, l.hash])]).toEqual([
+          [],
+          [['memory', 3, chainHash(EMPTY_HASH, MESSAGES)]],
+        ]);
+        expect((await user.listKeys('a b')).values.map((v) => [v.key, v.revision])).toEqual([['k', 1]]);
+        expect([await user.exists('a b'), await user.exists('e f')]).toEqual([true, false]);
+        // Another user's store sees none of it.
+        expect(await anonymous.get('a b', 'k')).toBeUndefined();
+
         await expect(user.save('a b', 'k', { ours: 1 })).rejects.toBeInstanceOf(ReferenceIdUnsupportedError);
         await expect(anonymous.appendList('s1', 'memory', [1], { expectedCount: 0 })).rejects.toBeInstanceOf(
           ReferenceIdUnsupportedError,
         );
         // Nothing written: no marker, the reference's objects as they were.
-        expect(await user.exists('a b')).toBe(false);
+        expect(await user.get('a b', 'k')).toEqual({ theirs: 1 });
         expect(
           (await driver.list({ prefix: `${prefix}${encodeId('userId', 'a@b.example')}/` })).objects,
         ).toEqual([]);
