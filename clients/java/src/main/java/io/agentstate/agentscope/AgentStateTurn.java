@@ -42,7 +42,10 @@ public final class AgentStateTurn implements AutoCloseable {
     /** The snapshot's values: the JSON, null when absent; a too-large one as its download. */
     private final Map<String, JsonNode> values = new LinkedHashMap<>();
     private final Map<String, JsonNode> downloads = new LinkedHashMap<>();
+    /** The snapshot's versions (etags) and revisions of the values it read (absent ones have none). */
     private final Map<String, String> etags = new LinkedHashMap<>();
+
+    private final Map<String, Long> revisions = new LinkedHashMap<>();
     /** The snapshot's lists: its most recent items (from {@code offset}), count and hash. */
     private final Map<String, SnapshotList> lists = new LinkedHashMap<>();
     /** Buffered values: the JSON, or null for a delete. */
@@ -66,7 +69,7 @@ public final class AgentStateTurn implements AutoCloseable {
         }
     }
 
-    /** What a commit wrote: each value's new version, and what became of each list. */
+    /** What a commit wrote: each value's new version (its revision), and what became of each list. */
     public record CommitResult(Map<String, Long> versions, Map<String, String> listActions) {}
 
     AgentStateTurn(
@@ -95,10 +98,10 @@ public final class AgentStateTurn implements AutoCloseable {
             else if (v.has("download")) {
                 downloads.put(key, v.path("download"));
                 values.put(key, null);
-                etags.put(key, v.path("etag").asText());
+                seen(key, v);
             } else {
                 values.put(key, v.path("value"));
-                etags.put(key, v.path("etag").asText());
+                seen(key, v);
             }
         }
         for (JsonNode l : answer.path("lists")) {
@@ -116,6 +119,13 @@ public final class AgentStateTurn implements AutoCloseable {
             // A list read whole is what the store knows of it: a plain save after the turn appends.
             if (offset == 0 && !hash.isEmpty()) store.remember(userId, sessionId, key, items, count, hash);
         }
+    }
+
+    /** Records the version and revision the snapshot answered for a value. */
+    private void seen(String key, JsonNode v) {
+        etags.put(key, v.path("etag").asText());
+        long revision = v.path("revision").asLong(0);
+        if (revision > 0) revisions.put(key, revision);
     }
 
     /** A marker for a damaged value in the snapshot. */
@@ -161,10 +171,17 @@ public final class AgentStateTurn implements AutoCloseable {
         return value == null ? Optional.empty() : Optional.of(store.convert(value, type));
     }
 
-    /** The version of the value when the turn read it (0 when absent). */
+    /**
+     * The version of the value when the turn read it: its revision, as {@code getVersioned}
+     * answers it (0 when absent).
+     */
     public long version(String key) {
-        String etag = etags.get(key);
-        return etag == null ? HttpAgentStateStore.ABSENT : HttpAgentStateStore.versionOf(etag);
+        if (!values.containsKey(key)) throw new IllegalArgumentException("value " + key + " was not read by this turn");
+        if (!etags.containsKey(key)) return HttpAgentStateStore.ABSENT;
+        Long revision = revisions.get(key);
+        if (revision == null)
+            throw new StateApiException("the snapshot answered no revision: the server predates revisions", null, 200, null, false, null);
+        return revision;
     }
 
     /** The whole list as this turn sees it (a buffered save, else what the turn read). */
@@ -179,14 +196,14 @@ public final class AgentStateTurn implements AutoCloseable {
     public void save(String key, State value) {
         open();
         Objects.requireNonNull(value, "value");
-        valueChanges.put(key, store.mapper().valueToTree(value));
+        valueChanges.put(key, store.tree(value));
     }
 
     /** Buffers a save of the whole list (only what changed is sent at the commit). */
     public void save(String key, List<? extends State> items) {
         open();
         List<JsonNode> nodes = new ArrayList<>(items.size());
-        for (State item : items) nodes.add(store.mapper().valueToTree(item));
+        for (State item : items) nodes.add(store.tree(item));
         listChanges.put(key, nodes);
     }
 
@@ -217,13 +234,19 @@ public final class AgentStateTurn implements AutoCloseable {
             byte[] json = value == null ? null : transport.bytes(value);
             if (json != null && (json.length > store.bodyLimitBytes() / 2 || json.length > room[0])) {
                 // Too large for the commit's body: saved now (through the object store), fenced by the lease's token.
-                versions.put(key, HttpAgentStateStore.versionOf(store.saveFenced(userId, sessionId, key, json, token)));
+                versions.put(key, store.saveFenced(userId, sessionId, key, json, token).revision());
                 return;
             }
             room[0] -= (json == null ? 0 : json.length) + ENTRY_FRAME_BYTES;
             ObjectNode entry = valueBody.addObject().put("key", key);
             if (value == null) entry.put("delete", true);
-            else entry.set("value", value);
+            else {
+                entry.set("value", value);
+                // Not a condition: the version and revision the snapshot read, so the server writes
+                // the next revision over that version without reading the value first.
+                if (etags.containsKey(key) && revisions.containsKey(key))
+                    entry.put("seenVersion", etags.get(key)).put("seenRevision", revisions.get(key).longValue());
+            }
         });
         ArrayNode listBody = body.putArray("lists");
         Map<String, String> actions = new LinkedHashMap<>();
@@ -265,7 +288,8 @@ public final class AgentStateTurn implements AutoCloseable {
         over = true;
         JsonNode result = transport.json(answer);
         for (JsonNode v : result.path("values")) {
-            if (v.hasNonNull("etag")) versions.put(v.path("key").asText(), HttpAgentStateStore.versionOf(v.path("etag").asText()));
+            long revision = v.path("revision").asLong(0);
+            if (revision > 0) versions.put(v.path("key").asText(), revision);
         }
         for (JsonNode l : result.path("lists")) {
             String key = l.path("key").asText();

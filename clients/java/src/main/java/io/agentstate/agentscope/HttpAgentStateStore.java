@@ -44,13 +44,15 @@ import java.util.function.Consumer;
  *
  * <p>Each user id acts with the token the {@link TokenProvider} gives for it; a null or blank user
  * is the anonymous user and sends no token (only a server that allows anonymous access accepts
- * it, else {@link AnonymousNotAllowedException}). Versions: a value's version is {@link
- * #versionOf(String) 1 + the low 62 bits of the SHA-256 of its etag}, so it is never 0 (absent) or
- * -1 (unconditional); saving identical content keeps the etag, and so the version. Lists: the
- * store remembers the items it last read or wrote per key and sends only the new ones when the
- * list grew (with the count and the hash the server last answered), else the whole list, and the
- * server decides (unchanged, appended, or a rewrite that archives the old list). It never
- * computes the list's chain hash itself. Thread-safe.
+ * it, else {@link AnonymousNotAllowedException}). Versions: a value's version is its revision on
+ * the server ({@code Agent-State-Revision}; docs/DESIGN.md, "Revisions"): 1 when created, +1 on
+ * every successful write (identical content included), unchanged by a refused write, 1 again after
+ * a delete; so it is never 0 (absent) or -1 (unconditional), and {@link #saveIfVersion} sends it as
+ * {@code If-Revision}. Lists: the store remembers the items it last read or wrote per key and
+ * sends only the new ones when the list grew (with the count and the hash the server last
+ * answered), else the whole list, and the server decides (unchanged, appended, or a rewrite that
+ * archives the old list). It never computes the list's chain hash itself. A state's lone UTF-16
+ * surrogates are sent as U+FFFD (the API stores I-JSON). Thread-safe.
  *
  * <p>Replicas: by default a list save is last-writer-wins (the SPI's meaning), so two replicas
  * saving the same list each from what it read keep the last one's whole list (the other's is
@@ -147,27 +149,12 @@ public final class HttpAgentStateStore implements AgentStateStore {
         return mapper;
     }
 
-    /**
-     * The SPI version of an etag: 1 + the low 62 bits of its SHA-256 (over its UTF-8; the last 8
-     * bytes of the digest read big-endian, the top two bits cleared). Never 0 or -1.
-     */
-    public static long versionOf(String etag) {
-        try {
-            byte[] digest = MessageDigest.getInstance("SHA-256").digest(etag.getBytes(StandardCharsets.UTF_8));
-            long low = 0;
-            for (int i = digest.length - 8; i < digest.length; i++) low = (low << 8) | (digest[i] & 0xff);
-            return (low & 0x3FFF_FFFF_FFFF_FFFFL) + 1;
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
-        }
-    }
-
     // ---- single values ----
 
     @Override
     public void save(String userId, String sessionId, String key, State value) {
         Objects.requireNonNull(value, "value");
-        putValue(userId, sessionId, key, transport.bytes(value), new Transport.Call(), null);
+        putValue(userId, sessionId, key, transport.bytes(tree(value)), new Transport.Call(), null, 0);
     }
 
     @Override
@@ -177,13 +164,15 @@ public final class HttpAgentStateStore implements AgentStateStore {
     }
 
     /**
-     * Whether {@link #saveIfVersion} is honoured: the server's values carry versions and its backend
-     * evaluates a save conditioned on one ({@code versioning} and {@code conditionalOverwrite} of
-     * {@link #capabilities()}). False on an OSS-backed server, which refuses conditional overwrites.
+     * Whether {@link #saveIfVersion} is honoured: the server's values carry revisions (the SPI's
+     * versions) and its backend evaluates a save conditioned on one ({@code revisions} and
+     * {@code conditionalOverwrite} of {@link #capabilities()}). False on an OSS-backed server, which
+     * refuses conditional overwrites ({@code saveIfVersion} with a version above 0 then throws
+     * {@link UnsupportedByServerException}), and on a server older than revisions.
      */
     public boolean supportsVersioning() {
         Capabilities c = capabilities();
-        return c.versioning() && c.conditionalOverwrite();
+        return c.revisions() && c.conditionalOverwrite();
     }
 
     /**
@@ -220,8 +209,8 @@ public final class HttpAgentStateStore implements AgentStateStore {
      * What the server's backend can do, as {@code GET /v1/capabilities} answers it.
      *
      * @param versioning every value carries a version (its ETag)
-     * @param revisions values carry a revision (1 on create, +1 per write)
-     * @param conditionalOverwrite a save conditioned on a version is evaluated (false on OSS)
+     * @param revisions values carry a revision (1 on create, +1 per write): the SPI's versions
+     * @param conditionalOverwrite a save conditioned on a version or revision is evaluated (false on OSS)
      * @param ranges the backend reads byte ranges of stored objects
      * @param presignedTransfer large values and workspaces move through presigned URLs
      * @param atomicCommits a commit is atomic across its keys
@@ -234,37 +223,39 @@ public final class HttpAgentStateStore implements AgentStateStore {
             boolean presignedTransfer,
             boolean atomicCommits) {}
 
-    /** The value with its version; an absent value is {@code (null, 0)}. */
+    /**
+     * The value with its version, which is the value's revision ({@code Agent-State-Revision}): 1
+     * when it was created, +1 on every write since (identical content included); an absent value is
+     * {@code (null, 0)}. A server that answers no revision (one older than revisions) is an error.
+     */
     public <T extends State> VersionedState<T> getVersioned(
             String userId, String sessionId, String key, Class<T> type) {
         Stored stored = readValue(userId, sessionId, key);
         if (stored == null) return new VersionedState<>(null, ABSENT);
-        return new VersionedState<>(convert(stored.value(), type), versionOf(stored.etag()));
+        return new VersionedState<>(convert(stored.value(), type), revisionOf(stored));
     }
 
     /**
-     * Compare-and-swap save: {@code expectedVersion} 0 writes only when there is no value
-     * ({@code If-None-Match: *}), -1 always, any other only when the stored value's version is that
-     * one: the etag is read and the write is {@code If-Match: <that etag>}, so the swap is on the
-     * etag itself. Answers the new version, or -1 on a conflict (nothing written).
+     * Compare-and-swap save on the value's revision, in one {@code PUT}: {@code expectedVersion} 0
+     * writes only when there is no value ({@code If-None-Match: *}), -1 always, any other only
+     * when the stored value's revision is that one ({@code If-Revision: <expectedVersion>}).
+     * Answers the new revision, or -1 on a conflict (a 412: nothing written; a version below -1,
+     * which no value has, answers -1 without a request). A save whose answer was lost and whose
+     * retry meets a 412 reads the value back: its own value at the revision it would have written
+     * means it landed. On a server without conditional overwrite (OSS, {@link #supportsVersioning()}
+     * false) a save conditioned on a revision is refused: {@link UnsupportedByServerException}
+     * ({@code precondition-unsupported}, nothing written); 0 and -1 work there.
      */
     public long saveIfVersion(String userId, String sessionId, String key, State value, long expectedVersion) {
         Objects.requireNonNull(value, "value");
-        byte[] body = transport.bytes(value);
+        byte[] body = transport.bytes(tree(value));
         Transport.Call call = new Transport.Call();
-        if (expectedVersion == UNCONDITIONAL) return versionOf(putValue(userId, sessionId, key, body, call, null));
-        if (expectedVersion == ABSENT) {
-            call.header("If-None-Match", "*");
-        } else {
-            Transport.Answer head = transport.send(userId, "HEAD", valuePath(sessionId, key), new Transport.Call());
-            if (head.status() == 404) return UNCONDITIONAL;
-            if (head.status() != 200 && head.status() != 303) throw transport.error(userId, head);
-            String etag = head.etag();
-            if (etag == null || versionOf(etag) != expectedVersion) return UNCONDITIONAL;
-            call.header("If-Match", "\"" + etag + "\"");
-        }
-        String etag = putValue(userId, sessionId, key, body, call, body);
-        return etag == null ? UNCONDITIONAL : versionOf(etag);
+        if (expectedVersion == UNCONDITIONAL) return putValue(userId, sessionId, key, body, call, null, 0).revision();
+        if (expectedVersion < UNCONDITIONAL) return UNCONDITIONAL;
+        if (expectedVersion == ABSENT) call.header("If-None-Match", "*");
+        else call.header("If-Revision", Long.toString(expectedVersion));
+        Saved saved = putValue(userId, sessionId, key, body, call, body, expectedVersion + 1);
+        return saved == null ? UNCONDITIONAL : saved.revision();
     }
 
     /** Deletes the session and everything it owns (also when absent). */
@@ -372,7 +363,7 @@ public final class HttpAgentStateStore implements AgentStateStore {
         Objects.requireNonNull(values, "values");
         Objects.requireNonNull(policy, "policy");
         List<JsonNode> items = new ArrayList<>(values.size());
-        for (State value : values) items.add(mapper.valueToTree(value));
+        for (State value : values) items.add(tree(value));
         if (policy == ConflictPolicy.OVERWRITE) saveList(userId, sessionId, key, items, null);
         else saveOnBase(userId, sessionId, key, items, policy == ConflictPolicy.APPEND_MERGE);
     }
@@ -511,13 +502,18 @@ public final class HttpAgentStateStore implements AgentStateStore {
         return bodyLimitBytes;
     }
 
-    /** Saves a value's JSON with a fencing token (a turn's); answers its etag. */
-    String saveFenced(String userId, String sessionId, String key, byte[] json, long token) {
-        return putValue(userId, sessionId, key, json, new Transport.Call().token(token), null);
+    /** Saves a value's JSON with a fencing token (a turn's); answers its etag and revision. */
+    Saved saveFenced(String userId, String sessionId, String key, byte[] json, long token) {
+        return putValue(userId, sessionId, key, json, new Transport.Call().token(token), null, 0);
     }
 
     ObjectMapper mapper() {
         return mapper;
+    }
+
+    /** A state's JSON as it is sent: its lone surrogates replaced with U+FFFD ({@link LoneSurrogates}). */
+    JsonNode tree(Object state) {
+        return LoneSurrogates.replace(mapper.valueToTree(state), mapper);
     }
 
     <T> T convert(JsonNode node, Class<T> type) {
@@ -677,15 +673,29 @@ public final class HttpAgentStateStore implements AgentStateStore {
 
     // ---- internals ----
 
-    /** A stored value and its etag. */
-    private record Stored(JsonNode value, String etag) {}
+    /** A stored value, its etag and its revision (0: the server answered none). */
+    private record Stored(JsonNode value, String etag, long revision) {}
+
+    /** What a save answered: the value's new etag and revision. */
+    record Saved(String etag, long revision) {}
+
+    /** The revision of a value read, which a server with revisions always answers. */
+    private static long revisionOf(Stored stored) {
+        if (stored.revision() < 1)
+            throw new StateApiException(
+                    "the server answered no Agent-State-Revision: it predates revisions", null, 200, null, false, null);
+        return stored.revision();
+    }
 
     private Stored readValue(String userId, String sessionId, String key) {
         Transport.Answer answer = transport.send(userId, "GET", valuePath(sessionId, key), new Transport.Call());
         if (answer.status() == 404) return null;
         if (answer.status() == 303) {
             JsonNode located = transport.json(answer);
-            return new Stored(readTree(transport.direct(located.path("download"), null)), located.path("etag").asText());
+            return new Stored(
+                    readTree(transport.direct(located.path("download"), null)),
+                    located.path("etag").asText(),
+                    located.path("revision").asLong(answer.revision()));
         }
         if (answer.status() == 202)
             throw new StateApiException(
@@ -695,16 +705,17 @@ public final class HttpAgentStateStore implements AgentStateStore {
         String etag = answer.etag();
         if (etag == null)
             throw new StateApiException("the answer has no strong ETag", null, 200, answer.requestId(), false, null);
-        return new Stored(transport.json(answer), etag);
+        return new Stored(transport.json(answer), etag, answer.revision());
     }
 
     /**
-     * PUTs a value and answers its etag; with {@code mine} (a conditional save), a 412 answers
-     * null, unless an earlier attempt's answer was lost and the stored value is {@code mine}: then
-     * that attempt landed, and its etag is answered.
+     * PUTs a value and answers its etag and revision; with {@code mine} (a conditional save), a 412
+     * answers null, unless an earlier attempt's answer was lost and the stored value is {@code mine}
+     * at {@code landed} (the revision that attempt would have written): then it landed, and that is
+     * answered.
      */
-    private String putValue(
-            String userId, String sessionId, String key, byte[] body, Transport.Call call, byte[] mine) {
+    private Saved putValue(
+            String userId, String sessionId, String key, byte[] body, Transport.Call call, byte[] mine, long landed) {
         call.body(body);
         Transport.Answer answer =
                 body.length > bodyLimitBytes ? null : transport.send(userId, "PUT", valuePath(sessionId, key), call);
@@ -713,14 +724,18 @@ public final class HttpAgentStateStore implements AgentStateStore {
             if (answer.status() == 404 && answer.resent()) {
                 // The commit's answer was lost and the retry found the upload used: landed if the value is this one.
                 Stored now = readValue(userId, sessionId, key);
-                if (now != null && now.value().equals(NUMERIC, readTree(body))) return now.etag();
+                if (now != null && now.value().equals(NUMERIC, readTree(body))) return new Saved(now.etag(), now.revision());
             }
         }
-        if (answer.status() == 200) return transport.json(answer).path("etag").asText();
+        if (answer.status() == 200) {
+            JsonNode saved = transport.json(answer);
+            return new Saved(saved.path("etag").asText(), saved.path("revision").asLong(answer.revision()));
+        }
         if (answer.status() == 412 && mine != null) {
             if (answer.resent()) {
                 Stored now = readValue(userId, sessionId, key);
-                if (now != null && now.value().equals(NUMERIC, readTree(mine))) return now.etag();
+                if (now != null && now.revision() == landed && now.value().equals(NUMERIC, readTree(mine)))
+                    return new Saved(now.etag(), now.revision());
             }
             return null;
         }

@@ -62,6 +62,17 @@ final class Transport {
             if (etag == null || etag.length() < 2 || !etag.startsWith("\"") || !etag.endsWith("\"")) return null;
             return etag.substring(1, etag.length() - 1);
         }
+
+        /** The {@code Agent-State-Revision} header (a value's revision), or 0 when absent or not a number. */
+        long revision() {
+            String revision = headers.get("agent-state-revision");
+            if (revision == null) return 0;
+            try {
+                return Long.parseLong(revision.trim());
+            } catch (NumberFormatException e) {
+                return 0;
+            }
+        }
     }
 
     /** What a request needs beyond method and path. */

@@ -22,7 +22,7 @@ class CapabilitiesTest {
         assertTrue(store.supportsVersioning());
         HttpAgentStateStore.Capabilities c = store.capabilities();
         assertTrue(c.versioning() && c.conditionalOverwrite());
-        assertFalse(c.revisions(), "no revisions yet");
+        assertTrue(c.revisions(), "values carry revisions: the SPI's versions");
         assertFalse(c.atomicCommits(), "object storage: per-key atomic");
         assertEquals(List.of("GET /v1/capabilities"), recorded.calls(), "read once");
     }

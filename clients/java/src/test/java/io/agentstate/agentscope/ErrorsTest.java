@@ -215,16 +215,40 @@ class ErrorsTest {
         String mine = "{\"summary\":\"x\",\"curIter\":1,\"contexts\":{}}";
         HttpAgentStateStore store = scripted((x, n) -> {
             switch (n) {
-                case 1 -> send(x, 200, Map.of("ETag", "\"e1\""), ""); // HEAD
-                case 2 -> send(x, 503, Map.of("Retry-After", "0"), ""); // the PUT landed, its answer lost
-                case 3 -> send(x, 412, PROBLEM, problem(412, "precondition-failed")); // the retry finds e2
-                default -> send(x, 200, Map.of("ETag", "\"e2\"", "Content-Type", "application/json"), mine);
+                case 1 -> send(x, 503, Map.of("Retry-After", "0"), ""); // the PUT landed, its answer lost
+                case 2 -> send(x, 412, PROBLEM, problem(412, "precondition-failed")); // the retry finds revision 8
+                default -> send(x, 200, Map.of("ETag", "\"e2\"", "Agent-State-Revision", "8", "Content-Type", "application/json"), mine);
             }
         }, Duration.ofSeconds(5));
-        long version = store.saveIfVersion("u", "s", "k", STATE, HttpAgentStateStore.versionOf("e1"));
-        assertEquals(HttpAgentStateStore.versionOf("e2"), version);
-        assertEquals("\"e1\"", seen.get(1).header("If-match"));
-        assertEquals(List.of("HEAD", "PUT", "PUT", "GET"), seen.stream().map(Seen::method).toList());
+        assertEquals(8L, store.saveIfVersion("u", "s", "k", STATE, 7L));
+        assertEquals("7", seen.get(0).header("If-revision"), "one PUT on the revision, no read first");
+        assertEquals(List.of("PUT", "PUT", "GET"), seen.stream().map(Seen::method).toList());
+    }
+
+    @Test
+    void aLostAnswerWhoseRetryFindsTheSameContentAtAnotherRevisionIsAConflict() throws IOException {
+        // Identical content, but not at the revision this save would have written: another writer's.
+        String mine = "{\"summary\":\"x\",\"curIter\":1,\"contexts\":{}}";
+        HttpAgentStateStore store = scripted((x, n) -> {
+            switch (n) {
+                case 1 -> send(x, 503, Map.of("Retry-After", "0"), "");
+                case 2 -> send(x, 412, PROBLEM, problem(412, "precondition-failed"));
+                default -> send(x, 200, Map.of("ETag", "\"e3\"", "Agent-State-Revision", "9", "Content-Type", "application/json"), mine);
+            }
+        }, Duration.ofSeconds(5));
+        assertEquals(-1L, store.saveIfVersion("u", "s", "k", STATE, 7L));
+    }
+
+    @Test
+    void aValueReadWithoutARevisionHasNoVersion() throws IOException {
+        // A server older than revisions answers an ETag only: get works, getVersioned says why it cannot.
+        String mine = "{\"summary\":\"x\",\"curIter\":1,\"contexts\":{}}";
+        HttpAgentStateStore store = scripted(
+                (x, n) -> send(x, 200, Map.of("ETag", "\"e1\"", "Content-Type", "application/json"), mine),
+                Duration.ofSeconds(5));
+        assertEquals(STATE, store.get("u", "s", "k", AgentState.class).orElseThrow());
+        StateApiException e = assertThrows(StateApiException.class, () -> store.getVersioned("u", "s", "k", AgentState.class));
+        assertTrue(e.getMessage().contains("Agent-State-Revision"), e.getMessage());
     }
 
     @Test

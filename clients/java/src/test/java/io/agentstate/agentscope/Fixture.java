@@ -104,6 +104,24 @@ final class Fixture {
         }
     }
 
+    /** A PUT of JSON as {@code userId}, straight over HTTP (data another writer left): the status. */
+    static int rawPut(String userId, String path, String json) {
+        try {
+            HttpRequest request =
+                    HttpRequest.newBuilder(URI.create(URL + path))
+                            .header("Authorization", "Bearer " + token(userId))
+                            .header("Content-Type", "application/json")
+                            .PUT(HttpRequest.BodyPublishers.ofString(json))
+                            .build();
+            return HttpClient.newHttpClient().send(request, HttpResponse.BodyHandlers.discarding()).statusCode();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** The archives of a list, as the server lists them. */
     static JsonNode archives(String userId, String sessionId, String key) {
         return raw(userId, HttpAgentStateStore.listPath(sessionId, key) + "/archives").path("archives");

@@ -7,12 +7,18 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.sun.net.httpserver.HttpServer;
 import io.agentstate.agentscope.Fixture.AgentState;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.Test;
 
 /** The turn helper: one call to begin (lease + snapshot), reads from it, buffered saves, one commit. */
@@ -34,6 +40,7 @@ class TurnTest {
         AgentStateTurn.CommitResult result;
         try (AgentStateTurn turn = fresh.store().beginTurn(USER, s, VALUES, LISTS)) {
             assertTrue(turn.sessionExisted());
+            assertEquals(1L, turn.version("agent_state"), "the snapshot's revision");
             AgentState state = turn.get("agent_state", AgentState.class).orElseThrow();
             List<Msg> context = new ArrayList<>(turn.getList("memory_messages", Msg.class));
             assertEquals(messages(1, 4), context);
@@ -47,7 +54,8 @@ class TurnTest {
         }
         assertEquals(List.of("POST /v1/sessions/" + s + "/turns", "POST /v1/sessions/" + s + "/commits"), fresh.calls());
         assertEquals("appended", result.listActions().get("memory_messages"));
-        assertEquals(store.getVersioned(USER, s, "agent_state", AgentState.class).version(), result.versions().get("agent_state"));
+        assertEquals(2L, result.versions().get("agent_state"), "the next revision");
+        assertEquals(2L, store.getVersioned(USER, s, "agent_state", AgentState.class).version());
         assertEquals(messages(1, 6), store.getList(USER, s, "memory_messages", Msg.class));
         assertEquals(2, store.get(USER, s, "agent_state", AgentState.class).orElseThrow().curIter());
 
@@ -157,6 +165,56 @@ class TurnTest {
     }
 
     @Test
+    void aCommitSendsTheVersionAndRevisionTheSnapshotReadAndAnswersTheNewRevision() throws IOException {
+        // A scripted server, to see the commit's body: the snapshot read agent_state at e4, revision 4.
+        List<JsonNode> commits = new CopyOnWriteArrayList<>();
+        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server.createContext("/", x -> {
+            byte[] body = x.getRequestBody().readAllBytes();
+            String answer;
+            if (x.getRequestURI().getPath().endsWith("/turns")) {
+                answer = "{\"lease\":{\"owner\":\"o\",\"token\":3,\"expiresAt\":\"2030-01-01T00:00:00Z\"},\"exists\":true,"
+                        + "\"values\":[{\"key\":\"agent_state\",\"value\":{\"summary\":\"\",\"curIter\":1,\"contexts\":{}},"
+                        + "\"etag\":\"e4\",\"revision\":4},{\"key\":\"other\",\"absent\":true}],\"lists\":[]}";
+            } else {
+                commits.add(Fixture.JSON.readTree(body));
+                answer = "{\"commitId\":\"c\",\"values\":[{\"key\":\"agent_state\",\"etag\":\"e5\",\"revision\":5},"
+                        + "{\"key\":\"other\",\"etag\":\"f1\",\"revision\":1}],\"lists\":[],"
+                        + "\"lease\":{\"owner\":\"o\",\"released\":true}}";
+            }
+            byte[] bytes = answer.getBytes(StandardCharsets.UTF_8);
+            x.getResponseHeaders().add("Content-Type", "application/json");
+            x.sendResponseHeaders(x.getRequestURI().getPath().endsWith("/turns") ? 201 : 200, bytes.length);
+            x.getResponseBody().write(bytes);
+            x.close();
+        });
+        server.start();
+        try {
+            HttpAgentStateStore scripted =
+                    HttpAgentStateStore.builder()
+                            .baseUrl("http://127.0.0.1:" + server.getAddress().getPort())
+                            .tokenProvider(u -> "t")
+                            .build();
+            AgentStateTurn.CommitResult result;
+            try (AgentStateTurn turn = scripted.beginTurn(USER, "s", List.of("agent_state", "other"), List.of())) {
+                assertEquals(4L, turn.version("agent_state"));
+                assertEquals(0L, turn.version("other"), "absent");
+                turn.save("agent_state", new AgentState("", 2, Map.of()));
+                turn.save("other", new AgentState("", 1, Map.of()));
+                result = turn.commit();
+            }
+            JsonNode values = commits.get(0).path("values");
+            assertEquals("e4", values.get(0).path("seenVersion").asText());
+            assertEquals(4L, values.get(0).path("seenRevision").asLong());
+            assertFalse(values.get(0).has("ifVersion"), "a hint, not a condition");
+            assertFalse(values.get(1).has("seenVersion") || values.get(1).has("seenRevision"), "nothing read: nothing seen");
+            assertEquals(Map.of("agent_state", 5L, "other", 1L), result.versions());
+        } finally {
+            server.stop(0);
+        }
+    }
+
+    @Test
     void aValueOverTheBodyLimitIsSavedByATurnAndReadBackFromItsDownload() {
         Fixture.Recorded fs = Fixture.store(Fixture.ANON_URL); // the fs server presigns
         String s = Fixture.session("big-turn");
@@ -165,7 +223,8 @@ class TurnTest {
             turn.save("agent_state", big);
             turn.save("memory_messages", messages(1, 2));
             AgentStateTurn.CommitResult result = turn.commit();
-            assertEquals(fs.store().getVersioned(USER, s, "agent_state", AgentState.class).version(), result.versions().get("agent_state"));
+            assertEquals(1L, result.versions().get("agent_state"), "saved ahead of the commit: its revision");
+            assertEquals(1L, fs.store().getVersioned(USER, s, "agent_state", AgentState.class).version());
         }
         fs.reset();
         try (AgentStateTurn turn = fs.store().beginTurn(USER, s, VALUES, LISTS)) {

@@ -1,23 +1,17 @@
 package io.agentstate.agentscope;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.JsonNode;
 import io.agentscope.core.state.VersionedState;
 import io.agentstate.agentscope.Fixture.AgentState;
-import java.math.BigInteger;
-import java.security.MessageDigest;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
-/** The SPI's long versions over the API's etags, and the compare-and-swap on the etag. */
+/** The SPI's long versions are the server's revisions, and the compare-and-swap is on them. */
 class VersionsTest {
     private static final String USER = "dave";
 
@@ -28,25 +22,8 @@ class VersionsTest {
         return new AgentState("summary " + i, i, Map.of());
     }
 
-    @Test
-    void theMappingMatchesVectorsComputedByNodeCrypto() throws Exception {
-        Map<String, String> vectors =
-                Fixture.JSON.readValue(System.getenv("AGENT_STATE_VERSION_VECTORS"), new TypeReference<Map<String, String>>() {});
-        assertFalse(vectors.isEmpty());
-        vectors.forEach((etag, version) -> assertEquals(Long.parseLong(version), HttpAgentStateStore.versionOf(etag), etag));
-    }
-
-    @Test
-    void theMappingIsOnePlusTheLow62BitsAndNeverZeroOrMinusOne() throws Exception {
-        BigInteger mask = BigInteger.ONE.shiftLeft(62).subtract(BigInteger.ONE);
-        for (int i = 0; i < 2000; i++) {
-            String etag = UUID.randomUUID().toString();
-            byte[] digest = MessageDigest.getInstance("SHA-256").digest(etag.getBytes(StandardCharsets.UTF_8));
-            long expected = new BigInteger(1, digest).and(mask).longValueExact() + 1;
-            long version = HttpAgentStateStore.versionOf(etag);
-            assertEquals(expected, version);
-            assertTrue(version >= 1 && version <= (1L << 62), "in 1..2^62: " + version);
-        }
+    private long version(String s) {
+        return store.getVersioned(USER, s, "agent_state", AgentState.class).version();
     }
 
     @Test
@@ -57,63 +34,88 @@ class VersionsTest {
     }
 
     @Test
-    void theVersionIsThatOfTheServersEtag() {
-        String s = Fixture.session("etag");
-        store.save(USER, s, "agent_state", state(1));
-        String etag = Fixture.raw(USER, HttpAgentStateStore.sessionPath(s) + "/keys").path("values").get(0).path("etag").asText();
-        assertEquals(HttpAgentStateStore.versionOf(etag), store.getVersioned(USER, s, "agent_state", AgentState.class).version());
+    void theVersionIsTheRevisionTheServerLists() {
+        String s = Fixture.session("revision");
+        for (int i = 1; i <= 3; i++) store.save(USER, s, "agent_state", state(i));
+        JsonNode listed = Fixture.raw(USER, HttpAgentStateStore.sessionPath(s) + "/keys").path("values").get(0);
+        assertEquals(3L, listed.path("revision").asLong());
+        assertEquals(3L, version(s));
     }
 
     @Test
-    void createOnlyThenCompareAndSwapThenConflicts() {
+    void identicalContentAndABackAndForthCountEveryWrite() {
+        String s = Fixture.session("same");
+        store.save(USER, s, "agent_state", state(1));
+        assertEquals(1L, version(s));
+        store.save(USER, s, "agent_state", state(1));
+        assertEquals(2L, version(s), "identical content is a write too");
+        store.save(USER, s, "agent_state", state(2));
+        store.save(USER, s, "agent_state", state(1));
+        assertEquals(4L, version(s), "A, A, B, A: four writes, whatever the etags");
+    }
+
+    @Test
+    void createOnlyThenCompareAndSwapInOnePutThenConflicts() {
         String s = Fixture.session("cas");
-        long v1 = store.saveIfVersion(USER, s, "agent_state", state(1), 0L);
-        assertTrue(v1 > 0);
+        String path = HttpAgentStateStore.valuePath(s, "agent_state");
+        assertEquals(1L, store.saveIfVersion(USER, s, "agent_state", state(1), 0L));
         assertEquals(-1L, store.saveIfVersion(USER, s, "agent_state", state(9), 0L), "exists already");
         VersionedState<AgentState> read = store.getVersioned(USER, s, "agent_state", AgentState.class);
         assertEquals(state(1), read.value());
-        assertEquals(v1, read.version());
+        assertEquals(1L, read.version(), "a refused write changes nothing");
 
         recorded.reset();
-        long v2 = store.saveIfVersion(USER, s, "agent_state", state(2), v1);
-        assertNotEquals(v1, v2);
-        assertTrue(v2 > 0);
-        assertEquals(List.of("HEAD /v1/sessions/" + s + "/state/agent_state", "PUT /v1/sessions/" + s + "/state/agent_state"), recorded.calls());
+        assertEquals(2L, store.saveIfVersion(USER, s, "agent_state", state(2), 1L));
+        assertEquals(List.of("PUT " + path), recorded.calls(), "If-Revision: no read first");
 
-        assertEquals(-1L, store.saveIfVersion(USER, s, "agent_state", state(3), v1), "stale version");
-        assertEquals(-1L, store.saveIfVersion(USER, Fixture.session("none"), "agent_state", state(3), v1), "absent value");
+        assertEquals(-1L, store.saveIfVersion(USER, s, "agent_state", state(3), 1L), "stale version");
+        assertEquals(-1L, store.saveIfVersion(USER, Fixture.session("none"), "agent_state", state(3), 1L), "absent value");
         assertEquals(state(2), store.get(USER, s, "agent_state", AgentState.class).orElseThrow(), "nothing written on a conflict");
+        assertEquals(2L, version(s));
 
-        long v3 = store.saveIfVersion(USER, s, "agent_state", state(4), -1L);
-        assertEquals(v3, store.getVersioned(USER, s, "agent_state", AgentState.class).version());
+        recorded.reset();
+        assertEquals(-1L, store.saveIfVersion(USER, s, "agent_state", state(3), -7L), "no value has a version below -1");
+        assertEquals(List.of(), recorded.calls());
+
+        assertEquals(3L, store.saveIfVersion(USER, s, "agent_state", state(4), -1L));
+        assertEquals(3L, version(s));
         assertEquals(state(4), store.get(USER, s, "agent_state", AgentState.class).orElseThrow());
     }
 
     @Test
-    void aConflictAtWriteTimeIsA412AnsweredMinusOne() {
+    void anotherWriterBetweenTheReadAndTheSaveIsAConflict() {
         String s = Fixture.session("race");
         long v1 = store.saveIfVersion(USER, s, "agent_state", state(1), 0L);
-        // Between this store's HEAD and PUT another writer lands: the If-Match on the etag refuses it.
-        HttpAgentStateStore racing =
-                HttpAgentStateStore.builder()
-                        .baseUrl(Fixture.URL)
-                        .tokenProvider(Fixture::token)
-                        .requestListener(e -> {
-                            if (e.method().equals("HEAD")) store.save(USER, s, "agent_state", state(7));
-                        })
-                        .build();
-        assertEquals(-1L, racing.saveIfVersion(USER, s, "agent_state", state(2), v1));
+        // Another store (another replica) writes after this one read the version.
+        Fixture.store().store().save(USER, s, "agent_state", state(7));
+        assertEquals(-1L, store.saveIfVersion(USER, s, "agent_state", state(2), v1));
         assertEquals(state(7), store.get(USER, s, "agent_state", AgentState.class).orElseThrow());
+        assertEquals(2L, version(s));
     }
 
     @Test
-    void savingIdenticalContentKeepsTheVersionOtherContentChangesIt() {
-        String s = Fixture.session("same");
+    void aDeletedValueStartsAgainAtOne() {
+        String s = Fixture.session("again");
         store.save(USER, s, "agent_state", state(1));
-        long first = store.getVersioned(USER, s, "agent_state", AgentState.class).version();
-        store.save(USER, s, "agent_state", state(1));
-        assertEquals(first, store.getVersioned(USER, s, "agent_state", AgentState.class).version(), "the documented deviation");
         store.save(USER, s, "agent_state", state(2));
-        assertNotEquals(first, store.getVersioned(USER, s, "agent_state", AgentState.class).version());
+        store.delete(USER, s, "agent_state");
+        assertEquals(0L, version(s));
+        store.save(USER, s, "agent_state", state(3));
+        assertEquals(1L, version(s), "a key deleted and written again");
+        store.delete(USER, s);
+        assertEquals(1L, store.saveIfVersion(USER, s, "agent_state", state(4), 0L), "and so after the session's delete");
+    }
+
+    @Test
+    void onAServerWithoutConditionalOverwriteARevisionConditionIsRefused() {
+        HttpAgentStateStore oss = Fixture.store(Fixture.NO_CAS_URL).store();
+        String s = Fixture.session("oss");
+        assertEquals(1L, oss.saveIfVersion(USER, s, "agent_state", state(1), 0L));
+        UnsupportedByServerException e =
+                assertThrows(UnsupportedByServerException.class, () -> oss.saveIfVersion(USER, s, "agent_state", state(2), 1L));
+        assertEquals("precondition-unsupported", e.code());
+        assertEquals(state(1), oss.get(USER, s, "agent_state", AgentState.class).orElseThrow(), "nothing written");
+        assertEquals(2L, oss.saveIfVersion(USER, s, "agent_state", state(3), -1L), "revisions still count there");
+        assertEquals(2L, oss.getVersioned(USER, s, "agent_state", AgentState.class).version());
     }
 }
