@@ -104,7 +104,7 @@ export const TIERS: readonly Tier[] = [
     // Pure library code, no backend: run once, in the fast tier.
     exclude: ['test/workspaces/snapshot-library.test.ts'],
     servers: 'local',
-    seconds: 335,
+    seconds: 300,
   },
   {
     name: 'rgw',
@@ -124,9 +124,9 @@ export const TIERS: readonly Tier[] = [
     servers: 'local+rgw',
     seconds: 240,
   },
-  { name: 'java', files: ['test/java/'], servers: 'none', seconds: 20 },
+  { name: 'java', files: ['test/java/'], servers: 'none', seconds: 40 },
   // The session console in Debian's chromium against the local server it starts itself.
-  { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 15 },
+  { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 30 },
   {
     name: 'deploy',
     // Packaging and deployment: the npm package (and its framework peer matrix), the templates,
