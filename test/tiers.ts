@@ -9,7 +9,7 @@
  * (fast: memory and fs; servers: s3rver and the OSS front; rgw: Ceph RGW), and a block that needs
  * one tier runs under `describe.runIf(onTier('servers'))`.
  */
-export type TierName = 'fast' | 'servers' | 'rgw' | 'java' | 'deploy' | 'browser';
+export type TierName = 'fast' | 'servers' | 'rgw' | 'java' | 'deploy' | 'browser' | 'redis';
 
 export interface Tier {
   readonly name: TierName;
@@ -103,7 +103,7 @@ export const TIERS: readonly Tier[] = [
     // Pure library code, no backend: run once, in the fast tier.
     exclude: ['test/workspaces/snapshot-library.test.ts'],
     servers: 'local',
-    seconds: 335,
+    seconds: 305,
   },
   {
     name: 'rgw',
@@ -125,7 +125,9 @@ export const TIERS: readonly Tier[] = [
   },
   { name: 'java', files: ['test/java/'], servers: 'none', seconds: 20 },
   // The session console in Debian's chromium against the local server it starts itself.
-  { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 45 },
+  { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 15 },
+  // Debian's redis-server, standalone and a Cluster of three masters, started by the tests themselves.
+  { name: 'redis', files: ['test/engines/redis/'], servers: 'none', seconds: 60 },
   {
     name: 'deploy',
     // Packaging and deployment: the npm package (and its framework peer matrix), the templates,
