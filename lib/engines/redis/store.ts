@@ -377,7 +377,12 @@ class RedisUserStore implements SessionStore {
         : recordId(writeId, requestDigest({ append: items, expectedCount, expectedHash }));
     for (let attempt = 0; ; attempt++) {
       // Without an expected hash, the hash the items follow is read first (one round trip more).
-      const base = expectedHash ?? (await this.stat(sessionId, key)).hash;
+      // (its hash at the expected count, so that a replay of these items is recognised too).
+      let base = expectedHash;
+      if (base === undefined) {
+        const st = await this.stat(sessionId, key, Number.MAX_SAFE_INTEGER, expectedCount);
+        base = st.hashAt ?? st.hash;
+      }
       const request = {
         ...common,
         key,
@@ -399,9 +404,19 @@ class RedisUserStore implements SessionStore {
   }
 
   /** A list's count and hash, and its items from `from` on. */
-  private async stat(sessionId: string, key: string, from = Number.MAX_SAFE_INTEGER) {
-    const reply = await this.run('assPeekList', sessionId, { key, from });
-    return { count: int(reply[0]), hash: str(reply[1]), items: reply.slice(2).map(str) };
+  /** A list's count and hash, its hash at item `at` (null past its end), and its items from `from` on. */
+  private async stat(sessionId: string, key: string, from = Number.MAX_SAFE_INTEGER, at?: number) {
+    const reply = await this.run('assPeekList', sessionId, {
+      key,
+      from,
+      ...(at !== undefined ? { at } : {}),
+    });
+    return {
+      count: int(reply[0]),
+      hash: str(reply[1]),
+      hashAt: reply[2] == null ? undefined : str(reply[2]),
+      items: reply.slice(3).map(str),
+    };
   }
 
   async saveList(sessionId: string, key: string, items: readonly unknown[], options: ListSaveOptions = {}) {
