@@ -64,7 +64,12 @@ export type SuiteFormat = ListFormatName;
  */
 export interface Engine {
   readonly name: string;
-  makeStore(options: { metrics: MetricsSink }): Promise<{ store: StateStore; close(): Promise<void> }>;
+  makeStore(options: { metrics: MetricsSink }): Promise<{
+    store: StateStore;
+    close(): Promise<void>;
+    /** Writes the engine's server has made so far (the tests' "nothing written" checks). */
+    changes(): Promise<number>;
+  }>;
 }
 
 /** Runs the store suite on one backend (an object-storage driver) or engine. */
@@ -93,6 +98,24 @@ export function describeStoreSuite(
     const format = (): ListFormatName => listFormat ?? (cas() ? 'cas' : 'append');
     /** Writes of any kind (the append format writes by `append`). */
     const writes = () => driver.calls.put + driver.calls.append + driver.calls.copy;
+    /** What the server of an engine counts as its writes. */
+    let engineChanges: () => Promise<number> = async () => 0;
+    let engineBase = 0;
+    /**
+     * Writes since `reset`, on any backend: an object store's requests (writes, or writes and
+     * deletes), an engine server's own count of changes.
+     */
+    const meter = {
+      reset: async () => {
+        if (objects) driver.reset();
+        else engineBase = await engineChanges();
+      },
+      writes: async () => (objects ? writes() : (await engineChanges()) - engineBase),
+      changes: async () =>
+        objects
+          ? writes() + driver.calls.delete + driver.calls.deleteMany
+          : (await engineChanges()) - engineBase,
+    };
 
     beforeAll(async () => {
       const metrics: MetricsSink = {
@@ -101,6 +124,7 @@ export function describeStoreSuite(
       if (!('make' in backend)) {
         const made = await backend.makeStore({ metrics });
         close = made.close;
+        engineChanges = made.changes;
         if (via === 'http') {
           const served = await httpStateStore(made.store, lock);
           store = served.store;
@@ -234,7 +258,7 @@ export function describeStoreSuite(
       objectsIt('saveList: created, unchanged (no writes), appended, rewritten after archiving', async () => {
         const s = sid();
         expect(await alice.saveList(s, 'memory', msgs(0, 3))).toMatchObject({ action: 'created', count: 3 });
-        driver.reset();
+        await meter.reset();
         const same = await alice.saveList(s, 'memory', msgs(0, 3));
         expect(same).toEqual({ action: 'unchanged', count: 3, hash: chainHash(EMPTY_HASH, msgs(0, 3)) });
         expect(driver.calls.put + driver.calls.delete + driver.calls.copy).toBe(0);
@@ -473,65 +497,58 @@ export function describeStoreSuite(
         },
       );
 
-      objectsIt('a replayed write id answers the original result and writes nothing', async () => {
+      it('a replayed write id answers the original result and writes nothing', async () => {
         const s = sid();
         const first = await alice.appendList(s, 'w', msgs(0, 2), { expectedCount: 0, writeId: 'turn-1' });
         expect(first.action).toBe('created');
         await alice.appendList(s, 'w', msgs(2, 3), { expectedCount: 2, writeId: 'turn-2' });
-        const before = writes();
+        const before = await meter.writes();
         // The same id again (its answer lost): the original answer, even though the list moved on.
         expect(await alice.appendList(s, 'w', msgs(0, 2), { expectedCount: 0, writeId: 'turn-1' })).toEqual(
           first,
         );
-        expect(writes()).toBe(before);
+        expect(await meter.writes()).toBe(before);
         expect((await alice.getList(s, 'w')).items).toEqual(msgs(0, 3));
         // Still found after more writes than a tail holds (in the append format, across rollovers).
         for (let i = 3; i < 40; i++)
           await alice.appendList(s, 'w', [{ ...msg(i), pad: 'x'.repeat(100) }], { expectedCount: i });
-        const after = writes();
+        const after = await meter.writes();
         expect(
           await alice.appendList(s, 'w', msgs(2, 3), { expectedCount: 2, writeId: 'turn-2' }),
         ).toMatchObject({ action: 'appended', count: 3 });
-        expect(writes()).toBe(after);
+        expect(await meter.writes()).toBe(after);
         await expect(
           alice.appendList(s, 'w', [msg(9)], { expectedCount: 3, writeId: 'bad id!' }),
         ).rejects.toBeInstanceOf(ValidationError);
       });
 
-      objectsIt(
-        'an Idempotency-Key reused for another request is refused (appends and truncates), nothing written; the same request is a replay, after a delete too',
-        async () => {
-          const s = sid();
-          const first = await alice.appendList(s, 'k', [msg(0)], { expectedCount: 0, writeId: 'k1' });
-          const before = writes();
-          for (const other of [
-            () => alice.appendList(s, 'k', [msg(1)], { expectedCount: 1, writeId: 'k1' }),
-            () => alice.appendList(s, 'k', [msg(9)], { expectedCount: 0, writeId: 'k1' }),
-          ])
-            await expect(other()).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
-          expect(writes()).toBe(before);
-          expect((await alice.getList(s, 'k')).items).toEqual([msg(0)]);
-          expect(await alice.appendList(s, 'k', [msg(0)], { expectedCount: 0, writeId: 'k1' })).toEqual(
-            first,
-          );
-          const grown = await alice.appendList(s, 'k', msgs(1, 4), { expectedCount: 1 });
-          const cut = await alice.truncateList(s, 'k', { count: 2, expectedHash: grown.hash, writeId: 't1' });
-          const afterCut = writes();
-          await expect(
-            alice.truncateList(s, 'k', { count: 1, expectedHash: cut.hash, writeId: 't1' }),
-          ).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
-          expect(writes()).toBe(afterCut);
-          expect((await alice.getList(s, 'k')).items).toEqual(msgs(0, 2));
-          // After the list is deleted, the replay answers what it answered, and writes nothing back.
-          await alice.deleteList(s, 'k');
-          const afterDelete = writes();
-          expect(await alice.appendList(s, 'k', [msg(0)], { expectedCount: 0, writeId: 'k1' })).toEqual(
-            first,
-          );
-          expect(writes()).toBe(afterDelete);
-          expect(await alice.getList(s, 'k')).toEqual(EMPTY_PAGE);
-        },
-      );
+      it('an Idempotency-Key reused for another request is refused (appends and truncates), nothing written; the same request is a replay, after a delete too', async () => {
+        const s = sid();
+        const first = await alice.appendList(s, 'k', [msg(0)], { expectedCount: 0, writeId: 'k1' });
+        const before = await meter.writes();
+        for (const other of [
+          () => alice.appendList(s, 'k', [msg(1)], { expectedCount: 1, writeId: 'k1' }),
+          () => alice.appendList(s, 'k', [msg(9)], { expectedCount: 0, writeId: 'k1' }),
+        ])
+          await expect(other()).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
+        expect(await meter.writes()).toBe(before);
+        expect((await alice.getList(s, 'k')).items).toEqual([msg(0)]);
+        expect(await alice.appendList(s, 'k', [msg(0)], { expectedCount: 0, writeId: 'k1' })).toEqual(first);
+        const grown = await alice.appendList(s, 'k', msgs(1, 4), { expectedCount: 1 });
+        const cut = await alice.truncateList(s, 'k', { count: 2, expectedHash: grown.hash, writeId: 't1' });
+        const afterCut = await meter.writes();
+        await expect(
+          alice.truncateList(s, 'k', { count: 1, expectedHash: cut.hash, writeId: 't1' }),
+        ).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
+        expect(await meter.writes()).toBe(afterCut);
+        expect((await alice.getList(s, 'k')).items).toEqual(msgs(0, 2));
+        // After the list is deleted, the replay answers what it answered, and writes nothing back.
+        await alice.deleteList(s, 'k');
+        const afterDelete = await meter.writes();
+        expect(await alice.appendList(s, 'k', [msg(0)], { expectedCount: 0, writeId: 'k1' })).toEqual(first);
+        expect(await meter.writes()).toBe(afterDelete);
+        expect(await alice.getList(s, 'k')).toEqual(EMPTY_PAGE);
+      });
 
       objectsIt(
         'a save with a base (ifHash) that is not the current hash is refused and writes nothing',
@@ -793,8 +810,6 @@ export function describeStoreSuite(
     // client (GET …/keys, POST …/lists/{key}/truncate), which raises the same typed errors.
     describe('keys and truncate', () => {
       const utf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
-      /** Every write of any kind, deletes included. */
-      const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
       /** Every item of every archive of a list, with the archive's offset. */
       const archivedOf = async (user: SessionStore, s: string, k: string) => {
         const out = [];
@@ -839,7 +854,7 @@ export function describeStoreSuite(
           await alice.saveList(s, 'memory', msgs(1, 30));
           await alice.deleteList(s, 'gone');
           const lists = listKeys.filter((k) => k !== 'gone').sort(utf8);
-          driver.reset();
+          await meter.reset();
           const page = await alice.listKeys(s);
           // One LIST (the session's folder from its start, by `~`), the marker, a HEAD per value.
           expect(driver.calls.list).toBe(1);
@@ -980,79 +995,76 @@ export function describeStoreSuite(
         }
       });
 
-      objectsIt(
-        'truncateList: unchanged, a stale hash (412), too few items and bad options write nothing; a named retry answers once; an append at the old count and hash is refused',
-        async () => {
-          const s = sid();
-          const { hash } = await alice.saveList(s, 'u', msgs(0, 5));
-          driver.reset();
-          expect(await alice.truncateList(s, 'u', { count: 5, expectedHash: hash })).toEqual({
-            action: 'unchanged',
-            count: 5,
-            hash,
-          });
-          const stale = await alice
-            .truncateList(s, 'u', { count: 2, expectedHash: chainHash(EMPTY_HASH, msgs(0, 4)) })
-            .catch((e: unknown) => e);
-          expect(stale).toBeInstanceOf(ListPreconditionFailedError);
-          expect((stale as ListPreconditionFailedError).currentHash).toBe(hash);
-          const short = await alice
-            .truncateList(s, 'u', { count: 6, expectedHash: hash })
-            .catch((e: unknown) => e);
-          expect(short).toBeInstanceOf(ListTooShortError);
-          expect(short).toBeInstanceOf(ValidationError);
-          expect(short).toMatchObject({ count: 6, currentCount: 5 });
-          for (const bad of [
-            { count: -1, expectedHash: hash },
-            { count: 1.5, expectedHash: hash },
-            { count: 1, expectedHash: 'sha256:xyz' },
-            { count: 1, expectedHash: hash, writeId: 'not ok!' },
-          ])
-            await expect(alice.truncateList(s, 'u', bad)).rejects.toBeInstanceOf(ValidationError);
-          // An absent list is empty: keeping 0 of it changes nothing (and creates no session).
-          const none = sid();
-          expect(await alice.truncateList(none, 'u', { count: 0, expectedHash: EMPTY_HASH })).toEqual({
-            action: 'unchanged',
-            count: 0,
-            hash: EMPTY_HASH,
-          });
-          await expect(
-            alice.truncateList(none, 'u', { count: 1, expectedHash: EMPTY_HASH }),
-          ).rejects.toBeInstanceOf(ListTooShortError);
-          expect(changes()).toBe(0);
-          expect(await alice.exists(none)).toBe(false);
-          expect((await alice.getList(s, 'u')).items).toEqual(msgs(0, 5));
-          expect(await alice.listArchives(s, 'u')).toEqual([]);
+      it('truncateList: unchanged, a stale hash (412), too few items and bad options write nothing; a named retry answers once; an append at the old count and hash is refused', async () => {
+        const s = sid();
+        const { hash } = await alice.saveList(s, 'u', msgs(0, 5));
+        await meter.reset();
+        expect(await alice.truncateList(s, 'u', { count: 5, expectedHash: hash })).toEqual({
+          action: 'unchanged',
+          count: 5,
+          hash,
+        });
+        const stale = await alice
+          .truncateList(s, 'u', { count: 2, expectedHash: chainHash(EMPTY_HASH, msgs(0, 4)) })
+          .catch((e: unknown) => e);
+        expect(stale).toBeInstanceOf(ListPreconditionFailedError);
+        expect((stale as ListPreconditionFailedError).currentHash).toBe(hash);
+        const short = await alice
+          .truncateList(s, 'u', { count: 6, expectedHash: hash })
+          .catch((e: unknown) => e);
+        expect(short).toBeInstanceOf(ListTooShortError);
+        expect(short).toBeInstanceOf(ValidationError);
+        expect(short).toMatchObject({ count: 6, currentCount: 5 });
+        for (const bad of [
+          { count: -1, expectedHash: hash },
+          { count: 1.5, expectedHash: hash },
+          { count: 1, expectedHash: 'sha256:xyz' },
+          { count: 1, expectedHash: hash, writeId: 'not ok!' },
+        ])
+          await expect(alice.truncateList(s, 'u', bad)).rejects.toBeInstanceOf(ValidationError);
+        // An absent list is empty: keeping 0 of it changes nothing (and creates no session).
+        const none = sid();
+        expect(await alice.truncateList(none, 'u', { count: 0, expectedHash: EMPTY_HASH })).toEqual({
+          action: 'unchanged',
+          count: 0,
+          hash: EMPTY_HASH,
+        });
+        await expect(
+          alice.truncateList(none, 'u', { count: 1, expectedHash: EMPTY_HASH }),
+        ).rejects.toBeInstanceOf(ListTooShortError);
+        expect(await meter.changes()).toBe(0);
+        expect(await alice.exists(none)).toBe(false);
+        expect((await alice.getList(s, 'u')).items).toEqual(msgs(0, 5));
+        expect(await alice.listArchives(s, 'u')).toEqual([]);
 
-          // A named truncate retried after it landed answers its result again, writing nothing.
-          const options = { count: 3, expectedHash: hash, writeId: 'pop-1' };
-          const once = await alice.truncateList(s, 'u', options);
-          driver.reset();
-          expect(await alice.truncateList(s, 'u', options)).toEqual(once);
-          expect(changes()).toBe(0);
-          // Back at 5 items, other ones: an append made for the old 5 is refused (the hash differs).
-          await alice.appendList(s, 'u', [{ other: 3 }, { other: 4 }], {
-            expectedCount: 3,
-            expectedHash: once.hash,
-          });
-          const late = await alice
-            .appendList(s, 'u', [msg(5)], { expectedCount: 5, expectedHash: hash })
-            .catch((e: unknown) => e);
-          expect(late).toBeInstanceOf(AppendConflictError);
-          expect((await alice.getList(s, 'u')).items).toEqual([...msgs(0, 3), { other: 3 }, { other: 4 }]);
-        },
-      );
+        // A named truncate retried after it landed answers its result again, writing nothing.
+        const options = { count: 3, expectedHash: hash, writeId: 'pop-1' };
+        const once = await alice.truncateList(s, 'u', options);
+        await meter.reset();
+        expect(await alice.truncateList(s, 'u', options)).toEqual(once);
+        expect(await meter.changes()).toBe(0);
+        // Back at 5 items, other ones: an append made for the old 5 is refused (the hash differs).
+        await alice.appendList(s, 'u', [{ other: 3 }, { other: 4 }], {
+          expectedCount: 3,
+          expectedHash: once.hash,
+        });
+        const late = await alice
+          .appendList(s, 'u', [msg(5)], { expectedCount: 5, expectedHash: hash })
+          .catch((e: unknown) => e);
+        expect(late).toBeInstanceOf(AppendConflictError);
+        expect((await alice.getList(s, 'u')).items).toEqual([...msgs(0, 3), { other: 3 }, { other: 4 }]);
+      });
 
-      it.skipIf(via === 'http' || !objects)(
+      it.skipIf(via === 'http')(
         'truncateList is fenced as every list write (no lock): a stale token writes nothing',
         async () => {
           const s = sid();
           const { hash } = await alice.saveList(s, 'f', msgs(0, 6), { token: 5 });
-          driver.reset();
+          await meter.reset();
           await expect(
             alice.truncateList(s, 'f', { count: 2, expectedHash: hash, token: 4 }),
           ).rejects.toBeInstanceOf(FencedError);
-          expect(changes()).toBe(0);
+          expect(await meter.changes()).toBe(0);
           const cut = await alice.truncateList(s, 'f', { count: 2, expectedHash: hash, token: 6 });
           expect(cut.count).toBe(2);
           await expect(
@@ -1112,9 +1124,6 @@ export function describeStoreSuite(
     });
 
     describe('snapshot and commit', () => {
-      /** Every write of any kind, deletes included. */
-      const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
-
       objectsIt(
         'a commit of every kind of change, read back by one snapshot; its retry answers the same and writes nothing but unconditional values',
         async () => {
@@ -1166,7 +1175,7 @@ export function describeStoreSuite(
             offset: 2,
           });
           // The retry: every conditional key records this commit and is skipped.
-          driver.reset();
+          await meter.reset();
           const again = await alice.commit(s, request);
           expect(again.values.slice(0, 2)).toEqual(result.values.slice(0, 2));
           expect(again.lists.map(({ key, count, hash }) => ({ key, count, hash }))).toEqual(
@@ -1186,55 +1195,52 @@ export function describeStoreSuite(
         },
       );
 
-      objectsIt(
-        'failing preconditions name each key with its current state and write nothing; the same commitId with another body is CommitMismatchError',
-        async () => {
-          const s = sid();
-          await alice.save(s, 'v', 1);
-          const l = await alice.saveList(s, 'l', msgs(0, 3));
-          driver.reset();
-          const stale = await alice
-            .commit(s, {
-              commitId: `c-${randomUUID()}`,
-              values: [
-                { key: 'v', value: 2, ifAbsent: true },
-                { key: 'fresh', value: 'x' },
-              ],
-              lists: [
-                { key: 'l', append: [msg(3)], expectedCount: 2, expectedHash: l.hash },
-                { key: 'm', truncate: 0, expectedHash: chainHash(EMPTY_HASH, ['not this']) },
-              ],
-            })
-            .catch((e: unknown) => e);
-          expect(stale).toBeInstanceOf(CommitPreconditionError);
-          const failures = (stale as CommitPreconditionError).failures;
-          expect(failures.map((f) => `${f.kind} ${f.key} ${f.reason}`).sort()).toEqual([
-            'list l count',
-            'list m hash',
-            'value v version',
-          ]);
-          expect(failures.find((f) => f.key === 'l')).toMatchObject({ count: 3, hash: l.hash });
-          expect(failures.find((f) => f.key === 'm')).toMatchObject({ count: 0, hash: EMPTY_HASH });
-          expect(changes()).toBe(0);
-          expect(await alice.get(s, 'fresh')).toBeUndefined();
-          const commitId = `c-${randomUUID()}`;
-          await alice.commit(s, { commitId, values: [{ key: 'fresh', value: 'x', ifAbsent: true }] });
-          driver.reset();
-          await expect(
-            alice.commit(s, { commitId, values: [{ key: 'fresh', value: 'other', ifAbsent: true }] }),
-          ).rejects.toBeInstanceOf(CommitMismatchError);
-          expect(changes()).toBe(0);
-          expect(await alice.get(s, 'fresh')).toBe('x');
-        },
-      );
+      it('failing preconditions name each key with its current state and write nothing; the same commitId with another body is CommitMismatchError', async () => {
+        const s = sid();
+        await alice.save(s, 'v', 1);
+        const l = await alice.saveList(s, 'l', msgs(0, 3));
+        await meter.reset();
+        const stale = await alice
+          .commit(s, {
+            commitId: `c-${randomUUID()}`,
+            values: [
+              { key: 'v', value: 2, ifAbsent: true },
+              { key: 'fresh', value: 'x' },
+            ],
+            lists: [
+              { key: 'l', append: [msg(3)], expectedCount: 2, expectedHash: l.hash },
+              { key: 'm', truncate: 0, expectedHash: chainHash(EMPTY_HASH, ['not this']) },
+            ],
+          })
+          .catch((e: unknown) => e);
+        expect(stale).toBeInstanceOf(CommitPreconditionError);
+        const failures = (stale as CommitPreconditionError).failures;
+        expect(failures.map((f) => `${f.kind} ${f.key} ${f.reason}`).sort()).toEqual([
+          'list l count',
+          'list m hash',
+          'value v version',
+        ]);
+        expect(failures.find((f) => f.key === 'l')).toMatchObject({ count: 3, hash: l.hash });
+        expect(failures.find((f) => f.key === 'm')).toMatchObject({ count: 0, hash: EMPTY_HASH });
+        expect(await meter.changes()).toBe(0);
+        expect(await alice.get(s, 'fresh')).toBeUndefined();
+        const commitId = `c-${randomUUID()}`;
+        await alice.commit(s, { commitId, values: [{ key: 'fresh', value: 'x', ifAbsent: true }] });
+        await meter.reset();
+        await expect(
+          alice.commit(s, { commitId, values: [{ key: 'fresh', value: 'other', ifAbsent: true }] }),
+        ).rejects.toBeInstanceOf(CommitMismatchError);
+        expect(await meter.changes()).toBe(0);
+        expect(await alice.get(s, 'fresh')).toBe('x');
+      });
 
-      it.skipIf(via === 'http' || !objects)(
+      it.skipIf(via === 'http')(
         'a stale token writes nothing at all, whichever key the newer holder wrote (no lock)',
         async () => {
           const s = sid();
           const l = await alice.saveList(s, 'l', msgs(0, 2), { token: 7 });
           await alice.save(s, 'held', 'by 7', { token: 7 });
-          driver.reset();
+          await meter.reset();
           await expect(
             alice.commit(s, {
               commitId: `c-${randomUUID()}`,
@@ -1243,7 +1249,7 @@ export function describeStoreSuite(
               lists: [{ key: 'l', append: [msg(2)], expectedCount: 2, expectedHash: l.hash }],
             }),
           ).rejects.toBeInstanceOf(FencedError);
-          expect(changes()).toBe(0);
+          expect(await meter.changes()).toBe(0);
           const ok = await alice.commit(s, {
             commitId: `c-${randomUUID()}`,
             token: 8,
@@ -1287,7 +1293,7 @@ export function describeStoreSuite(
         expect(seen.sort()).toEqual([...ids].sort());
         expect((await bob.listSessionIds()).sessions.map((x) => x.sessionId)).not.toContain('plain');
         if (!objects) return;
-        driver.reset();
+        await meter.reset();
         await user.listSessionIds();
         expect(driver.calls.list).toBe(1);
       });
@@ -1422,7 +1428,6 @@ export function describeStoreSuite(
     });
 
     describe('fencing by the lock (the session authority)', () => {
-      const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
       /** A session's lease now, and the stale holder's: a lease that expired before B's was granted. */
       async function holders(s: string) {
         const key = { userId: 'alice', sessionId: s };
@@ -1470,7 +1475,7 @@ export function describeStoreSuite(
               () =>
                 authorized.createWorkspaceUpload(s, 'ws', { size: 3, md5: 'ICy5YqxZB1uWSwcVLSNLcA==' }, t),
             ]);
-          driver.reset();
+          await meter.reset();
           for (const [route, attempt] of attempts) {
             const error = await attempt().then(
               () => undefined,
@@ -1478,44 +1483,41 @@ export function describeStoreSuite(
             );
             expect(error, route).toBeInstanceOf(FencedError);
           }
-          expect(changes()).toBe(0);
+          expect(await meter.changes()).toBe(0);
           expect(await everything(s)).toEqual(before);
         },
       );
 
-      objectsIt(
-        'every commit form with a stale token is fenced, the fast path included; nothing written',
-        async () => {
-          const s = sid();
-          const { a } = await holders(s);
-          const before = await everything(s);
-          const plan = await authorized.getVersioned(s, 'plan');
-          const l = await authorized.getList(s, 'l');
-          const all: CommitRequest[] = [
-            { commitId: 'f1', values: [{ key: 'plan', value: 'x', ifVersion: plan?.version as string }] },
-            { commitId: 'f2', values: [{ key: 'fresh', value: 'x', ifAbsent: true }] },
-            { commitId: 'f3', values: [{ key: 'plan', value: 'x' }] },
-            { commitId: 'f4', values: [{ key: 'old', delete: true as const }] },
-            {
-              commitId: 'f5',
-              lists: [{ key: 'l', append: [msg(3)], expectedCount: 3, expectedHash: l.hash }],
-            },
-            { commitId: 'f6', lists: [{ key: 'l', replace: [msg(9)] }] },
-            { commitId: 'f7', lists: [{ key: 'l', truncate: 1, expectedHash: l.hash }] },
-            // A save with the version read as a hint: not read first, fenced all the same.
-            { commitId: 'f8', values: [{ key: 'plan', value: 'x', seenVersion: plan?.version as string }] },
-          ];
-          const forms = all.filter((f) => cas() || f.commitId !== 'f1');
-          driver.reset();
-          for (const form of forms)
-            await expect(
-              authorized.commit(s, { ...form, token: a.token }),
-              form.commitId,
-            ).rejects.toBeInstanceOf(FencedError);
-          expect(changes()).toBe(0);
-          expect(await everything(s)).toEqual(before);
-        },
-      );
+      it('every commit form with a stale token is fenced, the fast path included; nothing written', async () => {
+        const s = sid();
+        const { a } = await holders(s);
+        const before = await everything(s);
+        const plan = await authorized.getVersioned(s, 'plan');
+        const l = await authorized.getList(s, 'l');
+        const all: CommitRequest[] = [
+          { commitId: 'f1', values: [{ key: 'plan', value: 'x', ifVersion: plan?.version as string }] },
+          { commitId: 'f2', values: [{ key: 'fresh', value: 'x', ifAbsent: true }] },
+          { commitId: 'f3', values: [{ key: 'plan', value: 'x' }] },
+          { commitId: 'f4', values: [{ key: 'old', delete: true as const }] },
+          {
+            commitId: 'f5',
+            lists: [{ key: 'l', append: [msg(3)], expectedCount: 3, expectedHash: l.hash }],
+          },
+          { commitId: 'f6', lists: [{ key: 'l', replace: [msg(9)] }] },
+          { commitId: 'f7', lists: [{ key: 'l', truncate: 1, expectedHash: l.hash }] },
+          // A save with the version read as a hint: not read first, fenced all the same.
+          { commitId: 'f8', values: [{ key: 'plan', value: 'x', seenVersion: plan?.version as string }] },
+        ];
+        const forms = all.filter((f) => cas() || f.commitId !== 'f1');
+        await meter.reset();
+        for (const form of forms)
+          await expect(
+            authorized.commit(s, { ...form, token: a.token }),
+            form.commitId,
+          ).rejects.toBeInstanceOf(FencedError);
+        expect(await meter.changes()).toBe(0);
+        expect(await everything(s)).toEqual(before);
+      });
 
       it('a token the lock never granted is refused, and does not fence out the real holder', async () => {
         const s = sid();
@@ -1546,89 +1548,81 @@ export function describeStoreSuite(
         expect(await authorized.get(s, 'plan')).toBe('by B again');
       });
 
-      objectsIt(
-        'a commitId reused with another body is commit-mismatch whatever it shares with the first, leased or not; nothing written',
-        async () => {
-          for (const leased of [false, true]) {
-            const s = sid();
-            const key = { userId: 'alice', sessionId: s };
-            await authorized.save(s, 'other', 'kept');
-            const lease = leased ? await lock.acquire(key) : undefined;
-            const token = lease ? { token: lease.token } : {};
-            const first: CommitRequest = {
-              commitId: 'c1',
-              ...token,
-              values: [{ key: 'v', value: 1 }],
-              lists: [{ key: 'l', append: ['x'], expectedCount: 0, expectedHash: EMPTY_HASH }],
-            };
-            const answer = await authorized.commit(s, first);
-            if (lease) await lock.release(key, lease.owner, lease.token, { commit: identity(first) });
-            const again = leased ? await lock.acquire(key) : undefined;
-            const next = again ? { token: again.token } : {};
-            const before = await everything(s);
-            const others: CommitRequest[] = [
-              { commitId: 'c1', values: [{ key: 'w', value: 2 }] },
-              {
-                commitId: 'c1',
-                values: [{ key: 'v', value: 1 }],
-                lists: [
-                  ...(first.lists ?? []),
-                  { key: 'm', append: [1], expectedCount: 0, expectedHash: EMPTY_HASH },
-                ],
-              },
-              {
-                commitId: 'c1',
-                values: [
-                  { key: 'v', value: 1 },
-                  { key: 'l', value: 'a value now' },
-                ],
-              },
-              { commitId: 'c1', values: [{ key: 'other', delete: true }] },
-              { commitId: 'c1', values: [{ key: 'v', value: 2 }], lists: first.lists ?? [] },
-            ];
-            driver.reset();
-            for (const other of others)
-              await expect(
-                authorized.commit(s, { ...other, ...next }),
-                JSON.stringify(other),
-              ).rejects.toBeInstanceOf(CommitMismatchError);
-            expect(changes()).toBe(0);
-            expect(await everything(s)).toEqual(before);
-            expect(await authorized.get(s, 'other')).toBe('kept');
-            // The same body is a replay.
-            expect(await authorized.commit(s, { ...first, ...next })).toEqual(answer);
-          }
-        },
-      );
-
-      objectsIt(
-        'a commit retried after its lease was released answers complete from its records (values not read first included)',
-        async () => {
+      it('a commitId reused with another body is commit-mismatch whatever it shares with the first, leased or not; nothing written', async () => {
+        for (const leased of [false, true]) {
           const s = sid();
           const key = { userId: 'alice', sessionId: s };
-          const plan = await authorized.save(s, 'plan', 'first');
-          const state = await authorized.save(s, 'state', 1);
-          const lease = await lock.acquire(key);
-          const request: CommitRequest = {
-            commitId: `c-${randomUUID()}`,
-            token: lease.token,
-            values: [
-              // The fast path (one ifVersion) and a seenVersion hint: neither is read before its write.
-              cas()
-                ? { key: 'plan', value: 'done', ifVersion: plan.version }
-                : { key: 'plan', value: 'done' },
-              { key: 'state', value: 2, seenVersion: state.version },
-              { key: 'fresh', value: 'new' },
-            ],
-            lists: [{ key: 'l', append: [msg(0)], expectedCount: 0, expectedHash: EMPTY_HASH }],
+          await authorized.save(s, 'other', 'kept');
+          const lease = leased ? await lock.acquire(key) : undefined;
+          const token = lease ? { token: lease.token } : {};
+          const first: CommitRequest = {
+            commitId: 'c1',
+            ...token,
+            values: [{ key: 'v', value: 1 }],
+            lists: [{ key: 'l', append: ['x'], expectedCount: 0, expectedHash: EMPTY_HASH }],
           };
-          const first = await authorized.commit(s, request);
-          await lock.release(key, lease.owner, lease.token);
-          driver.reset();
-          expect(await authorized.commit(s, request)).toEqual(first);
-          expect(changes()).toBe(0);
-        },
-      );
+          const answer = await authorized.commit(s, first);
+          if (lease) await lock.release(key, lease.owner, lease.token, { commit: identity(first) });
+          const again = leased ? await lock.acquire(key) : undefined;
+          const next = again ? { token: again.token } : {};
+          const before = await everything(s);
+          const others: CommitRequest[] = [
+            { commitId: 'c1', values: [{ key: 'w', value: 2 }] },
+            {
+              commitId: 'c1',
+              values: [{ key: 'v', value: 1 }],
+              lists: [
+                ...(first.lists ?? []),
+                { key: 'm', append: [1], expectedCount: 0, expectedHash: EMPTY_HASH },
+              ],
+            },
+            {
+              commitId: 'c1',
+              values: [
+                { key: 'v', value: 1 },
+                { key: 'l', value: 'a value now' },
+              ],
+            },
+            { commitId: 'c1', values: [{ key: 'other', delete: true }] },
+            { commitId: 'c1', values: [{ key: 'v', value: 2 }], lists: first.lists ?? [] },
+          ];
+          await meter.reset();
+          for (const other of others)
+            await expect(
+              authorized.commit(s, { ...other, ...next }),
+              JSON.stringify(other),
+            ).rejects.toBeInstanceOf(CommitMismatchError);
+          expect(await meter.changes()).toBe(0);
+          expect(await everything(s)).toEqual(before);
+          expect(await authorized.get(s, 'other')).toBe('kept');
+          // The same body is a replay.
+          expect(await authorized.commit(s, { ...first, ...next })).toEqual(answer);
+        }
+      });
+
+      it('a commit retried after its lease was released answers complete from its records (values not read first included)', async () => {
+        const s = sid();
+        const key = { userId: 'alice', sessionId: s };
+        const plan = await authorized.save(s, 'plan', 'first');
+        const state = await authorized.save(s, 'state', 1);
+        const lease = await lock.acquire(key);
+        const request: CommitRequest = {
+          commitId: `c-${randomUUID()}`,
+          token: lease.token,
+          values: [
+            // The fast path (one ifVersion) and a seenVersion hint: neither is read before its write.
+            cas() ? { key: 'plan', value: 'done', ifVersion: plan.version } : { key: 'plan', value: 'done' },
+            { key: 'state', value: 2, seenVersion: state.version },
+            { key: 'fresh', value: 'new' },
+          ],
+          lists: [{ key: 'l', append: [msg(0)], expectedCount: 0, expectedHash: EMPTY_HASH }],
+        };
+        const first = await authorized.commit(s, request);
+        await lock.release(key, lease.owner, lease.token);
+        await meter.reset();
+        expect(await authorized.commit(s, request)).toEqual(first);
+        expect(await meter.changes()).toBe(0);
+      });
     });
 
     describe('ids (reference fault 4: raw ids in keys)', () => {

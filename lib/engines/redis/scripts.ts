@@ -21,12 +21,14 @@ local NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local EMPTY = '${'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'}'
 local K = B .. 'k'
 local CS = B .. 'cs'
+local WS = B .. 'ws'
 local LOCK = B .. 'lock'
 local function V(key) return B .. 'v:' .. key end
 local function L(key) return B .. 'l:' .. key end
 local function HL(key) return B .. 'hl:' .. key end
 local function H(key) return B .. 'h:' .. key end
 local function W(key) return B .. 'w:' .. key end
+local function WO(key) return B .. 'wo:' .. key end
 local function AR(key) return B .. 'ar:' .. key end
 local function A(id, key) return B .. 'a:' .. id .. ':' .. key end
 local function AH(id, key) return B .. 'ah:' .. id .. ':' .. key end
@@ -95,7 +97,7 @@ end
 
 -- Every key of one session key name (values, lists, records, archives).
 local function owned(key, out)
-  for _, name in ipairs({ V(key), L(key), HL(key), H(key), W(key) }) do out[#out + 1] = name end
+  for _, name in ipairs({ V(key), L(key), HL(key), H(key) }) do out[#out + 1] = name end
   for _, a in ipairs(redis.call('LRANGE', AR(key), 0, -1)) do
     local id = cjson.decode(a).archiveId
     out[#out + 1] = A(id, key)
@@ -108,6 +110,7 @@ local function all_owned()
   local out = {}
   for _, key in ipairs(redis.call('ZRANGE', K, 0, -1)) do owned(key, out) end
   for _, id in ipairs(redis.call('SMEMBERS', CS)) do out[#out + 1] = C(id) end
+  for _, key in ipairs(redis.call('SMEMBERS', WS)) do out[#out + 1] = W(key); out[#out + 1] = WO(key) end
   return out
 end
 
@@ -121,6 +124,7 @@ local function touch(written)
     redis.call('PEXPIREAT', M, exp)
     redis.call('PEXPIREAT', K, exp)
     redis.call('PEXPIREAT', CS, exp)
+    redis.call('PEXPIREAT', WS, exp)
     for _, name in ipairs(all_owned()) do redis.call('PEXPIREAT', name, exp) end
     return 1
   end
@@ -135,20 +139,26 @@ local function list_state(key)
   local h = redis.call('HMGET', H(key), 'n', 'hash', 'tok')
   return { exists = h[1] ~= false, n = num(h[1], 0), hash = h[2] or EMPTY, tok = num(h[3], -1) }
 end
--- The record of a named list write among the list's last ones: 'same' with it, 'reused', or nil.
+-- The record of a named list write among the list's last 1,000 (kept when the list is deleted):
+-- 'same' with its answer, 'reused' (the name with another body), or nil. A record id is 8 hex
+-- digits of the name, then 8 of the body's digest.
 local function recorded(key, wid)
   if wid == nil then return nil end
-  for _, r in ipairs(redis.call('LRANGE', W(key), 0, -1)) do
-    local id, action, n, hash = string.match(r, '^(%S+) (%S+) (%S+) (%S+)$')
-    if id == wid then return { 'same', action, n, hash } end
-    if string.sub(id, 1, 8) == string.sub(wid, 1, 8) then return { 'reused' } end
-  end
-  return nil
+  local r = redis.call('HGET', W(key), string.sub(wid, 1, 8))
+  if not r then return nil end
+  local id, action, n, hash = string.match(r, '^(%S+) (%S+) (%S+) (%S+)$')
+  if id == wid then return { 'same', action, n, hash } end
+  return { 'reused' }
 end
 local function record(key, wid, action, n, hash)
   if wid == nil then return end
-  redis.call('LPUSH', W(key), wid .. ' ' .. action .. ' ' .. int(n) .. ' ' .. hash)
-  redis.call('LTRIM', W(key), 0, 31)
+  local name = string.sub(wid, 1, 8)
+  redis.call('HSET', W(key), name, wid .. ' ' .. action .. ' ' .. int(n) .. ' ' .. hash)
+  redis.call('RPUSH', WO(key), name)
+  if redis.call('LLEN', WO(key)) > 1000 then redis.call('HDEL', W(key), redis.call('LPOP', WO(key))) end
+  redis.call('SADD', WS, key)
+  local exp = num(redis.call('HGET', M, 'exp'), NOW + req.ttl)
+  for _, k in ipairs({ W(key), WO(key), WS }) do redis.call('PEXPIREAT', k, exp) end
 end
 local function set_list(key, n, hash)
   local f = { 'n', int(n), 'hash', hash, 'mt', int(NOW) }
@@ -211,8 +221,13 @@ local function truncate_list(key, st, count, ahashes)
   set_list(key, count, hash)
   return hash
 end
+-- A key with neither a value nor a list leaves the index; the session's last one empties it (it no
+-- longer exists; its next write refreshes it and lists it again).
 local function forget_if_gone(key)
-  if redis.call('EXISTS', V(key)) == 0 and redis.call('EXISTS', H(key)) == 0 then redis.call('ZREM', K, key) end
+  if redis.call('EXISTS', V(key)) == 0 and redis.call('EXISTS', H(key)) == 0 then
+    redis.call('ZREM', K, key)
+    if redis.call('EXISTS', K) == 0 then redis.call('HSET', M, 'lr', '0') end
+  end
 end
 local function list_keys(key) local n = {} owned(key, n) return n end
 `;
@@ -271,7 +286,7 @@ local n = st.n + #ARGV - 2
 local action = st.exists and 'appended' or 'created'
 set_list(key, n, hash)
 record(key, req.wid, action, n, hash)
-local refreshed = touch({ L(key), HL(key), H(key), W(key), K })
+local refreshed = touch({ L(key), HL(key), H(key), K })
 return { 'ok', action, n, hash, created + refreshed }
 `;
 
@@ -284,9 +299,14 @@ if req.ifh ~= nil and st.hash ~= req.ifh then return { 'lpre', st.hash } end
 if not st.exists and #ARGV == 2 then return { 'ok', 'unchanged', 0, EMPTY, 0 } end
 local f = fenced({ st.tok })
 if f then return { 'fenced', int(f) } end
+local prefix = hexes(req.ph)
+-- The list as it is already: nothing to write.
+if st.exists and st.n == #ARGV - 2 and prefix[st.n + 1] == string.sub(st.hash, 8) then
+  return { 'ok', 'unchanged', st.n, st.hash, 0 }
+end
 local created = begin_session()
 raise_token()
-local action, hash = replace_list(key, st, ARGV, 3, #ARGV, hexes(req.ph))
+local action, hash = replace_list(key, st, ARGV, 3, #ARGV, prefix)
 local refreshed = touch(list_keys(key))
 return { 'ok', action, #ARGV - 2, hash, created + refreshed }
 `;
@@ -320,7 +340,7 @@ if f then return { 'fenced', int(f) } end
 if not st.exists then return { 'ok', 0 } end
 raise_token()
 archive_whole(key, st)
-redis.call('DEL', L(key), HL(key), H(key), W(key))
+redis.call('DEL', L(key), HL(key), H(key))
 forget_if_gone(key)
 touch({ AR(key) })
 return { 'ok', 1 - redis.call('EXISTS', K) }
@@ -336,7 +356,7 @@ for i = 1, #names, 500 do
   for j = i, math.min(i + 499, #names) do chunk[#chunk + 1] = names[j] end
   redis.call('DEL', unpack(chunk))
 end
-redis.call('DEL', K, CS)
+redis.call('DEL', K, CS, WS)
 local tok = num(redis.call('HGET', M, 'tok'), -1)
 if req.tok ~= nil and req.tok > tok then tok = req.tok end
 redis.call('DEL', M)

@@ -140,7 +140,6 @@ export function createRedisStateStore(options: RedisStateStoreOptions): StateSto
     keepAliveMs: options.keepAliveMs ?? DEFAULTS.keepAliveMs,
     maxValueBytes: options.maxValueBytes ?? DEFAULTS.maxValueBytes,
     metrics: options.metrics ?? { count: () => {} },
-    touched: new Map(),
   };
   return {
     capabilities: REDIS_CAPABILITIES,
@@ -162,8 +161,6 @@ interface Ctx {
   readonly keepAliveMs: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
-  /** When this process last recorded a session in its user's listing (session base → ms). */
-  readonly touched: Map<string, number>;
 }
 
 type Reply = Array<string | number | null>;
@@ -238,40 +235,38 @@ class RedisUserStore implements SessionStore {
   }
 
   /**
-   * Runs a session script, with the session's entry in its user's listing sent beside it when due
-   * (once per keep-alive interval per process; always when the script says it created the session).
+   * Runs a session script. A write that created the session or moved its expiry (the script says
+   * so at `flagAt` of its answer: at most once per keep-alive interval) then records the session's
+   * activity in its user's listing (another slot: one more round trip, that rarely).
    */
   private async run(
     name: keyof typeof SESSION_SCRIPTS,
     sessionId: string,
     request: Record<string, unknown>,
     rest: readonly string[] = [],
-    touches = false,
+    flagAt?: number,
   ): Promise<Reply> {
     const base = this.base(sessionId);
-    const call = callScript(this.ctx.client, name, [`${base}m`, base, JSON.stringify(request), ...rest]);
-    if (!touches) return (await call) as Reply;
-    const now = Date.now();
-    const last = this.ctx.touched.get(base);
-    const due = last === undefined || now - last >= this.ctx.keepAliveMs;
-    const [reply] = await Promise.all([call, due ? this.touchUser(sessionId, now) : undefined]);
-    return reply as Reply;
+    const reply = (await callScript(this.ctx.client, name, [
+      `${base}m`,
+      base,
+      JSON.stringify(request),
+      ...rest,
+    ])) as Reply;
+    if (flagAt !== undefined && reply[0] === 'ok' && int(reply[flagAt]) > 0) await this.touchUser(sessionId);
+    return reply;
   }
 
-  private touchUser(sessionId: string, now: number): Promise<unknown> {
-    const { touched } = this.ctx;
-    if (touched.size > 100_000) touched.clear();
-    touched.set(this.base(sessionId), now);
+  private touchUser(sessionId: string): Promise<unknown> {
     return callScript(this.ctx.client, 'assTouchUser', [
       ...this.userKeys(),
       encodeId('sessionId', sessionId),
-      String(now),
+      String(Date.now()),
     ]);
   }
 
   /** After a write that emptied or deleted the session: out of the user's listing. */
   private async unlist(sessionId: string): Promise<void> {
-    this.ctx.touched.delete(this.base(sessionId));
     const [s, a] = this.userKeys();
     const segment = encodeId('sessionId', sessionId);
     await Promise.all([this.ctx.client.zrem(s, segment), this.ctx.client.zrem(a, segment)]).catch((error) => {
@@ -340,7 +335,7 @@ class RedisUserStore implements SessionStore {
       ...(options.ifVersion !== undefined ? { ifv: options.ifVersion } : {}),
       ...(options.ifAbsent ? { ifa: true } : {}),
     };
-    const reply = await this.run('assSave', sessionId, request, [body], true);
+    const reply = await this.run('assSave', sessionId, request, [body], 3);
     if (reply[0] !== 'ok') throw this.refusal(reply, options.token);
     return { version: str(reply[1]), revision: int(reply[2]) };
   }
@@ -392,7 +387,7 @@ class RedisUserStore implements SessionStore {
         ...(expectedHash !== undefined ? { eh: expectedHash } : {}),
         ...(wid !== undefined ? { wid } : {}),
       };
-      const reply = await this.run('assAppend', sessionId, request, bodies, true);
+      const reply = await this.run('assAppend', sessionId, request, bodies, 4);
       if (reply[0] === 'ok') return this.listResult(reply);
       if (reply[0] !== 'stale') throw this.refusal(reply, options.token);
       if (attempt >= 3) throw new ContendedError('the list is too contended; nothing was written; retry');
@@ -436,7 +431,7 @@ class RedisUserStore implements SessionStore {
       sessionId,
       request,
       items.map((i) => jsonBody(i)),
-      true,
+      4,
     );
     if (reply[0] !== 'ok') throw this.refusal(reply, options.token);
     if (reply[1] === 'rewritten') this.ctx.metrics.count('listRewrites');
@@ -472,7 +467,7 @@ class RedisUserStore implements SessionStore {
         ).join(''),
         ...(wid !== undefined ? { wid } : {}),
       };
-      const reply = await this.run('assTruncate', sessionId, request, [], true);
+      const reply = await this.run('assTruncate', sessionId, request, [], 4);
       if (reply[0] === 'ok') {
         if (reply[1] === 'truncated') this.ctx.metrics.count('archivedLists');
         return this.listResult(reply);
@@ -707,7 +702,7 @@ class RedisUserStore implements SessionStore {
         sessionId,
         { ...common, cid: commitId, dig: digest, values, lists },
         [...bodies, ...items],
-        true,
+        2,
       );
       const [code] = reply;
       if (code === 'ok' || code === 'replay') {

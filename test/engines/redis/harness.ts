@@ -1,5 +1,6 @@
 /** Redis servers for the engine's tests: a standalone server and a Cluster of three masters, each shared by a file. */
 import { randomUUID } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
 import type { MetricsSink } from '../../../lib/contract/types.js';
 import { connectRedis, type RedisClient } from '../../../lib/engines/redis/client.js';
 import { createRedisStateStore, type RedisStateStoreOptions } from '../../../lib/engines/redis/store.js';
@@ -15,10 +16,18 @@ export interface RedisUnderTest {
   readonly port?: number;
   /** A new client of the same servers. */
   connect(): RedisClient;
+  /** The writes the servers have made (INFO persistence: `rdb_changes_since_last_save`, never saved here). */
+  changes(): Promise<number>;
   close(): Promise<void>;
 }
 
 /** Starts a topology. */
+/** The changes a server counts since its last save (every write command counts, within scripts too). */
+async function changesOf(node: { info(section: string): Promise<string> }): Promise<number> {
+  const info = await node.info('persistence');
+  return Number(/rdb_changes_since_last_save:(\d+)/.exec(info)?.[1] ?? Number.NaN);
+}
+
 export async function startTopology(topology: Topology): Promise<RedisUnderTest> {
   if (topology === 'standalone') {
     const server = await startRedis();
@@ -29,6 +38,7 @@ export async function startTopology(topology: Topology): Promise<RedisUnderTest>
       client,
       port: server.port,
       connect,
+      changes: () => changesOf(client as Redis),
       close: async () => {
         client.disconnect();
         await server.close();
@@ -42,6 +52,8 @@ export async function startTopology(topology: Topology): Promise<RedisUnderTest>
     topology,
     client,
     connect,
+    changes: async () =>
+      (await Promise.all((client as Cluster).nodes('master').map(changesOf))).reduce((a, b) => a + b, 0),
     close: async () => {
       client.disconnect();
       await cluster.close();

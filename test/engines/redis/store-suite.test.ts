@@ -9,7 +9,7 @@ for (const topology of ['standalone', 'cluster'] as const satisfies Topology[]) 
         name: `redis ${topology}`,
         makeStore: async ({ metrics }) => {
           const redis = await startTopology(topology);
-          return { store: storeOn(redis, { metrics }), close: redis.close };
+          return { store: storeOn(redis, { metrics }), close: redis.close, changes: redis.changes };
         },
       },
       via,
