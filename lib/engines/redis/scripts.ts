@@ -374,8 +374,19 @@ return { 'ok' }
  */
 const COMMIT = `
 local rec = redis.call('HMGET', C(req.cid), 'dig', 'res')
+-- With req.release (an owner): the lease of that owner and the commit's token is released after
+-- the commit (or its replay), recording the commit in it, as the lock's release does.
+local function release()
+  if not req.release then return end
+  local l = redis.call('HMGET', LOCK, 'owner', 'token', 'exp')
+  if l[1] == req.release and num(l[2], -1) == req.tok and num(l[3], 0) >= NOW then
+    redis.call('HDEL', LOCK, 'owner')
+    redis.call('HSET', LOCK, 'exp', '0', 'cid', req.cid, 'dig', req.dig)
+  end
+end
 if rec[1] then
   if rec[1] ~= req.dig then return { 'mismatch' } end
+  release()
   return { 'replay', rec[2] }
 end
 local vals, lists = req.values, req.lists
@@ -464,6 +475,7 @@ local res = table.concat(out, '\\n')
 redis.call('HSET', C(req.cid), 'dig', req.dig, 'res', res)
 redis.call('SADD', CS, req.cid)
 local refreshed = touch(written)
+release()
 return { 'ok', res, created + refreshed, 1 - redis.call('EXISTS', K) }
 `;
 
@@ -519,10 +531,11 @@ local function range(prefix, after, limit)
 end
 `;
 
-/** snapshot: exists, the values, the lists' pages, the value page. */
-const SNAPSHOT = `${READ_LIST}${RANGE}
-local out = { redis.call('EXISTS', K) }
-if out[1] == 0 then return out end
+/** snapshot: exists, the values, the lists' pages, the value page (after `out`'s first `from` entries). */
+const SNAPSHOT_OF = `${READ_LIST}${RANGE}
+local function snapshot(out)
+out[#out + 1] = redis.call('EXISTS', K)
+if out[#out] == 0 then return out end
 for _, key in ipairs(req.values) do
   local v = redis.call('HMGET', V(key), 'ver', 'b')
   out[#out + 1] = v[1]
@@ -542,6 +555,30 @@ if req.page then
   end
 end
 return out
+end
+`;
+
+const SNAPSHOT = `${SNAPSHOT_OF}
+return snapshot({})
+`;
+
+/**
+ * A turn's beginning: the lease (as the Redis lock's acquire: lib/engines/redis/lock.ts), then the
+ * snapshot, in one script. Held by another: 'held', owner, expiry.
+ */
+const BEGIN_TURN = `${SNAPSHOT_OF}
+local l = redis.call('HMGET', LOCK, 'owner', 'token', 'exp')
+local owner, token, exp = l[1], num(l[2], 0), num(l[3], 0)
+local lease = req.lease
+local grant = token
+if owner ~= false and exp >= NOW then
+  if not (lease.explicit and owner == lease.owner) then return { 'held', owner, int(exp) } end
+else
+  grant = math.max(token + 1, NOW)
+end
+redis.call('HSET', LOCK, 'owner', lease.owner, 'token', int(grant), 'exp', int(NOW + lease.ms), 'lease', int(lease.ms))
+redis.call('PEXPIRE', LOCK, lease.ms + req.ttl)
+return snapshot({ 'ok', int(grant), int(NOW + lease.ms) })
 `;
 
 /** listKeys: exists, then per key: key, value version, size, mtime, list count, hash, mtime. */
@@ -623,6 +660,7 @@ export const SESSION_SCRIPTS = {
   assGetList: GET_LIST,
   assPeekList: PEEK_LIST,
   assSnapshot: SNAPSHOT,
+  assBeginTurn: BEGIN_TURN,
   assListKeys: LIST_KEYS,
   assGetArchive: GET_ARCHIVE,
 } as const;

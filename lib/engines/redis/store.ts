@@ -22,6 +22,7 @@ import {
   IdempotencyKeyReusedError,
   ListPreconditionFailedError,
   ListTooShortError,
+  LockConflictError,
   PreconditionFailedError,
   SessionNotFoundError,
   UnsupportedOperationError,
@@ -56,7 +57,15 @@ import {
   WRITE_ID_PATTERN,
   WRITE_ID_RULE,
 } from '../../contract/limits.js';
-import { checkToken, type TokenAuthority } from '../../contract/lock.js';
+import {
+  checkLeaseMs,
+  checkOwner,
+  checkToken,
+  checkWaitMs,
+  type Lease,
+  type TokenAuthority,
+  waitFor,
+} from '../../contract/lock.js';
 import { checkCommit, checkPage, checkSnapshot } from '../../contract/turns.js';
 import type {
   AppendOptions,
@@ -81,6 +90,7 @@ import type {
   StateStore,
   StoreCapabilities,
   TruncateOptions,
+  TurnsOnOneEngine,
   WriteOptions,
 } from '../../contract/types.js';
 import { DAY_MS } from '../../util/units.js';
@@ -179,7 +189,7 @@ function chainStates(from: string, items: readonly unknown[]): string[] {
   return out;
 }
 
-class RedisUserStore implements SessionStore {
+class RedisUserStore implements SessionStore, TurnsOnOneEngine {
   private readonly user: string;
 
   constructor(
@@ -569,19 +579,15 @@ class RedisUserStore implements SessionStore {
 
   async snapshot(sessionId: string, request: SnapshotRequest): Promise<Snapshot> {
     this.ids(sessionId);
-    const { values, lists, page } = checkSnapshot(request);
-    const after = page?.cursor !== undefined ? keyOfCursor(page.cursor, 'valuePage.cursor') : undefined;
-    const reply = await this.run('assSnapshot', sessionId, {
-      values,
-      lists: lists.map((l) => ({ key: l.key, ...(l.last !== undefined ? { last: l.last } : {}) })),
-      ...(page
-        ? {
-            page: { prefix: page.prefix ?? '', limit: page.limit, ...(after !== undefined ? { after } : {}) },
-          }
-        : {}),
-    });
-    if (int(reply[0]) === 0) return { exists: false, values: [], lists: [] };
-    let at = 1;
+    const checked = checkSnapshot(request);
+    return this.snapshotOf(await this.run('assSnapshot', sessionId, snapshotRequest(checked)), 0, checked);
+  }
+
+  /** A snapshot from a script's answer, from `from` on. */
+  private snapshotOf(reply: Reply, from: number, checked: ReturnType<typeof checkSnapshot>): Snapshot {
+    const { values, lists, page } = checked;
+    if (int(reply[from]) === 0) return { exists: false, values: [], lists: [] };
+    let at = from + 1;
     const next = () => reply[at++] ?? null;
     const answered = (
       key: string,
@@ -632,6 +638,15 @@ class RedisUserStore implements SessionStore {
   }
 
   async commit(sessionId: string, request: CommitRequest): Promise<CommitResult> {
+    return this.commitWith(sessionId, request);
+  }
+
+  /** A commit, and with `release` (an owner) the release of its lease in the same script. */
+  private async commitWith(
+    sessionId: string,
+    request: CommitRequest,
+    release?: string,
+  ): Promise<CommitResult> {
     this.ids(sessionId);
     checkCommit(request);
     const { commitId, token } = request;
@@ -700,7 +715,14 @@ class RedisUserStore implements SessionStore {
       const reply = await this.run(
         'assCommit',
         sessionId,
-        { ...common, cid: commitId, dig: digest, values, lists },
+        {
+          ...common,
+          cid: commitId,
+          dig: digest,
+          values,
+          lists,
+          ...(release !== undefined ? { release } : {}),
+        },
         [...bodies, ...items],
         2,
       );
@@ -715,6 +737,54 @@ class RedisUserStore implements SessionStore {
       if (code !== 'stale') throw this.refusal(reply, token);
       if (attempt >= 3) throw new ContendedError('the lists are too contended; nothing was written; retry');
     }
+  }
+
+  // ---- a turn in two round trips, with the Redis lock of this client ---------------------------
+
+  /** Whether the authority is the Redis lock on this client (its key read inside the scripts). */
+  private get ownLock(): boolean {
+    return (
+      (this.authority as { [REDIS_LOCK_CLIENT]?: unknown } | undefined)?.[REDIS_LOCK_CLIENT] ===
+      this.ctx.client
+    );
+  }
+
+  beginTurn(
+    sessionId: string,
+    lease: { readonly leaseMs?: number; readonly waitMs?: number; readonly owner?: string },
+    request: SnapshotRequest,
+  ): Promise<{ lease: Lease; snapshot: Snapshot }> | undefined {
+    if (!this.ownLock) return undefined;
+    this.ids(sessionId);
+    const checked = checkSnapshot(request);
+    const leaseMs = checkLeaseMs(lease.leaseMs);
+    const waitMs = checkWaitMs(lease.waitMs);
+    const owner = lease.owner === undefined ? randomUUID() : checkOwner(lease.owner);
+    const body = {
+      ttl: this.ctx.ttlMs,
+      lease: { owner, explicit: lease.owner !== undefined, ms: leaseMs },
+      ...snapshotRequest(checked),
+    };
+    return waitFor(
+      async () => {
+        const reply = await this.run('assBeginTurn', sessionId, body);
+        if (reply[0] === 'held') throw new LockConflictError(str(reply[1]), new Date(int(reply[2])));
+        const granted: Lease = { owner, token: int(reply[1]), expiresAt: new Date(int(reply[2])), leaseMs };
+        return { lease: granted, snapshot: this.snapshotOf(reply, 3, checked) };
+      },
+      waitMs,
+      Date.now,
+    );
+  }
+
+  commitAndRelease(
+    sessionId: string,
+    request: CommitRequest,
+    owner: string,
+  ): Promise<CommitResult> | undefined {
+    if (!this.ownLock || request?.token === undefined) return undefined;
+    checkOwner(owner);
+    return this.commitWith(sessionId, request, owner);
   }
 
   // ---- sessions ------------------------------------------------------------------------------
@@ -845,5 +915,17 @@ function resultOf(
       const [action, count, hash] = (lines[nv + i] ?? '').split(' ');
       return { key: l.key, action: action as ListAction, count: Number(count), hash: hash as string };
     }),
+  };
+}
+
+/** What the snapshot scripts read, from a checked request. */
+function snapshotRequest({ values, lists, page }: ReturnType<typeof checkSnapshot>) {
+  const after = page?.cursor !== undefined ? keyOfCursor(page.cursor, 'valuePage.cursor') : undefined;
+  return {
+    values,
+    lists: lists.map((l) => ({ key: l.key, ...(l.last !== undefined ? { last: l.last } : {}) })),
+    ...(page
+      ? { page: { prefix: page.prefix ?? '', limit: page.limit, ...(after !== undefined ? { after } : {}) } }
+      : {}),
   };
 }

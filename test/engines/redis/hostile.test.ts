@@ -12,7 +12,7 @@ import {
   SessionNotFoundError,
 } from '../../../lib/contract/errors.js';
 import { chainHash, EMPTY_HASH } from '../../../lib/contract/hash.js';
-import type { SessionStore, StateStore } from '../../../lib/contract/types.js';
+import type { SessionStore, StateStore, TurnsOnOneEngine } from '../../../lib/contract/types.js';
 import type { RedisClient } from '../../../lib/engines/redis/client.js';
 import { createRedisLock } from '../../../lib/engines/redis/lock.js';
 import { createRedisStateStore } from '../../../lib/engines/redis/store.js';
@@ -259,7 +259,7 @@ describe('Redis round trips, counted at the server (standalone)', () => {
     expect(p50).toBeLessThan(10);
   });
 
-  it('a two-call turn with the Redis lock: lease, snapshot, commit, release', async () => {
+  it('a two-call turn with the Redis lock: 4 round trips as separate calls, 2 as the turn routes make it', async () => {
     const lock = createRedisLock({ client: redis.client, prefix: 'rt/' });
     const alice = store.forUser('alice', { authority: lock });
     const s = sid();
@@ -282,5 +282,29 @@ describe('Redis round trips, counted at the server (standalone)', () => {
     });
     // Fencing is inside the commit's script: no read of the lock from Node.
     expect(begin).toEqual({ evalsha: 4 });
+    // The same turn as the turn routes make it on this engine: lease + snapshot, commit + release.
+    const user = alice as unknown as TurnsOnOneEngine;
+    const now = await alice.getList(s, 'm', { last: 1 });
+    const combined = await counted(async () => {
+      const begun = await user.beginTurn(s, {}, { values: ['a', 'b'], lists: [{ key: 'm', last: 50 }] });
+      if (!begun) throw new Error('not offered with the Redis lock');
+      const { lease, snapshot } = await begun;
+      expect(snapshot.values[0]).toMatchObject({ key: 'a', value: 2 });
+      await user.commitAndRelease(
+        s,
+        {
+          commitId: 'rt-2',
+          token: lease.token,
+          values: [{ key: 'a', value: 4 }],
+          lists: [{ key: 'm', append: items(102, 104), expectedCount: now.count, expectedHash: now.hash }],
+        },
+        lease.owner,
+      );
+    });
+    expect(combined).toEqual({ evalsha: 2 });
+    expect(await lock.holderOf(key)).toBeUndefined();
+    expect(await alice.get(s, 'a')).toBe(4);
+    // Without the Redis lock as the authority they are not offered (the route falls back).
+    expect((store.forUser('alice') as unknown as TurnsOnOneEngine).beginTurn(s, {}, {})).toBeUndefined();
   });
 });

@@ -13,15 +13,24 @@ import { createNodeServer } from '../../../lib/http/adapters/node.js';
 import { createApp } from '../../../lib/http/app.js';
 import { backendsFrom } from '../../../lib/http/backends/local.js';
 import { hsToken, SECRET } from '../../http/harness.js';
-import { startRedis } from '../../servers/redis.js';
+import { commandsSince, resetCommands, startRedis } from '../../servers/redis.js';
+
+/** What the turn routes answer (as far as the test reads it). */
+interface TurnAnswer {
+  lease?: { owner: string; token: number; released?: boolean };
+  values?: Array<Record<string, unknown>>;
+  lists?: Array<Record<string, unknown>>;
+}
 
 describe('the local server on Redis (store and lock)', () => {
   let stop: () => Promise<void>;
   let baseUrl = '';
+  let port = 0;
   const client = (user: string) => createHttpClient({ baseUrl, token: () => hsToken({ sub: user }) });
 
   beforeAll(async () => {
     const redis = await startRedis();
+    port = redis.port;
     const config = loadConfig({
       STORE_BACKEND: 'redis',
       LOCK_BACKEND: 'redis',
@@ -98,5 +107,65 @@ describe('the local server on Redis (store and lock)', () => {
     });
     expect(done.values[0]?.etag).toBeTruthy();
     expect(await alice.get('turn', 'k')).toBe('new');
+  });
+
+  it('a two-call turn (lease + snapshot, commit + release) is 2 round trips in all, counted at the server', async () => {
+    const alice = client('alice');
+    const seeded = await alice.appendList('t2', 'm', [{ n: 0 }], { expectedCount: 0 });
+    await alice.save('t2', 'a', 1);
+    const post = async (path: string, body: unknown) => {
+      const answer = await fetch(`${baseUrl}/v1/sessions/t2/${path}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${await hsToken({ sub: 'alice' })}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify(body),
+      });
+      return { status: answer.status, body: (await answer.json()) as TurnAnswer };
+    };
+    await resetCommands(port);
+    const turn = await post('turns', {
+      leaseMs: 60_000,
+      values: ['a', 'b'],
+      lists: [{ key: 'm', last: 50 }],
+    });
+    expect(turn.status, JSON.stringify(turn.body)).toBe(201);
+    const lease = turn.body.lease as { owner: string; token: number };
+    expect(lease.token).toBeGreaterThan(0);
+    expect(turn.body.values?.[0]).toMatchObject({ key: 'a', value: 1 });
+    const done = await post('commits', {
+      commitId: 'turn-2rt',
+      token: lease.token,
+      lease: { owner: lease.owner, release: true },
+      values: [
+        { key: 'a', value: 2 },
+        { key: 'b', value: 3 },
+      ],
+      lists: [{ key: 'm', append: [{ n: 1 }, { n: 2 }], expectedCount: 1, expectedHash: seeded.hash }],
+    });
+    expect(done.status).toBe(200);
+    const server = await commandsSince(port);
+    // Every command of a turn is a script (Redis 7 counts EVALSHA as eval): two of them.
+    expect((server.eval ?? 0) + (server.evalsha ?? 0)).toBe(2);
+    expect(done.body.lists?.[0]).toMatchObject({ key: 'm', action: 'appended', count: 3 });
+    expect(done.body.lease).toEqual({ owner: lease.owner, released: true });
+    // Released: the next turn gets the lease at once, and reads the commit.
+    expect(await alice.getLock('t2')).toBeUndefined();
+    const next = await post('turns', { leaseMs: 60_000, values: ['a'] });
+    expect(next.body.lease?.token).toBeGreaterThan(lease.token);
+    expect(next.body.values?.[0]).toMatchObject({ value: 2 });
+    // A replay of the commit answers the same, its lease gone.
+    const replay = await post('commits', {
+      commitId: 'turn-2rt',
+      token: lease.token,
+      lease: { owner: lease.owner, release: true },
+      values: [
+        { key: 'a', value: 2 },
+        { key: 'b', value: 3 },
+      ],
+      lists: [{ key: 'm', append: [{ n: 1 }, { n: 2 }], expectedCount: 1, expectedHash: seeded.hash }],
+    });
+    expect(replay.body.lists).toEqual(done.body.lists);
   });
 });
