@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AppendConflictError,
   CommitMismatchError,
+  CorruptValueError,
   FencedError,
   SessionNotFoundError,
 } from '../../../lib/contract/errors.js';
@@ -142,6 +143,42 @@ for (const topology of ['standalone', 'cluster'] as const) {
       await mallory.delete(s);
       await mallory.save(s, 'secret', 'mallory');
       expect(await alice.get(s, 'secret')).toBe('alice only');
+    });
+
+    it('a damaged value or item is a typed error for that key only, counted; the other keys read', async () => {
+      const counted: string[] = [];
+      const user = createRedisStateStore({
+        client: redis.client,
+        prefix,
+        metrics: { count: (name) => counted.push(name) },
+      }).forUser('alice');
+      const s = sid();
+      await user.save(s, 'good', 1);
+      await user.save(s, 'bad', 2);
+      await user.appendList(s, 'l', [1, 2], { expectedCount: 0 });
+      const base = `${prefix}{alice/${s}}:`;
+      await (redis.client as unknown as { hset(k: string, f: string, v: string): Promise<number> }).hset(
+        `${base}v:bad`,
+        'b',
+        '{broken',
+      );
+      await (redis.client as unknown as { lset(k: string, i: number, v: string): Promise<string> }).lset(
+        `${base}l:l`,
+        1,
+        '[not json',
+      );
+      await expect(user.get(s, 'bad')).rejects.toBeInstanceOf(CorruptValueError);
+      await expect(user.getList(s, 'l')).rejects.toBeInstanceOf(CorruptValueError);
+      const snap = await user.snapshot(s, { values: ['good', 'bad'], lists: [{ key: 'l' }] });
+      expect(snap.values).toEqual([
+        { key: 'good', value: 1, etag: expect.any(String) },
+        { key: 'bad', corrupt: true },
+      ]);
+      expect(snap.lists).toEqual([{ key: 'l', corrupt: true }]);
+      expect(counted.filter((c) => c === 'corruptObjects').length).toBeGreaterThanOrEqual(4);
+      // A save repairs the value.
+      await user.save(s, 'bad', 3);
+      expect(await user.get(s, 'bad')).toBe(3);
     });
 
     it('a connection killed mid-script leaves each commit whole or absent, never half-written', async () => {
