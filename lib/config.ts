@@ -60,7 +60,7 @@ const schema = z
     PORT: int(0, 65535).default(8787),
     HOST: z.string().default('127.0.0.1'),
     PUBLIC_URL: z.url().optional(),
-    STORE_BACKEND: z.enum(['fs', 'memory', 's3', 'oss']).default('fs'),
+    STORE_BACKEND: z.enum(['fs', 'memory', 's3', 'oss', 'redis']).default('fs'),
     DATA_DIR: z.string().min(1).default('./.data'),
     STATE_PREFIX: z.string().default(DEFAULTS.prefix),
     RETENTION_DAYS: z.coerce.number().positive().default(DEFAULTS.retentionDays),
@@ -82,7 +82,19 @@ const schema = z
     OSS_ACCESS_KEY_ID: z.string().optional(),
     OSS_ACCESS_KEY_SECRET: z.string().optional(),
     OSS_STS_TOKEN: z.string().optional(),
-    LOCK_BACKEND: z.enum(['memory', 'dynamodb']).default('memory'),
+    LOCK_BACKEND: z.enum(['memory', 'dynamodb', 'redis']).default('memory'),
+    // Redis (STORE_BACKEND=redis, LOCK_BACKEND=redis): one server, or the seed nodes of a Cluster.
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
+      .optional(),
+    REDIS_CLUSTER_NODES: z
+      .string()
+      .transform((raw) => raw.split(',').map((node) => node.trim()))
+      .pipe(
+        z.array(z.string().regex(/^[^\s:,]+:\d{1,5}$/, 'must be host:port entries, comma-separated')).min(1),
+      )
+      .optional(),
     LOCK_TABLE: z.string().optional(),
     DYNAMODB_ENDPOINT: z.url().optional(),
     DYNAMODB_REGION: z.string().optional(),
@@ -149,6 +161,8 @@ const schema = z
       if (!c.OSS_REGION && !c.OSS_ENDPOINT) need('OSS_REGION', 'when STORE_BACKEND=oss (or OSS_ENDPOINT)');
     }
     if (c.LOCK_BACKEND === 'dynamodb') need('LOCK_TABLE', 'when LOCK_BACKEND=dynamodb');
+    if ((c.STORE_BACKEND === 'redis' || c.LOCK_BACKEND === 'redis') && !c.REDIS_URL && !c.REDIS_CLUSTER_NODES)
+      need('REDIS_URL', 'when STORE_BACKEND or LOCK_BACKEND is redis (or REDIS_CLUSTER_NODES)');
     if (c.FC_FUNCTION_NAME)
       need('AUTH_JWKS_URL', 'on Function Compute (the function verifies the JWT itself)');
     if (!cloud && !c.ALLOW_ANONYMOUS)

@@ -62,6 +62,8 @@ const where = {
   oss: `OSS_BUCKET=${config.OSS_BUCKET} at ${config.OSS_ENDPOINT ?? config.OSS_REGION}`,
   fs: `DATA_DIR=${config.DATA_DIR}`,
   memory: 'in memory',
+  // Nothing to create: the scripts are loaded by the server on first use (EVALSHA, else EVAL).
+  redis: `${config.REDIS_CLUSTER_NODES ? 'Cluster' : 'REDIS_URL'}; nothing to create`,
 }[config.STORE_BACKEND];
 const lock =
   config.LOCK_BACKEND === 'dynamodb'

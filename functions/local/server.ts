@@ -1,4 +1,4 @@
-/** `npm start`: the same router on node:http, fs storage under DATA_DIR, the in-process lock. */
+/** `npm start`: the same router on node:http, fs storage under DATA_DIR (or any STORE_BACKEND), the in-process lock (or any LOCK_BACKEND). */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { loadConfigOrExit } from '../../lib/config.js';
 import { consoleHandler } from '../../lib/console/serve.js';
@@ -18,13 +18,18 @@ const backends = backendsFrom(config, () => config.PUBLIC_URL ?? `http://${confi
 const app = createApp(config, backends);
 // The backend is verified at start, not at the first write (an unsafe one is logged by the app;
 // one that could not be probed is probed again at the first write).
-app.driver.verify().catch((error: Error) => {
+app.driver?.verify().catch((error: Error) => {
   if (!(error instanceof BackendUnsafeError))
     app.logger.warn('backend probe failed; the first write retries it', { error });
 });
+// An engine of its own (STORE_BACKEND=redis): reachable at start, or one line saying it is not.
+if (!app.driver)
+  app.store
+    .checkReady()
+    .catch((error: Error) => app.logger.error(`${config.STORE_BACKEND} is not reachable: ${error.message}`));
 // With fs storage, the server also answers the presigned URLs of workspaces and large values.
 const blobs =
-  'serveBlob' in backends.driver && backends.driver.serveBlob
+  backends.driver && 'serveBlob' in backends.driver && backends.driver.serveBlob
     ? { serveBlob: backends.driver.serveBlob, limitBytes: config.MAX_BLOB_BYTES }
     : undefined;
 const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES, blobs, { onError: logTo(app.logger) });

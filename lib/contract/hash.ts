@@ -57,3 +57,25 @@ export function requestDigest(body: unknown): string {
 export function commitDigest(request: CommitRequest): string {
   return requestDigest({ values: request.values ?? [], lists: request.lists ?? [] });
 }
+
+// ---- a request's identity ------------------------------------------------------------------------
+
+const hex8 = (text: string) => toHex(sha256(utf8Bytes(text))).slice(0, 8);
+
+/**
+ * The record a list write leaves among the list's last writes: 8 hex digits naming the request
+ * (its Idempotency-Key, or a commit's id and the list key) and 8 of its body's digest. Both list
+ * formats keep it as it is (16 hex digits: the append format's trailer field).
+ */
+export function recordId(name: string, digest: string): string {
+  return `${hex8(name)}${hex8(digest)}`;
+}
+
+/** A write record id: 16 lowercase hex digits. */
+export const RECORD_ID = /^[0-9a-f]{16}$/;
+
+/** How a recorded write id compares with a write's: the same request, the same name with another body, or neither. */
+export function compareRecord(recorded: string, mine: string): 'same' | 'reused' | 'other' {
+  if (recorded === mine) return 'same';
+  return RECORD_ID.test(mine) && recorded.slice(0, 8) === mine.slice(0, 8) ? 'reused' : 'other';
+}

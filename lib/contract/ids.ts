@@ -8,7 +8,7 @@
  */
 import { fromBase64Url, toBase64Url, utf8Length } from '../util/bytes.js';
 import { ValidationError } from './errors.js';
-import { LIMITS } from './limits.js';
+import { LIMITS, MAX_KEY_PAGE } from './limits.js';
 
 /** The user segment of the anonymous user. */
 export const ANONYMOUS = 'anon';
@@ -133,4 +133,51 @@ export function keyOfCursor(cursor: unknown, field = 'cursor'): string {
   }
   if (cursorOf(key) !== cursor) throw refused();
   return key;
+}
+
+/** UTF-8 byte order of two strings (the order of their code points). */
+export function compareUtf8(a: string, b: string): number {
+  const x = [...a];
+  const y = [...b];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = (x[i]?.codePointAt(0) ?? 0) - (y[i]?.codePointAt(0) ?? 0);
+    if (d !== 0) return d < 0 ? -1 : 1;
+  }
+  return x.length === y.length ? 0 : x.length < y.length ? -1 : 1;
+}
+
+/** Checks a prefix or `startAfter`: a string of at most 128 bytes, valid UTF-8, no control characters. */
+function checkBound(field: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new ValidationError(field, 'must be a string');
+  const problem = keyBoundProblem(value);
+  if (problem) throw new ValidationError(field, problem);
+  return value;
+}
+
+/** A page's options, checked: the prefix, the key it starts after (the cursor's, when later), its size. */
+export interface KeyPageOptions {
+  readonly prefix: string;
+  readonly after: string | undefined;
+  readonly limit: number;
+}
+
+/** `listKeys` options checked (a `ValidationError` naming the first bad one), before any request (every engine's rule). */
+export function keyPageOptions(options: {
+  readonly prefix?: string;
+  readonly startAfter?: string;
+  readonly limit?: number;
+  readonly cursor?: string;
+}): KeyPageOptions {
+  const prefix = checkBound('prefix', options.prefix) ?? '';
+  let after = checkBound('startAfter', options.startAfter);
+  if (after === '') after = undefined;
+  const limit = options.limit ?? MAX_KEY_PAGE;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KEY_PAGE)
+    throw new ValidationError('limit', `must be 1 to ${MAX_KEY_PAGE}`);
+  if (options.cursor !== undefined) {
+    const key = keyOfCursor(options.cursor);
+    if (after === undefined || compareUtf8(key, after) > 0) after = key;
+  }
+  return { prefix, after, limit };
 }

@@ -5,6 +5,7 @@
  * storage, which recurse) at most MAX_DEPTH levels of nesting. The value is JSON.parse's, which
  * keeps every member name (`__proto__` included) as an own property.
  */
+import { utf8Length } from '../util/bytes.js';
 import { ValidationError } from './errors.js';
 
 /** Deepest nesting of arrays and objects a body may have. */
@@ -123,4 +124,15 @@ export function jsonBody(value: unknown): string {
   const text = JSON.stringify(value);
   if (text === undefined) throw new ValidationError('value', 'must be a JSON value');
   return text;
+}
+
+/** Refuses items that are not an array of `min` to `max` JSON values of at most `maxItemBytes` each (every engine's rule). */
+export function checkItems(items: unknown, min: number, max: number, maxItemBytes: number): void {
+  if (!Array.isArray(items)) throw new ValidationError('items', 'must be an array');
+  if (items.length < min || items.length > max)
+    throw new ValidationError('items', `must hold ${min} to ${max} items`);
+  for (const item of items) {
+    if (utf8Length(jsonBody(item)) > maxItemBytes)
+      throw new ValidationError('items', `an item is over ${maxItemBytes} bytes (maxValueBytes)`);
+  }
 }

@@ -3,7 +3,9 @@
  * (user, session), the lock as the store's authority over tokens, and the checks of what callers
  * pass (owner, lease, wait, token).
  */
-import { FencedError, ValidationError } from './errors.js';
+import { BACKOFF, backoffMs } from '../util/backoff.js';
+import { FencedError, LockConflictError, ValidationError } from './errors.js';
+import { encodeId, userSegment } from './ids.js';
 
 /** A commit's identity as a lease records it (released or renewed with it). */
 export interface CommitIdentity {
@@ -167,4 +169,29 @@ export function fencingRefusal(
   if (grant && grant.token > token) return new FencedError(token, grant.token);
   if (!grant || grant.token !== token || !grant.live) return new FencedError(token, null);
   return undefined;
+}
+
+/** The stored name of a lock key, encoded as the store encodes ids. */
+export function lockName(key: LockKey): string {
+  return `${userSegment(key.userId)}/${encodeId('sessionId', key.sessionId)}`;
+}
+
+/**
+ * Waits for a held lock with backoff and jitter, up to `waitMs`, by retrying `attempt`, which throws
+ * `LockConflictError` while the lock is held.
+ */
+export async function waitFor<T>(attempt: () => Promise<T>, waitMs: number, now: () => number): Promise<T> {
+  const deadline = now() + waitMs;
+  for (let round = 0; ; round++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof LockConflictError)) throw error;
+      const left = deadline - now();
+      if (left <= 0) throw error;
+      const untilFree = error.expiresAt.getTime() - now();
+      const pause = Math.min(left, backoffMs(BACKOFF.lockWait, round), Math.max(5, untilFree));
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
 }

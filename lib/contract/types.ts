@@ -3,7 +3,7 @@
  * client both implement it) with every option and result, the turn's snapshot and commit included,
  * and `StateStore`, what an engine gives the server.
  */
-import type { TokenAuthority } from './lock.js';
+import type { Lease, TokenAuthority } from './lock.js';
 
 /** Options every write accepts. */
 export interface WriteOptions {
@@ -495,6 +495,29 @@ export interface CommitResult {
 }
 
 // ---- an engine ---------------------------------------------------------------------------------
+
+/**
+ * What a user store of an engine whose lock is its own may offer (docs/DESIGN.md, "Snapshots and
+ * commits"): a turn's lease with its snapshot, and its commit with the lease's release, each one
+ * round trip. Offered only when the store's authority is that lock; the turn route uses them then.
+ */
+export interface TurnsOnOneEngine {
+  /** Takes the lease as `SessionLock.acquire` does, then reads the snapshot, at once. */
+  beginTurn(
+    sessionId: string,
+    lease: { readonly leaseMs?: number; readonly waitMs?: number; readonly owner?: string },
+    request: SnapshotRequest,
+  ): Promise<{ lease: Lease; snapshot: Snapshot }> | undefined;
+  /**
+   * Commits as `commit` does, then releases the lease of `owner` and the request's token (recording
+   * the commit's identity in it) when it still holds it, at once.
+   */
+  commitAndRelease(
+    sessionId: string,
+    request: CommitRequest,
+    owner: string,
+  ): Promise<CommitResult> | undefined;
+}
 
 /**
  * What the server's backend can do, as `GET /v1/capabilities` answers it: derived once from the

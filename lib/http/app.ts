@@ -7,7 +7,9 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { type Config, configuredBy, logLevelOf, platformOf } from '../config.js';
 import { MisconfiguredBackendError } from '../contract/errors.js';
 import type { SessionLock } from '../contract/lock.js';
+import type { StateStore } from '../contract/types.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
+import { redisEngine } from '../engines/redis/index.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
@@ -21,8 +23,13 @@ export interface App {
   readonly handle: HttpHandler;
   readonly logger: Logger;
   readonly metrics: Metrics | undefined;
-  /** The driver the store writes through: its first write waits for the backend probe (probe.ts). */
-  readonly driver: VerifiedDriver;
+  /**
+   * The driver the object store writes through: its first write waits for the backend probe
+   * (probe.ts). Undefined when the store is an engine of its own (STORE_BACKEND=redis).
+   */
+  readonly driver: VerifiedDriver | undefined;
+  /** The store the router serves. */
+  readonly store: StateStore;
 }
 
 /**
@@ -30,8 +37,10 @@ export interface App {
  * lib/http/backends.ts), and optionally the authenticator and logger (tests).
  */
 export interface AppParts {
-  readonly driver: ObjectStoreDriver;
-  readonly lock: SessionLock;
+  /** The object store's driver (not with an engine of its own: STORE_BACKEND=redis). */
+  readonly driver?: ObjectStoreDriver;
+  /** The lock (the engine's own when LOCK_BACKEND=redis). */
+  readonly lock?: SessionLock;
   readonly auth?: Authenticator;
   readonly logger?: Logger;
 }
@@ -71,32 +80,44 @@ export function createApp(config: Config, parts: AppParts): App {
         })
       : undefined;
   const recorder = metricsRecorder(metrics);
-  const driver = verifiedDriver(parts.driver, {
-    prefix: config.STATE_PREFIX,
-    onOutcome: recorder.probe,
-    onUnsafe: (error) =>
-      logger.error('the storage backend does not honour write conditions; every write is refused', {
-        backend: error.backend,
-        guarantee: error.guarantee,
-      }),
-  });
-  const store = createStateStore({
-    driver,
-    prefix: config.STATE_PREFIX,
-    retentionDays: config.RETENTION_DAYS,
-    keepAliveMs: config.KEEPALIVE_MS,
-    stateGraceDays: config.STATE_GRACE_DAYS,
-    archiveEncoding: config.ARCHIVE_ENCODING,
-    listJson: config.LIST_JSON,
-    adoptReference: config.ADOPT_REFERENCE,
-    presignExpiresIn: config.PRESIGN_EXPIRES_SECONDS,
-    restoreDays: config.RESTORE_DAYS,
-    maxValueBytes: config.MAX_VALUE_BYTES,
-    metrics: recorder.sink,
-  });
+  // An engine of its own (lib/engines/<name>/) when the configuration names one; else the object
+  // store over the driver the entry point made.
+  const redis =
+    config.STORE_BACKEND === 'redis' || config.LOCK_BACKEND === 'redis'
+      ? redisEngine({
+          url: config.REDIS_URL,
+          clusterNodes: config.REDIS_CLUSTER_NODES,
+          prefix: config.STATE_PREFIX,
+          retentionDays: config.RETENTION_DAYS,
+          keepAliveMs: config.KEEPALIVE_MS,
+          maxValueBytes: config.MAX_VALUE_BYTES,
+          metrics: recorder.sink,
+          store: config.STORE_BACKEND === 'redis',
+          lock: config.LOCK_BACKEND === 'redis',
+        })
+      : undefined;
+  const lock = parts.lock ?? redis?.lock;
+  if (!lock) throw new Error(`no lock for LOCK_BACKEND=${config.LOCK_BACKEND}`);
+  const driver = redis?.store ? undefined : objectDriver(config, parts, recorder, logger);
+  const store =
+    redis?.store ??
+    createStateStore({
+      driver: driver as VerifiedDriver,
+      prefix: config.STATE_PREFIX,
+      retentionDays: config.RETENTION_DAYS,
+      keepAliveMs: config.KEEPALIVE_MS,
+      stateGraceDays: config.STATE_GRACE_DAYS,
+      archiveEncoding: config.ARCHIVE_ENCODING,
+      listJson: config.LIST_JSON,
+      adoptReference: config.ADOPT_REFERENCE,
+      presignExpiresIn: config.PRESIGN_EXPIRES_SECONDS,
+      restoreDays: config.RESTORE_DAYS,
+      maxValueBytes: config.MAX_VALUE_BYTES,
+      metrics: recorder.sink,
+    });
   const handle = createRouter({
     store,
-    lock: parts.lock,
+    lock,
     auth: parts.auth ?? authFor(config),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     cors: config.CORS_ORIGINS,
@@ -122,5 +143,24 @@ export function createApp(config: Config, parts: AppParts): App {
       recorder.request(route, response.status, ms, code);
     },
   });
-  return { handle, logger, metrics, driver };
+  return { handle, logger, metrics, driver, store };
+}
+
+/** The object store's driver, verified before its first write (probe.ts). */
+function objectDriver(
+  config: Config,
+  parts: AppParts,
+  recorder: ReturnType<typeof metricsRecorder>,
+  logger: Logger,
+): VerifiedDriver {
+  if (!parts.driver) throw new Error(`no driver for STORE_BACKEND=${config.STORE_BACKEND}`);
+  return verifiedDriver(parts.driver, {
+    prefix: config.STATE_PREFIX,
+    onOutcome: recorder.probe,
+    onUnsafe: (error) =>
+      logger.error('the storage backend does not honour write conditions; every write is refused', {
+        backend: error.backend,
+        guarantee: error.guarantee,
+      }),
+  });
 }

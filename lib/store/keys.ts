@@ -23,9 +23,15 @@
  * KiB of the current log, two GET); the marker in parallel with the first LIST.
  */
 
-import { CorruptValueError, SessionNotFoundError, ValidationError } from '../contract/errors.js';
-import { cursorOf, decodeId, keyBoundProblem, keyOfCursor, PLAIN_ID } from '../contract/ids.js';
-import { MAX_KEY_PAGE } from '../contract/limits.js';
+import { CorruptValueError, SessionNotFoundError } from '../contract/errors.js';
+import {
+  compareUtf8,
+  cursorOf,
+  decodeId,
+  type KeyPageOptions,
+  keyPageOptions,
+  PLAIN_ID,
+} from '../contract/ids.js';
 import type { KeyListInfo, KeyPage, KeyValueInfo, ListKeysOptions } from '../contract/types.js';
 import { ObjectNotFoundError } from '../drivers/errors.js';
 import type { ListedObject, ObjectInfo } from '../drivers/types.js';
@@ -44,10 +50,8 @@ const LIST_SUFFIX = NAME.listHead;
 /** Requests `listKeys` has in flight at once for the values and lists of a page. */
 const PARALLEL = 64;
 
-/** UTF-8 byte order of two strings. */
-export function compareUtf8(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
+// The byte order of keys is the contract's (every engine's).
+export { compareUtf8 };
 
 const isPlainChar = (c: string) => c.length === 1 && PLAIN_CHARS.includes(c);
 
@@ -91,15 +95,6 @@ function plainPart(s: string): string {
   return s.slice(0, i);
 }
 
-/** Checks a prefix or `startAfter`: a string of at most 128 bytes, valid UTF-8, no control characters. */
-function checkBound(field: string, value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new ValidationError(field, 'must be a string');
-  const problem = keyBoundProblem(value);
-  if (problem) throw new ValidationError(field, problem);
-  return value;
-}
-
 /** The key and kind of a name (relative to the session's folder), or undefined when it is no key's. */
 function keyOf(name: string): { key: string; kind: 'value' | 'list' } | undefined {
   const kind = name.endsWith(LIST_SUFFIX) ? 'list' : name.endsWith(VALUE_SUFFIX) ? 'value' : undefined;
@@ -126,28 +121,6 @@ export interface ListedKeys {
   readonly nextCursor?: string;
 }
 
-/** A page's options, checked: the prefix, the key it starts after (the cursor's, when later), its size. */
-interface PageOptions {
-  readonly prefix: string;
-  readonly after: string | undefined;
-  readonly limit: number;
-}
-
-/** `options` checked (a `ValidationError` naming the first bad one), before any request. */
-function pageOptions(options: ListKeysOptions): PageOptions {
-  const prefix = checkBound('prefix', options.prefix) ?? '';
-  let after = checkBound('startAfter', options.startAfter);
-  if (after === '') after = undefined;
-  const limit = options.limit ?? MAX_KEY_PAGE;
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KEY_PAGE)
-    throw new ValidationError('limit', `must be 1 to ${MAX_KEY_PAGE}`);
-  if (options.cursor !== undefined) {
-    const key = keyOfCursor(options.cursor);
-    if (after === undefined || compareUtf8(key, after) > 0) after = key;
-  }
-  return { prefix, after, limit };
-}
-
 /** The keys of one user's sessions. */
 export class Keys {
   constructor(
@@ -159,7 +132,7 @@ export class Keys {
 
   async page(s: string, options: ListKeysOptions = {}): Promise<KeyPage> {
     // Bad options are refused before any request is made.
-    const checked = pageOptions(options);
+    const checked = keyPageOptions(options);
     const marker = this.sessions.read(s);
     // Read early, so an absent session is not reported as a listing failure.
     marker.catch(() => undefined);
@@ -196,10 +169,10 @@ export class Keys {
    * cursor after them (the LISTs only: neither the marker nor any object is read).
    */
   async listed(s: string, options: ListKeysOptions = {}): Promise<ListedKeys> {
-    return this.listedChecked(s, pageOptions(options));
+    return this.listedChecked(s, keyPageOptions(options));
   }
 
-  private async listedChecked(s: string, { prefix, after, limit }: PageOptions): Promise<ListedKeys> {
+  private async listedChecked(s: string, { prefix, after, limit }: KeyPageOptions): Promise<ListedKeys> {
     const { driver } = this.ctx;
     const folder = this.layout.session(s);
     const found = new Map<string, ListedKey>();

@@ -15,7 +15,7 @@ import {
 } from '../contract/errors.js';
 import { isHash, requestDigest } from '../contract/hash.js';
 import { checkId, checkPrefix, decodeId, namedUser } from '../contract/ids.js';
-import { jsonBody } from '../contract/json.js';
+import { checkItems, jsonBody } from '../contract/json.js';
 import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN, WRITE_ID_RULE } from '../contract/limits.js';
 import { checkToken, type TokenAuthority } from '../contract/lock.js';
 import { checkRevision } from '../contract/revisions.js';
@@ -723,15 +723,5 @@ class UserStore implements SessionStore {
     }
     const more = page.nextCursor !== undefined && last !== undefined;
     return { sessions, nextCursor: more ? Buffer.from(last as string).toString('base64url') : null };
-  }
-}
-
-function checkItems(items: unknown, min: number, max: number, maxItemBytes: number): void {
-  if (!Array.isArray(items)) throw new ValidationError('items', 'must be an array');
-  if (items.length < min || items.length > max)
-    throw new ValidationError('items', `must hold ${min} to ${max} items`);
-  for (const item of items) {
-    if (Buffer.byteLength(jsonBody(item)) > maxItemBytes)
-      throw new ValidationError('items', `an item is over ${maxItemBytes} bytes (maxValueBytes)`);
   }
 }

@@ -16,6 +16,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config.js';
+import type { SessionLock } from '../../lib/contract/lock.js';
+import type { FsDriver } from '../../lib/drivers/fs.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
@@ -82,8 +84,12 @@ async function startApi(env: Record<string, string> = {}, noConditionalOverwrite
     ...env,
   });
   let url = '';
-  const backends = backendsFrom(config, () => url);
-  if (noConditionalOverwrite) backends.driver = withoutConditionalOverwrite(backends.driver);
+  const made = backendsFrom(config, () => url);
+  if (!made.driver) throw new Error('the Java interop runs on an object store');
+  const backends: { driver: ObjectStoreDriver | FsDriver; lock?: SessionLock } = {
+    ...made,
+    driver: noConditionalOverwrite ? withoutConditionalOverwrite(made.driver) : made.driver,
+  };
   const app = createApp(config, backends);
   const driver = backends.driver;
   const blobs =

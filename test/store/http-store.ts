@@ -15,10 +15,11 @@ import { createStateStore, type StateStoreOptions } from '../../lib/store/store.
 import { hsToken, SECRET } from '../http/harness.js';
 
 export async function httpStateStore(
-  options: StateStoreOptions,
+  /** The object store's options, or an engine's store. */
+  options: StateStoreOptions | StateStore,
   lock: SessionLock = createMemoryLock(),
 ): Promise<{ store: StateStore; close(): Promise<void> }> {
-  const inner = createStateStore(options);
+  const inner = 'forUser' in options ? options : createStateStore(options);
   const handle = createRouter({
     store: inner,
     lock,

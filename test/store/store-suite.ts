@@ -20,7 +20,13 @@ import {
   ValidationError,
 } from '../../lib/contract/errors.js';
 import { chainHash, commitDigest, EMPTY_HASH } from '../../lib/contract/hash.js';
-import type { CommitRequest, SessionStore, StateStore, StoreCounter } from '../../lib/contract/types.js';
+import type {
+  CommitRequest,
+  MetricsSink,
+  SessionStore,
+  StateStore,
+  StoreCounter,
+} from '../../lib/contract/types.js';
 import { ObjectStoreError } from '../../lib/drivers/errors.js';
 import type {
   AppendObjectOptions,
@@ -51,12 +57,30 @@ const pageHashes = (all: unknown[], offset: number) => ({
  */
 export type SuiteFormat = ListFormatName;
 
-/** Runs the store suite on one backend. */
+/**
+ * An engine under test (lib/engines/<name>/): a fresh `StateStore` reporting to `metrics`. The
+ * suite runs on it what is not about object storage (the tests that read or damage objects, or
+ * count a driver's requests, are the object store's: `objectsIt`).
+ */
+export interface Engine {
+  readonly name: string;
+  makeStore(options: { metrics: MetricsSink }): Promise<{
+    store: StateStore;
+    close(): Promise<void>;
+    /** Writes the engine's server has made so far (the tests' "nothing written" checks). */
+    changes(): Promise<number>;
+  }>;
+}
+
+/** Runs the store suite on one backend (an object-storage driver) or engine. */
 export function describeStoreSuite(
-  backend: Backend,
+  backend: Backend | Engine,
   via: 'library' | 'http' = 'library',
   listFormat?: SuiteFormat,
 ): void {
+  const objects = 'make' in backend;
+  /** A test of the object store's own behaviour: skipped on an engine. */
+  const objectsIt = objects ? it : it.skip;
   const label = `${backend.name}${listFormat ? `, ${listFormat} lists` : ''}${via === 'http' ? ', through the HTTP client' : ''}`;
   describe(`state store on ${label}`, () => {
     let driver: CountingDriver;
@@ -70,12 +94,47 @@ export function describeStoreSuite(
     let clock = 0;
     const lock = createMemoryLock({ now: () => Date.now() + clock });
     let authorized: SessionStore;
-    const cas = () => driver.capabilities.conditionalOverwrite;
+    const cas = () => store.capabilities.conditionalOverwrite;
     const format = (): ListFormatName => listFormat ?? (cas() ? 'cas' : 'append');
     /** Writes of any kind (the append format writes by `append`). */
     const writes = () => driver.calls.put + driver.calls.append + driver.calls.copy;
+    /** What the server of an engine counts as its writes. */
+    let engineChanges: () => Promise<number> = async () => 0;
+    let engineBase = 0;
+    /**
+     * Writes since `reset`, on any backend: an object store's requests (writes, or writes and
+     * deletes), an engine server's own count of changes.
+     */
+    const meter = {
+      reset: async () => {
+        if (objects) driver.reset();
+        else engineBase = await engineChanges();
+      },
+      writes: async () => (objects ? writes() : (await engineChanges()) - engineBase),
+      changes: async () =>
+        objects
+          ? writes() + driver.calls.delete + driver.calls.deleteMany
+          : (await engineChanges()) - engineBase,
+    };
 
     beforeAll(async () => {
+      const metrics: MetricsSink = {
+        count: (name, value = 1) => counters.set(name, (counters.get(name) ?? 0) + value),
+      };
+      if (!('make' in backend)) {
+        const made = await backend.makeStore({ metrics });
+        close = made.close;
+        engineChanges = made.changes;
+        if (via === 'http') {
+          const served = await httpStateStore(made.store, lock);
+          store = served.store;
+          closeServer = served.close;
+        } else store = made.store;
+        alice = store.forUser('alice');
+        bob = store.forUser('bob');
+        authorized = store.forUser('alice', { authority: lock });
+        return;
+      }
       const made = await backend.make();
       driver = counting(made.driver);
       close = made.close;
@@ -87,7 +146,7 @@ export function describeStoreSuite(
         listSealBytes: 1024,
         listLogBytes: 2048,
         ...(listFormat ? { listFormat } : {}),
-        metrics: { count: (name, value = 1) => counters.set(name, (counters.get(name) ?? 0) + value) },
+        metrics,
       };
       if (via === 'http') {
         const served = await httpStateStore(options, lock);
@@ -270,7 +329,7 @@ export function describeStoreSuite(
         await alice.deleteKey(s, 'never');
       });
 
-      it('a corrupt value is a typed error for that key only', async () => {
+      objectsIt('a corrupt value is a typed error for that key only', async () => {
         const s = sid();
         await alice.save(s, 'good', { ok: true });
         await alice.save(s, 'bad', { ok: true });
@@ -288,10 +347,10 @@ export function describeStoreSuite(
     });
 
     describe('lists', () => {
-      it('saveList: created, unchanged (no writes), appended, rewritten after archiving', async () => {
+      objectsIt('saveList: created, unchanged (no writes), appended, rewritten after archiving', async () => {
         const s = sid();
         expect(await alice.saveList(s, 'memory', msgs(0, 3))).toMatchObject({ action: 'created', count: 3 });
-        driver.reset();
+        await meter.reset();
         const same = await alice.saveList(s, 'memory', msgs(0, 3));
         expect(same).toEqual({ action: 'unchanged', count: 3, hash: chainHash(EMPTY_HASH, msgs(0, 3)) });
         expect(driver.calls.put + driver.calls.delete + driver.calls.copy).toBe(0);
@@ -483,67 +542,73 @@ export function describeStoreSuite(
         ).toBeLessThanOrEqual(8);
       });
 
-      it('a damaged pointer or materialization still serves the list, repaired and counted (append format)', async () => {
-        if (format() !== 'append') return;
-        const s = sid();
-        await alice.saveList(s, 'l', msgs(0, 6));
-        const before = counters.get('manifestRepairs') ?? 0;
-        await driver.put(`${prefix}alice/${s}/l.list.hash`, '{broken');
-        await driver.put(`${prefix}alice/${s}/l.list.json`, '[1,2,3]');
-        expect((await alice.getList(s, 'l')).items).toEqual(msgs(0, 6));
-        expect((await alice.appendList(s, 'l', [msg(6)], { expectedCount: 6 })).count).toBe(7);
-        expect((await alice.getList(s, 'l')).items).toEqual(msgs(0, 7));
-        expect(counters.get('manifestRepairs') ?? 0).toBeGreaterThan(before);
-      });
+      objectsIt(
+        'a damaged pointer or materialization still serves the list, repaired and counted (append format)',
+        async () => {
+          if (format() !== 'append') return;
+          const s = sid();
+          await alice.saveList(s, 'l', msgs(0, 6));
+          const before = counters.get('manifestRepairs') ?? 0;
+          await driver.put(`${prefix}alice/${s}/l.list.hash`, '{broken');
+          await driver.put(`${prefix}alice/${s}/l.list.json`, '[1,2,3]');
+          expect((await alice.getList(s, 'l')).items).toEqual(msgs(0, 6));
+          expect((await alice.appendList(s, 'l', [msg(6)], { expectedCount: 6 })).count).toBe(7);
+          expect((await alice.getList(s, 'l')).items).toEqual(msgs(0, 7));
+          expect(counters.get('manifestRepairs') ?? 0).toBeGreaterThan(before);
+        },
+      );
     });
 
     describe('lists, storage v2', () => {
-      it('a damaged head (CAS) or log (append) fails that list only (counted); the other keys read; a delete resets it', async () => {
-        const s = sid();
-        await alice.saveList(s, 'l', msgs(0, 6));
-        await alice.saveList(s, 'other', msgs(0, 2));
-        await alice.save(s, 'plan', { step: 1 });
-        const before = counters.get('corruptObjects') ?? 0;
-        // The CAS format's authority is its head; the append format's, its logs (the current one here).
-        const logs = (await driver.list({ prefix: `${prefix}alice/${s}/l.list~l~` })).objects;
-        const damaged = format() === 'cas' ? `${prefix}alice/${s}/l.list.hash` : logs.at(-1)?.key;
-        expect(damaged).toBeDefined();
-        await driver.put(damaged as string, '{broken');
-        await expect(alice.getList(s, 'l')).rejects.toBeInstanceOf(CorruptValueError);
-        await expect(alice.appendList(s, 'l', [msg(6)], { expectedCount: 6 })).rejects.toBeInstanceOf(
-          CorruptValueError,
-        );
-        expect(counters.get('corruptObjects') ?? 0).toBeGreaterThan(before);
-        expect((await alice.getList(s, 'other')).items).toEqual(msgs(0, 2));
-        expect(await alice.get(s, 'plan')).toEqual({ step: 1 });
-        // A damaged materialization is not read at all.
-        await driver.put(`${prefix}alice/${s}/other.list.json`, '[1,2,3]');
-        expect((await alice.getList(s, 'other')).items).toEqual(msgs(0, 2));
-        await alice.deleteList(s, 'l');
-        expect(await alice.getList(s, 'l')).toEqual(EMPTY_PAGE);
-        expect((await alice.appendList(s, 'l', [msg(0)], { expectedCount: 0 })).count).toBe(1);
-      });
+      objectsIt(
+        'a damaged head (CAS) or log (append) fails that list only (counted); the other keys read; a delete resets it',
+        async () => {
+          const s = sid();
+          await alice.saveList(s, 'l', msgs(0, 6));
+          await alice.saveList(s, 'other', msgs(0, 2));
+          await alice.save(s, 'plan', { step: 1 });
+          const before = counters.get('corruptObjects') ?? 0;
+          // The CAS format's authority is its head; the append format's, its logs (the current one here).
+          const logs = (await driver.list({ prefix: `${prefix}alice/${s}/l.list~l~` })).objects;
+          const damaged = format() === 'cas' ? `${prefix}alice/${s}/l.list.hash` : logs.at(-1)?.key;
+          expect(damaged).toBeDefined();
+          await driver.put(damaged as string, '{broken');
+          await expect(alice.getList(s, 'l')).rejects.toBeInstanceOf(CorruptValueError);
+          await expect(alice.appendList(s, 'l', [msg(6)], { expectedCount: 6 })).rejects.toBeInstanceOf(
+            CorruptValueError,
+          );
+          expect(counters.get('corruptObjects') ?? 0).toBeGreaterThan(before);
+          expect((await alice.getList(s, 'other')).items).toEqual(msgs(0, 2));
+          expect(await alice.get(s, 'plan')).toEqual({ step: 1 });
+          // A damaged materialization is not read at all.
+          await driver.put(`${prefix}alice/${s}/other.list.json`, '[1,2,3]');
+          expect((await alice.getList(s, 'other')).items).toEqual(msgs(0, 2));
+          await alice.deleteList(s, 'l');
+          expect(await alice.getList(s, 'l')).toEqual(EMPTY_PAGE);
+          expect((await alice.appendList(s, 'l', [msg(0)], { expectedCount: 0 })).count).toBe(1);
+        },
+      );
 
       it('a replayed write id answers the original result and writes nothing', async () => {
         const s = sid();
         const first = await alice.appendList(s, 'w', msgs(0, 2), { expectedCount: 0, writeId: 'turn-1' });
         expect(first.action).toBe('created');
         await alice.appendList(s, 'w', msgs(2, 3), { expectedCount: 2, writeId: 'turn-2' });
-        const before = writes();
+        const before = await meter.writes();
         // The same id again (its answer lost): the original answer, even though the list moved on.
         expect(await alice.appendList(s, 'w', msgs(0, 2), { expectedCount: 0, writeId: 'turn-1' })).toEqual(
           first,
         );
-        expect(writes()).toBe(before);
+        expect(await meter.writes()).toBe(before);
         expect((await alice.getList(s, 'w')).items).toEqual(msgs(0, 3));
         // Still found after more writes than a tail holds (in the append format, across rollovers).
         for (let i = 3; i < 40; i++)
           await alice.appendList(s, 'w', [{ ...msg(i), pad: 'x'.repeat(100) }], { expectedCount: i });
-        const after = writes();
+        const after = await meter.writes();
         expect(
           await alice.appendList(s, 'w', msgs(2, 3), { expectedCount: 2, writeId: 'turn-2' }),
         ).toMatchObject({ action: 'appended', count: 3 });
-        expect(writes()).toBe(after);
+        expect(await meter.writes()).toBe(after);
         await expect(
           alice.appendList(s, 'w', [msg(9)], { expectedCount: 3, writeId: 'bad id!' }),
         ).rejects.toBeInstanceOf(ValidationError);
@@ -552,228 +617,247 @@ export function describeStoreSuite(
       it('an Idempotency-Key reused for another request is refused (appends and truncates), nothing written; the same request is a replay, after a delete too', async () => {
         const s = sid();
         const first = await alice.appendList(s, 'k', [msg(0)], { expectedCount: 0, writeId: 'k1' });
-        const before = writes();
+        const before = await meter.writes();
         for (const other of [
           () => alice.appendList(s, 'k', [msg(1)], { expectedCount: 1, writeId: 'k1' }),
           () => alice.appendList(s, 'k', [msg(9)], { expectedCount: 0, writeId: 'k1' }),
         ])
           await expect(other()).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
-        expect(writes()).toBe(before);
+        expect(await meter.writes()).toBe(before);
         expect((await alice.getList(s, 'k')).items).toEqual([msg(0)]);
         expect(await alice.appendList(s, 'k', [msg(0)], { expectedCount: 0, writeId: 'k1' })).toEqual(first);
         const grown = await alice.appendList(s, 'k', msgs(1, 4), { expectedCount: 1 });
         const cut = await alice.truncateList(s, 'k', { count: 2, expectedHash: grown.hash, writeId: 't1' });
-        const afterCut = writes();
+        const afterCut = await meter.writes();
         await expect(
           alice.truncateList(s, 'k', { count: 1, expectedHash: cut.hash, writeId: 't1' }),
         ).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
-        expect(writes()).toBe(afterCut);
+        expect(await meter.writes()).toBe(afterCut);
         expect((await alice.getList(s, 'k')).items).toEqual(msgs(0, 2));
         // After the list is deleted, the replay answers what it answered, and writes nothing back.
         await alice.deleteList(s, 'k');
-        const afterDelete = writes();
+        const afterDelete = await meter.writes();
         expect(await alice.appendList(s, 'k', [msg(0)], { expectedCount: 0, writeId: 'k1' })).toEqual(first);
-        expect(writes()).toBe(afterDelete);
+        expect(await meter.writes()).toBe(afterDelete);
         expect(await alice.getList(s, 'k')).toEqual(EMPTY_PAGE);
       });
 
-      it('a save with a base (ifHash) that is not the current hash is refused and writes nothing', async () => {
-        const s = sid();
-        const { hash } = await alice.saveList(s, 'b', msgs(0, 3));
-        await alice.appendList(s, 'b', [msg(3)], { expectedCount: 3 });
-        const writes = driver.calls.put;
-        const stale = alice.saveList(s, 'b', [{ summary: 1 }], { ifHash: hash });
-        await expect(stale).rejects.toBeInstanceOf(ListPreconditionFailedError);
-        await expect(stale).rejects.toMatchObject({ currentHash: chainHash(EMPTY_HASH, msgs(0, 4)) });
-        expect(driver.calls.put).toBe(writes);
-        expect(await alice.listArchives(s, 'b')).toEqual([]);
-        const current = chainHash(EMPTY_HASH, msgs(0, 4));
-        expect((await alice.saveList(s, 'b', msgs(0, 5), { ifHash: current })).action).toBe('appended');
-        await expect(alice.saveList(sid(), 'b', msgs(0, 1), { ifHash: current })).rejects.toMatchObject({
-          currentHash: EMPTY_HASH,
-        });
-      });
-
-      it('500 appends across seals and merges read back whole, by page at every offset, and by last', async () => {
-        const s = sid();
-        let count = 0;
-        let hash = EMPTY_HASH;
-        const all: unknown[] = [];
-        const segmentsBefore = driver.puts.filter((name) => name.includes('.list~g~')).length;
-        for (let i = 0; i < 500; i++) {
-          const items = [{ ...msg(i), pad: 'x'.repeat(i % 7 === 0 ? 400 : 20) }];
-          ({ count, hash } = await alice.appendList(s, 'seg', items, {
-            expectedCount: count,
-            expectedHash: hash,
-          }));
-          all.push(...items);
-        }
-        if (format() === 'cas') {
-          // Seals and merges each create a segment: well over 10 of each in 500 appends.
-          const created = driver.puts.filter((name) => name.includes('.list~g~')).length - segmentsBefore;
-          expect(created).toBeGreaterThan(40);
-        }
-        const whole = await alice.getList(s, 'seg');
-        expect(whole.items).toEqual(all);
-        expect(whole.hash).toBe(chainHash(EMPTY_HASH, all));
-        // Pages may be short (a page ends where a stored segment ends): read on from where it stopped.
-        for (const limit of [13, 60]) {
-          const read: unknown[] = [];
-          while (read.length < all.length) {
-            const page = await alice.getList(s, 'seg', { offset: read.length, limit });
-            expect(page.offset).toBe(read.length);
-            expect(page.baseHash).toBe(chainHash(EMPTY_HASH, all.slice(0, read.length)));
-            expect(page.items.length).toBeGreaterThan(0);
-            expect(page.items.length).toBeLessThanOrEqual(limit);
-            read.push(...page.items);
-          }
-          expect(read).toEqual(all);
-        }
-        for (const last of [1, 5, 60]) {
-          const page = await alice.getList(s, 'seg', { last });
-          expect(page.items).toEqual(all.slice(page.offset));
-          expect(page.offset).toBeGreaterThanOrEqual(all.length - last);
-          expect(page.items.length).toBeGreaterThan(0);
-        }
-        const names = (await driver.list({ prefix: `${prefix}alice/${s}/` })).objects.map((o) => o.key);
-        const stored = format() === 'cas' ? '.list~g~' : '.list~l~';
-        expect(names.filter((n) => n.includes(stored)).length).toBeGreaterThan(1);
-        // A rewrite of a long list keeps the whole content, in a new generation.
-        const rewritten = all.slice(all.length - 100);
-        expect((await alice.saveList(s, 'seg', rewritten)).action).toBe('rewritten');
-        expect((await alice.getList(s, 'seg')).items).toEqual(rewritten);
-        expect((await alice.getList(s, 'seg', { offset: 10, limit: 5 })).items).toEqual(
-          rewritten.slice(10, 15),
-        );
-        const [archive] = await alice.listArchives(s, 'seg');
-        expect((await alice.getArchive(s, 'seg', archive?.archiveId ?? ''))?.items).toEqual(all);
-      });
-
-      it('an append whose answer is lost is applied once: by the store reading the head back, or by the caller retrying its write id', async () => {
-        const s = sid();
-        await alice.saveList(s, 'lost', msgs(0, 2));
-        // The next list write lands, then its answer is lost (a 5xx after the fact); the read after
-        // it fails too, so the whole call fails and the caller retries.
-        let mode: 'none' | 'lose-write' | 'lose-write-and-read' = 'lose-write';
-        const head = `${prefix}alice/${s}/lost.list`;
-        const lossy = {
-          ...driver,
-          put: async (key: string, body: Uint8Array | string, options?: PutOptions) => {
-            const written = await driver.put(key, body, options);
-            if (mode !== 'none' && key.startsWith(head)) {
-              if (mode === 'lose-write') mode = 'none';
-              else mode = 'lose-read' as never;
-              throw new ObjectStoreError('answer lost after the write', driver.name, { retryable: true });
-            }
-            return written;
-          },
-          // The append format writes by position append: its answer is lost the same way.
-          append: async (key: string, body: Uint8Array | string, options: AppendObjectOptions) => {
-            const written = await driver.append(key, body, options);
-            if (mode !== 'none' && key.startsWith(head)) {
-              if (mode === 'lose-write') mode = 'none';
-              else mode = 'lose-read' as never;
-              throw new ObjectStoreError('answer lost after the write', driver.name, { retryable: true });
-            }
-            return written;
-          },
-          get: async (key: string, options?: GetOptions) => {
-            if ((mode as string) === 'lose-read' && key.startsWith(head)) {
-              mode = 'none';
-              throw new ObjectStoreError('read failed', driver.name, { retryable: true });
-            }
-            return driver.get(key, options);
-          },
-        } as ObjectStoreDriver;
-        const user = createStateStore({
-          driver: lossy,
-          prefix,
-          listLogBytes: 2048,
-          ...(listFormat ? { listFormat } : {}),
-        }).forUser('alice');
-        const base = chainHash(EMPTY_HASH, msgs(0, 2));
-        const once = await user.appendList(s, 'lost', [msg(2)], {
-          expectedCount: 2,
-          expectedHash: base,
-          writeId: 'a-1',
-        });
-        expect(once.count).toBe(3);
-        mode = 'lose-write-and-read';
-        const at3 = chainHash(EMPTY_HASH, msgs(0, 3));
-        const options = { expectedCount: 3, expectedHash: at3, writeId: 'a-2' };
-        const failed = await user.appendList(s, 'lost', [msg(3)], options).catch((error: unknown) => error);
-        // The store either recognised its own write or gave up with a retryable error; the caller retries.
-        const retried =
-          failed instanceof Error ? await user.appendList(s, 'lost', [msg(3)], options) : failed;
-        expect(retried).toMatchObject({ count: 4, hash: chainHash(EMPTY_HASH, msgs(0, 4)) });
-        expect((await alice.getList(s, 'lost')).items).toEqual(msgs(0, 4));
-      });
-
-      it('items over 1 MiB are objects of their own; items that look like references read back as sent', async () => {
-        const s = sid();
-        const big = { role: 'tool', content: 'b'.repeat(1536 * 1024) };
-        const lookalikes = [{ '~ref': 'not/a/ref', '~leaf': 'x' }, { '~esc': { '~ref': 1 } }, { '~esc': 2 }];
-        const all = [...msgs(0, 3), big, ...lookalikes];
-        await alice.appendList(s, 'big', msgs(0, 3), { expectedCount: 0 });
-        await alice.appendList(s, 'big', [big], { expectedCount: 3 });
-        await alice.appendList(s, 'big', lookalikes, { expectedCount: 4 });
-        for (let i = 0; i < 40; i++)
-          await alice.appendList(s, 'big', [{ ...msg(i), pad: 'z'.repeat(100) }], {
-            expectedCount: all.length + i,
+      objectsIt(
+        'a save with a base (ifHash) that is not the current hash is refused and writes nothing',
+        async () => {
+          const s = sid();
+          const { hash } = await alice.saveList(s, 'b', msgs(0, 3));
+          await alice.appendList(s, 'b', [msg(3)], { expectedCount: 3 });
+          const writes = driver.calls.put;
+          const stale = alice.saveList(s, 'b', [{ summary: 1 }], { ifHash: hash });
+          await expect(stale).rejects.toBeInstanceOf(ListPreconditionFailedError);
+          await expect(stale).rejects.toMatchObject({ currentHash: chainHash(EMPTY_HASH, msgs(0, 4)) });
+          expect(driver.calls.put).toBe(writes);
+          expect(await alice.listArchives(s, 'b')).toEqual([]);
+          const current = chainHash(EMPTY_HASH, msgs(0, 4));
+          expect((await alice.saveList(s, 'b', msgs(0, 5), { ifHash: current })).action).toBe('appended');
+          await expect(alice.saveList(sid(), 'b', msgs(0, 1), { ifHash: current })).rejects.toMatchObject({
+            currentHash: EMPTY_HASH,
           });
-        const tail = Array.from({ length: 40 }, (_, i) => ({ ...msg(i), pad: 'z'.repeat(100) }));
-        const whole = await alice.getList(s, 'big');
-        expect(whole.items).toEqual([...all, ...tail]);
-        expect(whole.hash).toBe(chainHash(EMPTY_HASH, [...all, ...tail]));
-        const page = await alice.getList(s, 'big', { offset: 2, limit: 3 });
-        expect(page.items.slice(0, 2)).toEqual(all.slice(2, 4));
-        expect(page.baseHash).toBe(chainHash(EMPTY_HASH, all.slice(0, 2)));
-        const objects = (await driver.list({ prefix: `${prefix}alice/${s}/big.list~i~` })).objects;
-        expect(objects).toHaveLength(1);
-        expect(objects[0]?.size).toBeGreaterThan(1024 * 1024);
-        if (format() === 'cas') {
-          // The head holds a reference, not the item.
-          const head = await driver.get(`${prefix}alice/${s}/big.list.hash`);
-          expect(head.body.byteLength).toBeLessThan(200 * 1024);
-        } else {
-          // The logs hold a reference, not the item.
-          const logs = (await driver.list({ prefix: `${prefix}alice/${s}/big.list~l~` })).objects;
-          expect(logs.reduce((n, o) => n + o.size, 0)).toBeLessThan(200 * 1024);
-        }
-        // A rewrite keeps it whole; the archive holds the old list with it.
-        expect((await alice.saveList(s, 'big', [big, msg(9)])).action).toBe('rewritten');
-        expect((await alice.getList(s, 'big')).items).toEqual([big, msg(9)]);
-        const [archive] = await alice.listArchives(s, 'big');
-        expect((await alice.getArchive(s, 'big', archive?.archiveId ?? ''))?.items).toEqual([
-          ...all,
-          ...tail,
-        ]);
-      });
+        },
+      );
 
-      it('a session deleted under readers of a long list: each read answers the list or nothing, never a damaged list', async () => {
-        const s = sid();
-        const items = Array.from({ length: 120 }, (_, i) => ({ ...msg(i), pad: 'y'.repeat(60) }));
-        await alice.saveList(s, 'gone', items);
-        const before = counters.get('corruptObjects') ?? 0;
-        let deleted = false;
-        const readers = Array.from({ length: 4 }, async () => {
-          const seen: number[] = [];
-          for (let n = 0; n < 12; n++) {
-            const page = await alice.getList(s, 'gone', n % 2 ? { offset: 30, limit: 40 } : {});
-            seen.push(page.count);
-            if (page.count > 0) expect(page.items[0]).toEqual(items[page.offset]);
-            if (deleted) break;
+      objectsIt(
+        '500 appends across seals and merges read back whole, by page at every offset, and by last',
+        async () => {
+          const s = sid();
+          let count = 0;
+          let hash = EMPTY_HASH;
+          const all: unknown[] = [];
+          const segmentsBefore = driver.puts.filter((name) => name.includes('.list~g~')).length;
+          for (let i = 0; i < 500; i++) {
+            const items = [{ ...msg(i), pad: 'x'.repeat(i % 7 === 0 ? 400 : 20) }];
+            ({ count, hash } = await alice.appendList(s, 'seg', items, {
+              expectedCount: count,
+              expectedHash: hash,
+            }));
+            all.push(...items);
           }
-          return seen;
-        });
-        const deleter = alice.delete(s).then(() => {
-          deleted = true;
-        });
-        const seen = (await Promise.all([...readers, deleter])).slice(0, 4).flat() as number[];
-        expect(seen.every((count) => count === 0 || count === items.length)).toBe(true);
-        expect(await alice.getList(s, 'gone')).toEqual(EMPTY_PAGE);
-        expect(counters.get('corruptObjects') ?? 0).toBe(before);
-      });
+          if (format() === 'cas') {
+            // Seals and merges each create a segment: well over 10 of each in 500 appends.
+            const created = driver.puts.filter((name) => name.includes('.list~g~')).length - segmentsBefore;
+            expect(created).toBeGreaterThan(40);
+          }
+          const whole = await alice.getList(s, 'seg');
+          expect(whole.items).toEqual(all);
+          expect(whole.hash).toBe(chainHash(EMPTY_HASH, all));
+          // Pages may be short (a page ends where a stored segment ends): read on from where it stopped.
+          for (const limit of [13, 60]) {
+            const read: unknown[] = [];
+            while (read.length < all.length) {
+              const page = await alice.getList(s, 'seg', { offset: read.length, limit });
+              expect(page.offset).toBe(read.length);
+              expect(page.baseHash).toBe(chainHash(EMPTY_HASH, all.slice(0, read.length)));
+              expect(page.items.length).toBeGreaterThan(0);
+              expect(page.items.length).toBeLessThanOrEqual(limit);
+              read.push(...page.items);
+            }
+            expect(read).toEqual(all);
+          }
+          for (const last of [1, 5, 60]) {
+            const page = await alice.getList(s, 'seg', { last });
+            expect(page.items).toEqual(all.slice(page.offset));
+            expect(page.offset).toBeGreaterThanOrEqual(all.length - last);
+            expect(page.items.length).toBeGreaterThan(0);
+          }
+          const names = (await driver.list({ prefix: `${prefix}alice/${s}/` })).objects.map((o) => o.key);
+          const stored = format() === 'cas' ? '.list~g~' : '.list~l~';
+          expect(names.filter((n) => n.includes(stored)).length).toBeGreaterThan(1);
+          // A rewrite of a long list keeps the whole content, in a new generation.
+          const rewritten = all.slice(all.length - 100);
+          expect((await alice.saveList(s, 'seg', rewritten)).action).toBe('rewritten');
+          expect((await alice.getList(s, 'seg')).items).toEqual(rewritten);
+          expect((await alice.getList(s, 'seg', { offset: 10, limit: 5 })).items).toEqual(
+            rewritten.slice(10, 15),
+          );
+          const [archive] = await alice.listArchives(s, 'seg');
+          expect((await alice.getArchive(s, 'seg', archive?.archiveId ?? ''))?.items).toEqual(all);
+        },
+      );
+
+      objectsIt(
+        'an append whose answer is lost is applied once: by the store reading the head back, or by the caller retrying its write id',
+        async () => {
+          const s = sid();
+          await alice.saveList(s, 'lost', msgs(0, 2));
+          // The next list write lands, then its answer is lost (a 5xx after the fact); the read after
+          // it fails too, so the whole call fails and the caller retries.
+          let mode: 'none' | 'lose-write' | 'lose-write-and-read' = 'lose-write';
+          const head = `${prefix}alice/${s}/lost.list`;
+          const lossy = {
+            ...driver,
+            put: async (key: string, body: Uint8Array | string, options?: PutOptions) => {
+              const written = await driver.put(key, body, options);
+              if (mode !== 'none' && key.startsWith(head)) {
+                if (mode === 'lose-write') mode = 'none';
+                else mode = 'lose-read' as never;
+                throw new ObjectStoreError('answer lost after the write', driver.name, { retryable: true });
+              }
+              return written;
+            },
+            // The append format writes by position append: its answer is lost the same way.
+            append: async (key: string, body: Uint8Array | string, options: AppendObjectOptions) => {
+              const written = await driver.append(key, body, options);
+              if (mode !== 'none' && key.startsWith(head)) {
+                if (mode === 'lose-write') mode = 'none';
+                else mode = 'lose-read' as never;
+                throw new ObjectStoreError('answer lost after the write', driver.name, { retryable: true });
+              }
+              return written;
+            },
+            get: async (key: string, options?: GetOptions) => {
+              if ((mode as string) === 'lose-read' && key.startsWith(head)) {
+                mode = 'none';
+                throw new ObjectStoreError('read failed', driver.name, { retryable: true });
+              }
+              return driver.get(key, options);
+            },
+          } as ObjectStoreDriver;
+          const user = createStateStore({
+            driver: lossy,
+            prefix,
+            listLogBytes: 2048,
+            ...(listFormat ? { listFormat } : {}),
+          }).forUser('alice');
+          const base = chainHash(EMPTY_HASH, msgs(0, 2));
+          const once = await user.appendList(s, 'lost', [msg(2)], {
+            expectedCount: 2,
+            expectedHash: base,
+            writeId: 'a-1',
+          });
+          expect(once.count).toBe(3);
+          mode = 'lose-write-and-read';
+          const at3 = chainHash(EMPTY_HASH, msgs(0, 3));
+          const options = { expectedCount: 3, expectedHash: at3, writeId: 'a-2' };
+          const failed = await user.appendList(s, 'lost', [msg(3)], options).catch((error: unknown) => error);
+          // The store either recognised its own write or gave up with a retryable error; the caller retries.
+          const retried =
+            failed instanceof Error ? await user.appendList(s, 'lost', [msg(3)], options) : failed;
+          expect(retried).toMatchObject({ count: 4, hash: chainHash(EMPTY_HASH, msgs(0, 4)) });
+          expect((await alice.getList(s, 'lost')).items).toEqual(msgs(0, 4));
+        },
+      );
+
+      objectsIt(
+        'items over 1 MiB are objects of their own; items that look like references read back as sent',
+        async () => {
+          const s = sid();
+          const big = { role: 'tool', content: 'b'.repeat(1536 * 1024) };
+          const lookalikes = [
+            { '~ref': 'not/a/ref', '~leaf': 'x' },
+            { '~esc': { '~ref': 1 } },
+            { '~esc': 2 },
+          ];
+          const all = [...msgs(0, 3), big, ...lookalikes];
+          await alice.appendList(s, 'big', msgs(0, 3), { expectedCount: 0 });
+          await alice.appendList(s, 'big', [big], { expectedCount: 3 });
+          await alice.appendList(s, 'big', lookalikes, { expectedCount: 4 });
+          for (let i = 0; i < 40; i++)
+            await alice.appendList(s, 'big', [{ ...msg(i), pad: 'z'.repeat(100) }], {
+              expectedCount: all.length + i,
+            });
+          const tail = Array.from({ length: 40 }, (_, i) => ({ ...msg(i), pad: 'z'.repeat(100) }));
+          const whole = await alice.getList(s, 'big');
+          expect(whole.items).toEqual([...all, ...tail]);
+          expect(whole.hash).toBe(chainHash(EMPTY_HASH, [...all, ...tail]));
+          const page = await alice.getList(s, 'big', { offset: 2, limit: 3 });
+          expect(page.items.slice(0, 2)).toEqual(all.slice(2, 4));
+          expect(page.baseHash).toBe(chainHash(EMPTY_HASH, all.slice(0, 2)));
+          const objects = (await driver.list({ prefix: `${prefix}alice/${s}/big.list~i~` })).objects;
+          expect(objects).toHaveLength(1);
+          expect(objects[0]?.size).toBeGreaterThan(1024 * 1024);
+          if (format() === 'cas') {
+            // The head holds a reference, not the item.
+            const head = await driver.get(`${prefix}alice/${s}/big.list.hash`);
+            expect(head.body.byteLength).toBeLessThan(200 * 1024);
+          } else {
+            // The logs hold a reference, not the item.
+            const logs = (await driver.list({ prefix: `${prefix}alice/${s}/big.list~l~` })).objects;
+            expect(logs.reduce((n, o) => n + o.size, 0)).toBeLessThan(200 * 1024);
+          }
+          // A rewrite keeps it whole; the archive holds the old list with it.
+          expect((await alice.saveList(s, 'big', [big, msg(9)])).action).toBe('rewritten');
+          expect((await alice.getList(s, 'big')).items).toEqual([big, msg(9)]);
+          const [archive] = await alice.listArchives(s, 'big');
+          expect((await alice.getArchive(s, 'big', archive?.archiveId ?? ''))?.items).toEqual([
+            ...all,
+            ...tail,
+          ]);
+        },
+      );
+
+      objectsIt(
+        'a session deleted under readers of a long list: each read answers the list or nothing, never a damaged list',
+        async () => {
+          const s = sid();
+          const items = Array.from({ length: 120 }, (_, i) => ({ ...msg(i), pad: 'y'.repeat(60) }));
+          await alice.saveList(s, 'gone', items);
+          const before = counters.get('corruptObjects') ?? 0;
+          let deleted = false;
+          const readers = Array.from({ length: 4 }, async () => {
+            const seen: number[] = [];
+            for (let n = 0; n < 12; n++) {
+              const page = await alice.getList(s, 'gone', n % 2 ? { offset: 30, limit: 40 } : {});
+              seen.push(page.count);
+              if (page.count > 0) expect(page.items[0]).toEqual(items[page.offset]);
+              if (deleted) break;
+            }
+            return seen;
+          });
+          const deleter = alice.delete(s).then(() => {
+            deleted = true;
+          });
+          const seen = (await Promise.all([...readers, deleter])).slice(0, 4).flat() as number[];
+          expect(seen.every((count) => count === 0 || count === items.length)).toBe(true);
+          expect(await alice.getList(s, 'gone')).toEqual(EMPTY_PAGE);
+          expect(counters.get('corruptObjects') ?? 0).toBe(before);
+        },
+      );
 
       it('a delete that answers has deleted: under 8 appenders, a read after it holds nothing acknowledged before it', async () => {
         const s = sid();
@@ -818,8 +902,6 @@ export function describeStoreSuite(
     // client (GET …/keys, POST …/lists/{key}/truncate), which raises the same typed errors.
     describe('keys and truncate', () => {
       const utf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
-      /** Every write of any kind, deletes included. */
-      const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
       /** Every item of every archive of a list, with the archive's offset. */
       const archivedOf = async (user: SessionStore, s: string, k: string) => {
         const out = [];
@@ -862,11 +944,13 @@ export function describeStoreSuite(
         await alice.saveList(s, 'memory', msgs(1, 30));
         await alice.deleteList(s, 'gone');
         const lists = listKeys.filter((k) => k !== 'gone').sort(utf8);
-        driver.reset();
+        await meter.reset();
         const page = await alice.listKeys(s);
         // One LIST (the session's folder from its start, by `~`), the marker, a HEAD per value.
-        expect(driver.calls.list).toBe(1);
-        expect(driver.calls.head).toBe(valueKeys.length);
+        if (objects) {
+          expect(driver.calls.list).toBe(1);
+          expect(driver.calls.head).toBe(valueKeys.length);
+        }
         expect(page.values.map((v) => v.key)).toEqual([...valueKeys].sort(utf8));
         for (const v of page.values) {
           expect(v.etag).toBe(versions.get(v.key));
@@ -908,30 +992,33 @@ export function describeStoreSuite(
         await expect(alice.listKeys(s, { cursor: 'not a cursor' })).rejects.toBeInstanceOf(ValidationError);
       });
 
-      it("listKeys: another incarnation's leftovers never appear; another user's session and an absent one are SessionNotFoundError", async () => {
-        const s = sid();
-        await alice.save(s, 'ghost', 'old');
-        await alice.saveList(s, 'ghostlist', ['old']);
-        const folder = `${prefix}alice/${s}/`;
-        const kept = await Promise.all(
-          [`${folder}ghost.json`, `${folder}ghostlist.list.hash`].map((name) => driver.get(name)),
-        );
-        // The marker expires (lifecycle): the session is gone for every reader.
-        await driver.delete(`${prefix}alice/~sessions/${s}`);
-        await expect(alice.listKeys(s)).rejects.toBeInstanceOf(SessionNotFoundError);
-        await alice.save(s, 'new', 'new');
-        // A stale writer of the old incarnation puts its objects back after the new one began.
-        for (const object of kept)
-          await driver.put(object.key, object.body, {
-            metadata: object.metadata,
-            ...(object.contentType ? { contentType: object.contentType } : {}),
-          });
-        const page = await alice.listKeys(s);
-        expect(page.values.map((v) => v.key)).toEqual(['new']);
-        expect(page.lists).toEqual([]);
-        await expect(bob.listKeys(s)).rejects.toBeInstanceOf(SessionNotFoundError);
-        await expect(alice.listKeys(sid())).rejects.toBeInstanceOf(SessionNotFoundError);
-      });
+      objectsIt(
+        "listKeys: another incarnation's leftovers never appear; another user's session and an absent one are SessionNotFoundError",
+        async () => {
+          const s = sid();
+          await alice.save(s, 'ghost', 'old');
+          await alice.saveList(s, 'ghostlist', ['old']);
+          const folder = `${prefix}alice/${s}/`;
+          const kept = await Promise.all(
+            [`${folder}ghost.json`, `${folder}ghostlist.list.hash`].map((name) => driver.get(name)),
+          );
+          // The marker expires (lifecycle): the session is gone for every reader.
+          await driver.delete(`${prefix}alice/~sessions/${s}`);
+          await expect(alice.listKeys(s)).rejects.toBeInstanceOf(SessionNotFoundError);
+          await alice.save(s, 'new', 'new');
+          // A stale writer of the old incarnation puts its objects back after the new one began.
+          for (const object of kept)
+            await driver.put(object.key, object.body, {
+              metadata: object.metadata,
+              ...(object.contentType ? { contentType: object.contentType } : {}),
+            });
+          const page = await alice.listKeys(s);
+          expect(page.values.map((v) => v.key)).toEqual(['new']);
+          expect(page.lists).toEqual([]);
+          await expect(bob.listKeys(s)).rejects.toBeInstanceOf(SessionNotFoundError);
+          await expect(alice.listKeys(sid())).rejects.toBeInstanceOf(SessionNotFoundError);
+        },
+      );
 
       it('truncateList keeps the first count items exactly and archives only the removed ones, with their offset; the list goes on', async () => {
         const s = sid();
@@ -1002,7 +1089,7 @@ export function describeStoreSuite(
       it('truncateList: unchanged, a stale hash (412), too few items and bad options write nothing; a named retry answers once; an append at the old count and hash is refused', async () => {
         const s = sid();
         const { hash } = await alice.saveList(s, 'u', msgs(0, 5));
-        driver.reset();
+        await meter.reset();
         expect(await alice.truncateList(s, 'u', { count: 5, expectedHash: hash })).toEqual({
           action: 'unchanged',
           count: 5,
@@ -1036,7 +1123,7 @@ export function describeStoreSuite(
         await expect(
           alice.truncateList(none, 'u', { count: 1, expectedHash: EMPTY_HASH }),
         ).rejects.toBeInstanceOf(ListTooShortError);
-        expect(changes()).toBe(0);
+        expect(await meter.changes()).toBe(0);
         expect(await alice.exists(none)).toBe(false);
         expect((await alice.getList(s, 'u')).items).toEqual(msgs(0, 5));
         expect(await alice.listArchives(s, 'u')).toEqual([]);
@@ -1044,9 +1131,9 @@ export function describeStoreSuite(
         // A named truncate retried after it landed answers its result again, writing nothing.
         const options = { count: 3, expectedHash: hash, writeId: 'pop-1' };
         const once = await alice.truncateList(s, 'u', options);
-        driver.reset();
+        await meter.reset();
         expect(await alice.truncateList(s, 'u', options)).toEqual(once);
-        expect(changes()).toBe(0);
+        expect(await meter.changes()).toBe(0);
         // Back at 5 items, other ones: an append made for the old 5 is refused (the hash differs).
         await alice.appendList(s, 'u', [{ other: 3 }, { other: 4 }], {
           expectedCount: 3,
@@ -1064,11 +1151,11 @@ export function describeStoreSuite(
         async () => {
           const s = sid();
           const { hash } = await alice.saveList(s, 'f', msgs(0, 6), { token: 5 });
-          driver.reset();
+          await meter.reset();
           await expect(
             alice.truncateList(s, 'f', { count: 2, expectedHash: hash, token: 4 }),
           ).rejects.toBeInstanceOf(FencedError);
-          expect(changes()).toBe(0);
+          expect(await meter.changes()).toBe(0);
           const cut = await alice.truncateList(s, 'f', { count: 2, expectedHash: hash, token: 6 });
           expect(cut.count).toBe(2);
           await expect(
@@ -1128,9 +1215,6 @@ export function describeStoreSuite(
     });
 
     describe('snapshot and commit', () => {
-      /** Every write of any kind, deletes included. */
-      const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
-
       it('a commit of every kind of change, read back by one snapshot; its retry answers the same and writes nothing but unconditional values', async () => {
         const s = sid();
         const v = await alice.save(s, 'v', 'old');
@@ -1181,14 +1265,14 @@ export function describeStoreSuite(
           offset: 2,
         });
         // The retry: every conditional key records this commit and is skipped.
-        driver.reset();
+        await meter.reset();
         const again = await alice.commit(s, request);
         expect(again.values.slice(0, 2)).toEqual(result.values.slice(0, 2));
         expect(again.lists.map(({ key, count, hash }) => ({ key, count, hash }))).toEqual(
           result.lists.map(({ key, count, hash }) => ({ key, count, hash })),
         );
         // At most the unconditional value (OSS: `v`) and the delete are written again.
-        expect(driver.calls.put + driver.calls.append + driver.calls.copy).toBeLessThanOrEqual(cas() ? 0 : 1);
+        expect(await meter.writes()).toBeLessThanOrEqual(cas() ? 0 : 1);
         expect((await alice.getList(s, 'l')).items).toEqual(msgs(0, 5));
         // Another user sees none of it.
         expect(await bob.snapshot(s, { values: ['v'], lists: [{ key: 'l' }] })).toEqual({
@@ -1202,7 +1286,7 @@ export function describeStoreSuite(
         const s = sid();
         await alice.save(s, 'v', 1);
         const l = await alice.saveList(s, 'l', msgs(0, 3));
-        driver.reset();
+        await meter.reset();
         const stale = await alice
           .commit(s, {
             commitId: `c-${randomUUID()}`,
@@ -1225,15 +1309,15 @@ export function describeStoreSuite(
         ]);
         expect(failures.find((f) => f.key === 'l')).toMatchObject({ count: 3, hash: l.hash });
         expect(failures.find((f) => f.key === 'm')).toMatchObject({ count: 0, hash: EMPTY_HASH });
-        expect(changes()).toBe(0);
+        expect(await meter.changes()).toBe(0);
         expect(await alice.get(s, 'fresh')).toBeUndefined();
         const commitId = `c-${randomUUID()}`;
         await alice.commit(s, { commitId, values: [{ key: 'fresh', value: 'x', ifAbsent: true }] });
-        driver.reset();
+        await meter.reset();
         await expect(
           alice.commit(s, { commitId, values: [{ key: 'fresh', value: 'other', ifAbsent: true }] }),
         ).rejects.toBeInstanceOf(CommitMismatchError);
-        expect(changes()).toBe(0);
+        expect(await meter.changes()).toBe(0);
         expect(await alice.get(s, 'fresh')).toBe('x');
       });
 
@@ -1243,7 +1327,7 @@ export function describeStoreSuite(
           const s = sid();
           const l = await alice.saveList(s, 'l', msgs(0, 2), { token: 7 });
           await alice.save(s, 'held', 'by 7', { token: 7 });
-          driver.reset();
+          await meter.reset();
           await expect(
             alice.commit(s, {
               commitId: `c-${randomUUID()}`,
@@ -1252,7 +1336,7 @@ export function describeStoreSuite(
               lists: [{ key: 'l', append: [msg(2)], expectedCount: 2, expectedHash: l.hash }],
             }),
           ).rejects.toBeInstanceOf(FencedError);
-          expect(changes()).toBe(0);
+          expect(await meter.changes()).toBe(0);
           const ok = await alice.commit(s, {
             commitId: `c-${randomUUID()}`,
             token: 8,
@@ -1295,7 +1379,8 @@ export function describeStoreSuite(
         } while (cursor && calls < 10);
         expect(seen.sort()).toEqual([...ids].sort());
         expect((await bob.listSessionIds()).sessions.map((x) => x.sessionId)).not.toContain('plain');
-        driver.reset();
+        if (!objects) return;
+        await meter.reset();
         await user.listSessionIds();
         expect(driver.calls.list).toBe(1);
       });
@@ -1335,7 +1420,7 @@ export function describeStoreSuite(
         await expect(alice.listSessionIds({ limit: 0 })).rejects.toBeInstanceOf(ValidationError);
       });
 
-      it('delete removes everything, is idempotent, and a new write starts empty', async () => {
+      objectsIt('delete removes everything, is idempotent, and a new write starts empty', async () => {
         const s = sid();
         await alice.save(s, 'a', 1);
         await alice.saveList(s, 'l', [1, 2]);
@@ -1351,18 +1436,21 @@ export function describeStoreSuite(
         expect(await alice.listArchives(s, 'l')).toEqual([]);
       });
 
-      it('a marker removed by lifecycle makes the whole session absent, and nothing old comes back', async () => {
-        const s = sid();
-        await alice.save(s, 'a', 'old');
-        await alice.saveList(s, 'l', ['old']);
-        await driver.delete(`${prefix}alice/~sessions/${s}`);
-        expect(await alice.get(s, 'a')).toBeUndefined();
-        expect((await alice.getList(s, 'l')).items).toEqual([]);
-        await alice.save(s, 'b', 'new');
-        expect(await alice.get(s, 'a')).toBeUndefined();
-        expect((await alice.getList(s, 'l')).items).toEqual([]);
-        expect(await alice.appendList(s, 'l', ['new'], { expectedCount: 0 })).toMatchObject({ count: 1 });
-      });
+      objectsIt(
+        'a marker removed by lifecycle makes the whole session absent, and nothing old comes back',
+        async () => {
+          const s = sid();
+          await alice.save(s, 'a', 'old');
+          await alice.saveList(s, 'l', ['old']);
+          await driver.delete(`${prefix}alice/~sessions/${s}`);
+          expect(await alice.get(s, 'a')).toBeUndefined();
+          expect((await alice.getList(s, 'l')).items).toEqual([]);
+          await alice.save(s, 'b', 'new');
+          expect(await alice.get(s, 'a')).toBeUndefined();
+          expect((await alice.getList(s, 'l')).items).toEqual([]);
+          expect(await alice.appendList(s, 'l', ['new'], { expectedCount: 0 })).toMatchObject({ count: 1 });
+        },
+      );
 
       it('deleteAllSessions deletes only the user own sessions', async () => {
         const user = store.forUser(`wiper-${randomUUID()}`);
@@ -1427,7 +1515,6 @@ export function describeStoreSuite(
     });
 
     describe('fencing by the lock (the session authority)', () => {
-      const changes = () => writes() + driver.calls.delete + driver.calls.deleteMany;
       /** A session's lease now, and the stale holder's: a lease that expired before B's was granted. */
       async function holders(s: string) {
         const key = { userId: 'alice', sessionId: s };
@@ -1452,37 +1539,41 @@ export function describeStoreSuite(
         exists: await authorized.exists(s),
       });
 
-      it('a stale holder writes nothing by any route, a key the new holder has not written included', async () => {
-        const s = sid();
-        const { a } = await holders(s);
-        const before = await everything(s);
-        const t = { token: a.token };
-        const l = await authorized.getList(s, 'l');
-        const attempts: Array<[string, () => Promise<unknown>]> = [
-          ['new key', () => authorized.save(s, 'fresh', 'stale', t)],
-          ['update', () => authorized.save(s, 'plan', 'stale', t)],
-          ['delete key', () => authorized.deleteKey(s, 'old', t)],
-          ['append', () => authorized.appendList(s, 'l', [msg(3)], { expectedCount: 3, ...t })],
-          ['list delete', () => authorized.deleteList(s, 'l', t)],
-          ['truncate', () => authorized.truncateList(s, 'l', { count: 1, expectedHash: l.hash, ...t })],
-          ['session delete', () => authorized.delete(s, t)],
-        ];
-        if (driver.capabilities.presign)
-          attempts.push([
-            'workspace upload',
-            () => authorized.createWorkspaceUpload(s, 'ws', { size: 3, md5: 'ICy5YqxZB1uWSwcVLSNLcA==' }, t),
-          ]);
-        driver.reset();
-        for (const [route, attempt] of attempts) {
-          const error = await attempt().then(
-            () => undefined,
-            (e: unknown) => e,
-          );
-          expect(error, route).toBeInstanceOf(FencedError);
-        }
-        expect(changes()).toBe(0);
-        expect(await everything(s)).toEqual(before);
-      });
+      objectsIt(
+        'a stale holder writes nothing by any route, a key the new holder has not written included',
+        async () => {
+          const s = sid();
+          const { a } = await holders(s);
+          const before = await everything(s);
+          const t = { token: a.token };
+          const l = await authorized.getList(s, 'l');
+          const attempts: Array<[string, () => Promise<unknown>]> = [
+            ['new key', () => authorized.save(s, 'fresh', 'stale', t)],
+            ['update', () => authorized.save(s, 'plan', 'stale', t)],
+            ['delete key', () => authorized.deleteKey(s, 'old', t)],
+            ['append', () => authorized.appendList(s, 'l', [msg(3)], { expectedCount: 3, ...t })],
+            ['list delete', () => authorized.deleteList(s, 'l', t)],
+            ['truncate', () => authorized.truncateList(s, 'l', { count: 1, expectedHash: l.hash, ...t })],
+            ['session delete', () => authorized.delete(s, t)],
+          ];
+          if (driver.capabilities.presign)
+            attempts.push([
+              'workspace upload',
+              () =>
+                authorized.createWorkspaceUpload(s, 'ws', { size: 3, md5: 'ICy5YqxZB1uWSwcVLSNLcA==' }, t),
+            ]);
+          await meter.reset();
+          for (const [route, attempt] of attempts) {
+            const error = await attempt().then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+            expect(error, route).toBeInstanceOf(FencedError);
+          }
+          expect(await meter.changes()).toBe(0);
+          expect(await everything(s)).toEqual(before);
+        },
+      );
 
       it('every commit form with a stale token is fenced, the fast path included; nothing written', async () => {
         const s = sid();
@@ -1495,20 +1586,23 @@ export function describeStoreSuite(
           { commitId: 'f2', values: [{ key: 'fresh', value: 'x', ifAbsent: true }] },
           { commitId: 'f3', values: [{ key: 'plan', value: 'x' }] },
           { commitId: 'f4', values: [{ key: 'old', delete: true as const }] },
-          { commitId: 'f5', lists: [{ key: 'l', append: [msg(3)], expectedCount: 3, expectedHash: l.hash }] },
+          {
+            commitId: 'f5',
+            lists: [{ key: 'l', append: [msg(3)], expectedCount: 3, expectedHash: l.hash }],
+          },
           { commitId: 'f6', lists: [{ key: 'l', replace: [msg(9)] }] },
           { commitId: 'f7', lists: [{ key: 'l', truncate: 1, expectedHash: l.hash }] },
           // A save with the version read as a hint: not read first, fenced all the same.
           { commitId: 'f8', values: [{ key: 'plan', value: 'x', seenVersion: plan?.version as string }] },
         ];
         const forms = all.filter((f) => cas() || f.commitId !== 'f1');
-        driver.reset();
+        await meter.reset();
         for (const form of forms)
           await expect(
             authorized.commit(s, { ...form, token: a.token }),
             form.commitId,
           ).rejects.toBeInstanceOf(FencedError);
-        expect(changes()).toBe(0);
+        expect(await meter.changes()).toBe(0);
         expect(await everything(s)).toEqual(before);
       });
 
@@ -1579,13 +1673,13 @@ export function describeStoreSuite(
             { commitId: 'c1', values: [{ key: 'other', delete: true }] },
             { commitId: 'c1', values: [{ key: 'v', value: 2 }], lists: first.lists ?? [] },
           ];
-          driver.reset();
+          await meter.reset();
           for (const other of others)
             await expect(
               authorized.commit(s, { ...other, ...next }),
               JSON.stringify(other),
             ).rejects.toBeInstanceOf(CommitMismatchError);
-          expect(changes()).toBe(0);
+          expect(await meter.changes()).toBe(0);
           expect(await everything(s)).toEqual(before);
           expect(await authorized.get(s, 'other')).toBe('kept');
           // The same body is a replay.
@@ -1612,9 +1706,9 @@ export function describeStoreSuite(
         };
         const first = await authorized.commit(s, request);
         await lock.release(key, lease.owner, lease.token);
-        driver.reset();
+        await meter.reset();
         expect(await authorized.commit(s, request)).toEqual(first);
-        expect(changes()).toBe(0);
+        expect(await meter.changes()).toBe(0);
       });
     });
 

@@ -15,14 +15,23 @@ import { dynamoDbLockFrom, s3DriverFrom } from './aws.js';
 export function backendsFrom(
   config: Config,
   baseUrl: () => string = () => config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`,
-): { driver: FsDriver | ObjectStoreDriver; lock: SessionLock } {
+): { driver?: FsDriver | ObjectStoreDriver; lock?: SessionLock } {
+  // Redis is an engine of its own, store and lock: the app builds it (lib/http/app.ts).
   const driver =
-    config.STORE_BACKEND === 'fs'
-      ? createFsDriver({ root: config.DATA_DIR, presign: { baseUrl } })
-      : config.STORE_BACKEND === 'memory'
-        ? createMemoryDriver()
-        : config.STORE_BACKEND === 's3'
-          ? s3DriverFrom(config)
-          : ossDriverFrom(config);
-  return { driver, lock: config.LOCK_BACKEND === 'memory' ? createMemoryLock() : dynamoDbLockFrom(config) };
+    config.STORE_BACKEND === 'redis'
+      ? undefined
+      : config.STORE_BACKEND === 'fs'
+        ? createFsDriver({ root: config.DATA_DIR, presign: { baseUrl } })
+        : config.STORE_BACKEND === 'memory'
+          ? createMemoryDriver()
+          : config.STORE_BACKEND === 's3'
+            ? s3DriverFrom(config)
+            : ossDriverFrom(config);
+  const lock =
+    config.LOCK_BACKEND === 'redis'
+      ? undefined
+      : config.LOCK_BACKEND === 'memory'
+        ? createMemoryLock()
+        : dynamoDbLockFrom(config);
+  return { ...(driver ? { driver } : {}), ...(lock ? { lock } : {}) };
 }

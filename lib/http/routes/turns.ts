@@ -8,7 +8,7 @@ import type * as z from 'zod/mini';
 import { LockLostError, ValidationError } from '../../contract/errors.js';
 import { commitDigest } from '../../contract/hash.js';
 import { checkSnapshot } from '../../contract/turns.js';
-import type { SessionStore, Snapshot, SnapshotRequest } from '../../contract/types.js';
+import type { SessionStore, Snapshot, SnapshotRequest, TurnsOnOneEngine } from '../../contract/types.js';
 import { PATHS } from '../../protocol/paths.js';
 import { schemas } from '../../protocol/schemas.js';
 import { leaseJson } from './lock.js';
@@ -134,12 +134,20 @@ export const TURN_ROUTES = [
       // Refused before the lease is taken: a bad request holds no lock.
       checkSnapshot(request);
       const key = lockKey(c);
-      const lease = await c.deps.lock.acquire(key, {
+      const options = {
         leaseMs,
         ...(waitMs !== undefined ? { waitMs } : {}),
         ...(owner !== undefined ? { owner } : {}),
-      });
+      };
+      // An engine whose lock is its own takes the lease and reads the snapshot in one round trip.
+      const both = (c.user as Partial<TurnsOnOneEngine>).beginTurn?.(c.params.sessionId, options, request);
+      const begun = both ? await both : undefined;
+      const lease = begun?.lease ?? (await c.deps.lock.acquire(key, options));
       try {
+        if (begun) {
+          const answer = await fitted(c.user, c.params.sessionId, begun.snapshot, c.limit - 256);
+          return json(201, { lease: leaseJson(lease), ...answer });
+        }
         const snapshot = await c.user.snapshot(c.params.sessionId, request);
         const answer = await fitted(c.user, c.params.sessionId, snapshot, c.limit - 256);
         return json(201, { lease: leaseJson(lease), ...answer });
@@ -174,6 +182,13 @@ export const TURN_ROUTES = [
     handle: async (c) => {
       const { lease, ...request } = c.body;
       if (lease && request.token === undefined) throw new ValidationError('lease', 'requires token');
+      // An engine whose lock is its own commits and releases in one round trip (the release
+      // recording the commit's identity, as below).
+      const both =
+        lease && 'release' in lease
+          ? (c.user as Partial<TurnsOnOneEngine>).commitAndRelease?.(c.params.sessionId, request, lease.owner)
+          : undefined;
+      if (both && lease) return json(200, { ...(await both), lease: { owner: lease.owner, released: true } });
       const result = await c.user.commit(c.params.sessionId, request);
       const key = lockKey(c);
       const { token } = request;
