@@ -11,11 +11,14 @@
  * - **A value's write** (`putValue`): the one conditional PUT of a value, for saves and commits.
  * - **A request's identity** (`recordId`): a write id bound to a digest of the request's canonical
  *   body, so that a reused Idempotency-Key or commitId with another body is told from a replay.
+ * - **A create-once record** (`putRecordOnce`): a request's record written create-only, its replay
+ *   told from another body by the identity in its metadata (workspace snapshot commits).
  */
 import { createHash } from 'node:crypto';
 import { CommitMismatchError, FencedError } from '../contract/errors.js';
 import type { CommitIdentity, LockGrant } from '../contract/lock.js';
 import type { MetricsSink } from '../contract/types.js';
+import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectInfo, ObjectStoreDriver } from '../drivers/types.js';
 
 /**
@@ -167,4 +170,47 @@ export const RECORD_ID = /^[0-9a-f]{16}$/;
 export function compareRecord(recorded: string, mine: string): 'same' | 'reused' | 'other' {
   if (recorded === mine) return 'same';
   return RECORD_ID.test(mine) && recorded.slice(0, 8) === mine.slice(0, 8) ? 'reused' : 'other';
+}
+
+// ---- a create-once record ------------------------------------------------------------------------
+
+/**
+ * Writes the record of a request named by `identity` (a workspace snapshot's commit) create-only,
+ * with the identity in its metadata, after the fence's check: `written`, or `replayed` when the
+ * same request wrote it before. The same id with another body is `CommitMismatchError`, nothing
+ * written. `existing` is the record as read before (undefined: absent).
+ */
+export async function putRecordOnce(
+  driver: ObjectStoreDriver,
+  name: string,
+  body: string,
+  identity: CommitIdentity,
+  fence: Fence,
+  existing: ObjectInfo | undefined,
+  tags: Readonly<Record<string, string>>,
+  metadata: Readonly<Record<string, string>> = {},
+): Promise<'written' | 'replayed'> {
+  const replay = (object: ObjectInfo) => {
+    if (
+      object.metadata[DIGEST_META] !== identity.digest ||
+      object.metadata[COMMIT_META] !== identity.commitId
+    )
+      throw new CommitMismatchError(identity.commitId, 'commit', '');
+    return 'replayed' as const;
+  };
+  if (existing) return replay(existing);
+  await fence.check();
+  const meta: Record<string, string> = {
+    ...metadata,
+    [COMMIT_META]: identity.commitId,
+    [DIGEST_META]: identity.digest,
+  };
+  if (fence.token !== undefined) meta.token = String(fence.token);
+  try {
+    await driver.put(name, body, { contentType: 'application/json', metadata: meta, tags, ifNoneMatch: '*' });
+    return 'written';
+  } catch (error) {
+    if (!(error instanceof ObjectConditionFailedError)) throw error;
+    return replay(await driver.head(name));
+  }
 }
