@@ -1,0 +1,385 @@
+/**
+ * Workspace snapshots through the HTTP API and the Node client's `workspaces`: on fs through the
+ * local server's signed URLs (fast tier), on s3rver behind the S3 front and OSS through the OSS
+ * front (servers tier). Round trips of odd trees, hostile manifests, replays, fencing, another
+ * user, a push cut between packs, and the request budget of a second push after a small change.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpClient } from '../../lib/client/node/index.js';
+import { FencedError } from '../../lib/contract/errors.js';
+import { createFsDriver } from '../../lib/drivers/fs.js';
+import { createMemoryDriver } from '../../lib/drivers/memory.js';
+import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { type Backend, backends, onTier } from '../backends.js';
+import { hsToken } from '../http/harness.js';
+import { BODY_LIMIT, localBase, startWorkspaceApi, type WorkspaceApi } from './api.js';
+
+const MIB = 1024 * 1024;
+const localFs: Backend = {
+  name: 'fs (local server)',
+  make: async () => {
+    const root = await mkdtemp(path.join(tmpdir(), 'fs-snap-'));
+    const driver = createFsDriver({ root, presign: { baseUrl: () => localBase.url } });
+    return { driver, close: () => rm(root, { recursive: true, force: true }) };
+  },
+};
+const transferring = onTier('fast')
+  ? [localFs]
+  : backends().filter((b) => b.name !== 'memory' && b.name !== 'fs');
+const sid = () => `session-${randomBytes(6).toString('hex')}`;
+const md5 = (b: Uint8Array) => createHash('md5').update(b).digest('base64');
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+/** Deterministic incompressible bytes. */
+function noise(n: number, seed: number): Buffer {
+  const out = Buffer.alloc(n);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
+/** A tree with odd paths: spaces, Unicode, deep nesting, empty files and folders, links, modes. */
+async function oddTree(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'snap-src-'));
+  const deep = path.join(dir, ...Array.from({ length: 12 }, (_, i) => `level ${i}`));
+  await mkdir(deep, { recursive: true });
+  await writeFile(path.join(deep, 'bottom.txt'), 'at the bottom\n');
+  await mkdir(path.join(dir, 'empty dir'));
+  await writeFile(path.join(dir, 'empty file'), '');
+  await writeFile(path.join(dir, 'naïve café ☕ 日本語.md'), '# Unicode\n'.repeat(100));
+  await writeFile(path.join(dir, 'with  two spaces .txt'), 'spaces');
+  await writeFile(path.join(dir, 'run.sh'), '#!/bin/sh\necho hi\n');
+  await chmod(path.join(dir, 'run.sh'), 0o755);
+  await writeFile(path.join(dir, 'secret'), 'private');
+  await chmod(path.join(dir, 'secret'), 0o600);
+  await writeFile(path.join(dir, 'big.bin'), noise(3 * MIB, 11));
+  await writeFile(path.join(dir, 'text.log'), Buffer.from('log line with some repetition\n'.repeat(60_000)));
+  await symlink('run.sh', path.join(dir, 'link to run'));
+  await symlink('../outside/target', path.join(dir, 'dangling link'));
+  await symlink('empty dir', path.join(dir, 'dir link'));
+  return dir;
+}
+
+/** Every entry of a tree: type, mode, content hash or link target. */
+async function describeTree(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const walk = async (abs: string, rel: string) => {
+    for (const name of (await readdir(abs)).sort()) {
+      const full = path.join(abs, name);
+      const p = rel ? `${rel}/${name}` : name;
+      const st = await lstat(full);
+      if (st.isSymbolicLink()) out[p] = `link ${await readlink(full)}`;
+      else if (st.isDirectory()) {
+        out[p] = `dir ${(st.mode & 0o7777).toString(8)}`;
+        await walk(full, p);
+      } else out[p] = `file ${(st.mode & 0o7777).toString(8)} ${st.size} ${sha(await readFile(full))}`;
+    }
+  };
+  await walk(dir, '');
+  return out;
+}
+
+describe.each(transferring)('workspace snapshots on $name', (backend) => {
+  let driver: ObjectStoreDriver;
+  let close: () => Promise<void>;
+  let api: WorkspaceApi;
+  const temps: string[] = [];
+  const temp = async () => {
+    const d = await mkdtemp(path.join(tmpdir(), 'snap-'));
+    temps.push(d);
+    return d;
+  };
+
+  beforeAll(async () => {
+    ({ driver, close } = await backend.make());
+    api = await startWorkspaceApi(driver);
+  });
+  afterAll(async () => {
+    await api.close();
+    await close();
+    await Promise.all(temps.map((d) => rm(d, { recursive: true, force: true })));
+  });
+
+  /** A client of `user` whose every request (API and object store) is counted. */
+  const counted = (user: string, fault?: (url: string, init: RequestInit | undefined) => boolean) => {
+    const requests: Array<{ method: string; url: string }> = [];
+    const client = createHttpClient({
+      baseUrl: api.baseUrl,
+      token: () => hsToken({ sub: user }),
+      bodyLimitBytes: BODY_LIMIT,
+      attempts: 1,
+      fetch: async (input, init) => {
+        const url = String(input);
+        requests.push({ method: init?.method ?? 'GET', url });
+        if (fault?.(url, init)) throw new TypeError('fetch failed (injected)');
+        return fetch(input, init);
+      },
+    });
+    return { client, requests };
+  };
+
+  it('round-trips a tree with odd paths, lists it, reads one file and diffs two snapshots', async () => {
+    const alice = api.client('alice');
+    const s = sid();
+    const src = await oddTree();
+    temps.push(src);
+    const first = await alice.workspaces.push(s, 'repo', src);
+    expect(first.entries).toBe(Object.keys(await describeTree(src)).length);
+    expect(first.uploadedPacks).toBeGreaterThan(0);
+    const out = path.join(await temp(), 'restored');
+    expect(await alice.workspaces.pull(s, 'repo', first.snapshotId, out)).toBe(true);
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+
+    const listed = await alice.workspaces.list(s, 'repo');
+    expect(listed.map((x) => x.snapshotId)).toEqual([first.snapshotId]);
+    const uni = 'naïve café ☕ 日本語.md';
+    expect(Buffer.from((await alice.workspaces.readFile(s, 'repo', first.snapshotId, uni)) ?? [])).toEqual(
+      await readFile(path.join(src, uni)),
+    );
+    expect(await alice.workspaces.readFile(s, 'repo', first.snapshotId, 'no such file')).toBeUndefined();
+
+    await writeFile(path.join(src, 'added.txt'), 'new');
+    await rm(path.join(src, 'secret'));
+    await writeFile(path.join(src, 'with  two spaces .txt'), 'spaces changed');
+    const second = await alice.workspaces.push(s, 'repo', src);
+    expect(second.parent).toBe(first.snapshotId);
+    const diff = await alice.workspaces.diff(s, 'repo', first.snapshotId, second.snapshotId);
+    expect(diff).toMatchObject({
+      added: ['added.txt'],
+      removed: ['secret'],
+      changed: ['with  two spaces .txt'],
+    });
+    expect(diff.newChunkBytes).toBe('new'.length + 'spaces changed'.length);
+    expect((await alice.workspaces.list(s, 'repo')).map((x) => x.snapshotId)).toEqual([
+      second.snapshotId,
+      first.snapshotId,
+    ]);
+    // `latest` is the newest; a pull refuses a folder that is not empty.
+    const again = path.join(await temp(), 'again');
+    expect(await alice.workspaces.pull(s, 'repo', 'latest', again)).toBe(true);
+    expect(await describeTree(again)).toEqual(await describeTree(src));
+    await expect(alice.workspaces.pull(s, 'repo', 'latest', again)).rejects.toThrow(/not empty/);
+
+    await alice.workspaces.delete(s, 'repo', first.snapshotId);
+    expect((await alice.workspaces.list(s, 'repo')).map((x) => x.snapshotId)).toEqual([second.snapshotId]);
+    expect(await alice.workspaces.get(s, 'repo', first.snapshotId)).toBeUndefined();
+  });
+
+  it('pushes a small change within the budget: ≤ 12 requests, ≤ 3 API calls, only the new bytes', async () => {
+    const s = sid();
+    const src = await temp();
+    for (let i = 0; i < 200; i++) await writeFile(path.join(src, `f${i}.txt`), `file ${i}\n`.repeat(50 + i));
+    await writeFile(path.join(src, 'blob.bin'), noise(4 * MIB, 5));
+    const { client, requests } = counted('alice');
+    const first = await client.workspaces.push(s, 'w', src);
+    const data = noise(4 * MIB, 5);
+    data.set(noise(200 * 1024, 99), 2 * MIB);
+    await writeFile(path.join(src, 'blob.bin'), data);
+    await writeFile(path.join(src, 'f7.txt'), 'edited');
+    requests.length = 0;
+    const apiBefore = api.seen.length;
+    const second = await client.workspaces.push(s, 'w', src);
+    const calls = api.seen.slice(apiBefore).filter((r) => !r.path.startsWith('/v1/blobs/'));
+    expect(calls.length).toBeLessThanOrEqual(3);
+    expect(requests.length).toBeLessThanOrEqual(12);
+    expect(second.unchangedFiles).toBe(199);
+    expect(second.uploadedBytes).toBeLessThan(1.2 * MIB);
+    expect(first.uploadedBytes).toBeGreaterThan(4 * MIB);
+    const out = path.join(await temp(), 'out');
+    await client.workspaces.pull(s, 'w', second.snapshotId, out);
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+  });
+
+  it('retries a push cut off between packs, sending only the packs that did not arrive', async () => {
+    const s = sid();
+    const src = await temp();
+    await writeFile(path.join(src, 'a.bin'), noise(20 * MIB, 3));
+    await writeFile(path.join(src, 'b.bin'), noise(14 * MIB, 4));
+    let puts = 0;
+    const cut = counted('alice', (url, init) => {
+      if (init?.method !== 'PUT' || url.startsWith(`${api.baseUrl}/v1/sessions`)) return false;
+      puts++;
+      return puts === 2;
+    });
+    await expect(cut.client.workspaces.push(s, 'w', src, { concurrency: 1 })).rejects.toThrow();
+    expect(await cut.client.workspaces.list(s, 'w')).toEqual([]);
+    const retried = await api.client('alice').workspaces.push(s, 'w', src);
+    expect(retried.packs.length).toBe(3);
+    expect(retried.uploadedPacks).toBe(2);
+    const out = path.join(await temp(), 'out');
+    await api.client('alice').workspaces.pull(s, 'w', retried.snapshotId, out);
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+  });
+
+  /** Starts a push by hand, uploads `manifest` (any JSON) gzipped, and commits it: the answer. */
+  async function pushRaw(
+    user: string,
+    s: string,
+    manifest: unknown,
+    packs: Array<{ bytes: Uint8Array }> = [],
+  ) {
+    const gz = gzipSync(Buffer.from(JSON.stringify(manifest)));
+    const declared = {
+      packs: packs.map((p) => ({ id: sha(p.bytes), size: p.bytes.length, md5: md5(p.bytes) })),
+      manifest: { size: gz.length, md5: md5(gz) },
+    };
+    const started = await api.call(user, 'POST', `/v1/sessions/${s}/workspaces/w/snapshots`, declared);
+    expect(started.status).toBe(201);
+    const body = (await started.json()) as {
+      snapshotId: string;
+      uploads: Array<{ pack: string; url: string; headers: Record<string, string> }>;
+      manifestUpload: { url: string; headers: Record<string, string> };
+    };
+    for (const u of body.uploads) {
+      const bytes = packs.find((p) => sha(p.bytes) === u.pack)?.bytes;
+      expect((await fetch(u.url, { method: 'PUT', headers: u.headers, body: bytes })).status).toBe(200);
+    }
+    const put = await fetch(body.manifestUpload.url, {
+      method: 'PUT',
+      headers: body.manifestUpload.headers,
+      body: gz,
+    });
+    expect(put.status).toBe(200);
+    const commit = await api.call(
+      user,
+      'POST',
+      `/v1/sessions/${s}/workspaces/w/snapshots/${body.snapshotId}`,
+      declared,
+    );
+    return { commit, snapshotId: body.snapshotId, declared };
+  }
+
+  it('refuses hostile manifests with 400 naming the field, and commits nothing', async () => {
+    const s = sid();
+    const pack = { bytes: new Uint8Array(Buffer.from('0123456789')) };
+    const chunk = (over: Record<string, unknown> = {}) => ({
+      hash: `sha256:${sha(Buffer.from('0123456789'))}`,
+      size: 10,
+      pack: sha(pack.bytes),
+      offset: 0,
+      length: 10,
+      encoding: 'identity',
+      ...over,
+    });
+    const file = (p: string, chunks = [chunk()]) => ({
+      path: p,
+      type: 'file',
+      mode: 0o644,
+      size: 10,
+      mtimeMs: 0,
+      sha256: `sha256:${sha(Buffer.from('0123456789'))}`,
+      chunks,
+    });
+    const cases: Array<[unknown, string]> = [
+      [{ format: 1, entries: [file('a/../../etc/passwd')] }, 'entries[0].path'],
+      [{ format: 1, entries: [file('/etc/passwd')] }, 'entries[0].path'],
+      [{ format: 1, entries: [file('x'), file('x')] }, 'entries[1].path'],
+      [{ format: 1, entries: [file('x', [chunk({ offset: 5 })])] }, 'entries[0].chunks[0].offset'],
+      [{ format: 1, entries: [file('x', [chunk({ pack: 'f'.repeat(64) })])] }, 'entries[0].chunks[0].pack'],
+    ];
+    for (const [manifest, field] of cases) {
+      const { commit } = await pushRaw('alice', s, manifest, [pack]);
+      expect(commit.status).toBe(400);
+      const problem = (await commit.json()) as { code: string; field: string };
+      expect(problem).toMatchObject({ code: 'invalid-request', field });
+    }
+    expect(await api.client('alice').workspaces.list(s, 'w')).toEqual([]);
+    // The same pack in a sound manifest commits.
+    const { commit } = await pushRaw('alice', s, { format: 1, entries: [file('x')] }, [pack]);
+    expect(commit.status).toBe(200);
+  });
+
+  it('answers a replayed commit again, refuses one with another body, and a commit of nothing uploaded', async () => {
+    const s = sid();
+    const { commit, snapshotId, declared } = await pushRaw('alice', s, { format: 1, entries: [] });
+    expect(commit.status).toBe(200);
+    const first = await commit.json();
+    const url = `/v1/sessions/${s}/workspaces/w/snapshots/${snapshotId}`;
+    const replay = await api.call('alice', 'POST', url, declared);
+    expect(replay.status).toBe(200);
+    expect(await replay.json()).toEqual(first);
+    const other = await api.call('alice', 'POST', url, {
+      ...declared,
+      manifest: { ...declared.manifest, size: 1 },
+    });
+    expect(other.status).toBe(409);
+    expect(((await other.json()) as { code: string }).code).toBe('commit-mismatch');
+    await expect(api.client('alice').workspaces.delete(s, 'w', 'not-an-id')).rejects.toMatchObject({
+      status: 400,
+    });
+    // Nothing uploaded for a declared pack: 422, nothing committed.
+    const bytes = randomBytes(100);
+    const missing = await api.call(
+      'alice',
+      'POST',
+      `/v1/sessions/${s}/workspaces/w/snapshots/0000000000-0123456789abcdef`,
+      {
+        packs: [{ id: sha(bytes), size: 100, md5: md5(bytes) }],
+        manifest: declared.manifest,
+      },
+    );
+    expect(missing.status).toBe(422);
+    expect(((await missing.json()) as { code: string }).code).toBe('upload-mismatch');
+    expect((await api.client('alice').workspaces.list(s, 'w')).map((x) => x.snapshotId)).toEqual([
+      snapshotId,
+    ]);
+  });
+
+  it('refuses a stale lease token, and keeps snapshots from another user', async () => {
+    const alice = api.client('alice');
+    const s = sid();
+    const src = await temp();
+    await writeFile(path.join(src, 'a.txt'), 'a');
+    const { token } = await api.lock.acquire({ userId: 'alice', sessionId: s });
+    const pushed = await alice.workspaces.push(s, 'w', src, { token });
+    await expect(alice.workspaces.push(s, 'w', src, { token: token - 1 })).rejects.toBeInstanceOf(
+      FencedError,
+    );
+    await expect(
+      alice.workspaces.delete(s, 'w', pushed.snapshotId, { token: token + 1 }),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect((await alice.workspaces.list(s, 'w')).length).toBe(1);
+    const bob = api.client('bob');
+    expect(await bob.workspaces.list(s, 'w')).toEqual([]);
+    expect(await bob.workspaces.get(s, 'w', pushed.snapshotId)).toBeUndefined();
+    expect(await bob.workspaces.pull(s, 'w', 'latest', path.join(await temp(), 'x'))).toBe(false);
+  });
+});
+
+describe.runIf(onTier('fast'))('workspace snapshots without presigned URLs', () => {
+  it('answers 501 unsupported on memory', async () => {
+    const driver = createMemoryDriver();
+    const api = await startWorkspaceApi(driver);
+    try {
+      const res = await api.call('alice', 'POST', `/v1/sessions/${sid()}/workspaces/w/snapshots`, {});
+      expect(res.status).toBe(501);
+      expect(((await res.json()) as { code: string }).code).toBe('unsupported');
+    } finally {
+      await api.close();
+      await driver.close();
+    }
+  });
+});
