@@ -312,6 +312,45 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(commit.status).toBe(200);
   });
 
+  it('refuses a pack PUT whose Content-MD5 is not the signed one, or has none (S3, OSS, fs alike)', async () => {
+    const s = sid();
+    const declaredBytes = randomBytes(4096);
+    const swapped = randomBytes(4096);
+    const gz = gzipSync(Buffer.from(JSON.stringify({ format: 1, entries: [] })));
+    const declared = {
+      packs: [{ id: sha(declaredBytes), size: declaredBytes.length, md5: md5(declaredBytes) }],
+      manifest: { size: gz.length, md5: md5(gz) },
+    };
+    const started = await api.call('alice', 'POST', `/v1/sessions/${s}/workspaces/w/snapshots`, declared);
+    const body = (await started.json()) as {
+      snapshotId: string;
+      uploads: Array<{ url: string; headers: Record<string, string> }>;
+      manifestUpload: { url: string; headers: Record<string, string> };
+    };
+    const upload = body.uploads[0] as { url: string; headers: Record<string, string> };
+    expect(upload.headers['content-md5']).toBe(md5(declaredBytes));
+    const { 'content-md5': _signed, ...unsigned } = upload.headers;
+    const attempts: Array<[Record<string, string>, Uint8Array]> = [
+      [{ ...upload.headers, 'content-md5': md5(swapped) }, swapped],
+      [unsigned, swapped],
+      [unsigned, declaredBytes],
+      [upload.headers, swapped],
+    ];
+    for (const [headers, bytes] of attempts) {
+      const put = await fetch(upload.url, { method: 'PUT', headers, body: bytes });
+      expect(put.status, JSON.stringify(Object.keys(headers))).toBeGreaterThanOrEqual(400);
+      expect(put.status).toBeLessThan(500);
+    }
+    await fetch(body.manifestUpload.url, { method: 'PUT', headers: body.manifestUpload.headers, body: gz });
+    const url = `/v1/sessions/${s}/workspaces/w/snapshots/${body.snapshotId}`;
+    const early = await api.call('alice', 'POST', url, declared);
+    expect(early.status).toBe(422);
+    expect(
+      (await fetch(upload.url, { method: 'PUT', headers: upload.headers, body: declaredBytes })).status,
+    ).toBe(200);
+    expect((await api.call('alice', 'POST', url, declared)).status).toBe(200);
+  });
+
   it('answers a replayed commit again, refuses one with another body, and a commit of nothing uploaded', async () => {
     const s = sid();
     const { commit, snapshotId, declared } = await pushRaw('alice', s, { format: 1, entries: [] });
