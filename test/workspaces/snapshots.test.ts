@@ -234,6 +234,36 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(await describeTree(out)).toEqual(await describeTree(src));
   });
 
+  it('commits two pushes of one workspace at once, and a session delete takes every snapshot along', async () => {
+    const alice = api.client('alice');
+    const s = sid();
+    const base = await temp();
+    await writeFile(path.join(base, 'shared.bin'), noise(1 * MIB, 21));
+    const first = await alice.workspaces.push(s, 'w', base);
+    expect((await driver.list({ prefix: `${api.prefix}alice/${s}/` })).objects.length).toBeGreaterThan(1);
+    const trees = await Promise.all(
+      [1, 2].map(async (n) => {
+        const dir = await temp();
+        await writeFile(path.join(dir, 'shared.bin'), noise(1 * MIB, 21));
+        await writeFile(path.join(dir, `only-${n}.bin`), noise(700 * 1024, 30 + n));
+        return dir;
+      }),
+    );
+    const pushed = await Promise.all(trees.map((dir) => alice.workspaces.push(s, 'w', dir)));
+    expect(pushed.map((p) => p.parent)).toEqual([first.snapshotId, first.snapshotId]);
+    expect(new Set(pushed.map((p) => p.snapshotId)).size).toBe(2);
+    for (const [i, p] of pushed.entries()) {
+      const out = path.join(await temp(), `out-${i}`);
+      await alice.workspaces.pull(s, 'w', p.snapshotId, out);
+      expect(await describeTree(out)).toEqual(await describeTree(trees[i] as string));
+    }
+    expect((await alice.workspaces.list(s, 'w')).length).toBe(3);
+    await alice.delete(s);
+    expect(await alice.workspaces.list(s, 'w')).toEqual([]);
+    // The session's folder (`<prefix>alice/<session>/`) holds nothing any more: packs included.
+    expect((await driver.list({ prefix: `${api.prefix}alice/${s}/` })).objects).toEqual([]);
+  });
+
   /** Starts a push by hand, uploads `manifest` (any JSON) gzipped, and commits it: the answer. */
   async function pushRaw(
     user: string,
