@@ -22,6 +22,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient } from '../../lib/client/node/index.js';
+import { runWorkspaceCli, WORKSPACE_USAGE } from '../../lib/client/node/workspace-cli.js';
 import { FencedError } from '../../lib/contract/errors.js';
 import { createFsDriver } from '../../lib/drivers/fs.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
@@ -262,6 +263,52 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(await alice.workspaces.list(s, 'w')).toEqual([]);
     // The session's folder (`<prefix>alice/<session>/`) holds nothing any more: packs included.
     expect((await driver.list({ prefix: `${api.prefix}alice/${s}/` })).objects).toEqual([]);
+  });
+
+  it('does the same from the CLI: push, ls, cat, diff, pull; usage errors exit 2', async () => {
+    const s = sid();
+    const src = await temp();
+    await writeFile(path.join(src, 'a.txt'), 'first');
+    const token = await hsToken({ sub: 'alice' });
+    const run = async (...args: string[]) => {
+      const out: Array<string | Uint8Array> = [];
+      const lines: string[] = [];
+      const code = await runWorkspaceCli([...args, '--session', s, '--name', 'cli', '--token', token], {
+        env: { AGENT_STATE_URL: api.baseUrl },
+        line: (t) => lines.push(t),
+        write: (d) => out.push(d),
+      });
+      return { code, out: Buffer.concat(out.map((d) => Buffer.from(d))).toString('utf8'), lines };
+    };
+    const first = await run('push', src);
+    expect(first.code).toBe(0);
+    const id1 = first.out.trim();
+    expect(first.lines.at(-1)).toMatch(new RegExp(`^committed ${id1}: 1 entries, 5 bytes`));
+    await writeFile(path.join(src, 'a.txt'), 'second');
+    await writeFile(path.join(src, 'b.txt'), 'new');
+    const id2 = (await run('push', src)).out.trim();
+    expect((await run('ls')).out).toMatch(new RegExp(`^${id2}  .*\n${id1}  `));
+    expect((await run('cat', id1, 'a.txt')).out).toBe('first');
+    expect((await run('diff', id1, id2)).out).toBe('+ b.txt\n~ a.txt\n');
+    const out = path.join(await temp(), 'out');
+    expect((await run('pull', 'latest', out)).code).toBe(0);
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+    expect((await run('cat', id1, 'nope.txt')).code).toBe(1);
+    expect((await run('pull')).code).toBe(2);
+    expect((await run('push', src, '--bogus')).code).toBe(2);
+    const help = await run('--help');
+    expect(help.code).toBe(0);
+    for (const flag of [
+      '--session',
+      '--name',
+      '--url',
+      '--token',
+      '--fencing-token',
+      '--no-parent',
+      '--help',
+    ])
+      expect(WORKSPACE_USAGE).toContain(flag);
+    expect(help.out).toContain('push <dir>');
   });
 
   /** Starts a push by hand, uploads `manifest` (any JSON) gzipped, and commits it: the answer. */
