@@ -311,6 +311,43 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(help.out).toContain('push <dir>');
   });
 
+  it('resumes a pull cut off mid-way, downloading only the files not yet in place', async () => {
+    const s = sid();
+    const src = await temp();
+    for (let i = 0; i < 4; i++) await writeFile(path.join(src, `f${i}.bin`), noise(5 * MIB, 40 + i));
+    await api.client('alice').workspaces.push(s, 'w', src);
+    const rangesOf = (init: RequestInit | undefined) => {
+      const range = (init?.headers as Record<string, string> | undefined)?.range;
+      const m = /^bytes=(\d+)-(\d+)$/.exec(range ?? '');
+      return m ? Number(m[2]) - Number(m[1]) + 1 : undefined;
+    };
+    let packGets = 0;
+    const cut = counted('alice', (_url, init) => {
+      if (rangesOf(init) === undefined) return false;
+      packGets++;
+      return packGets === 2;
+    });
+    const out = path.join(await temp(), 'out');
+    await expect(cut.client.workspaces.pull(s, 'w', 'latest', out)).rejects.toThrow();
+    const partial = await describeTree(out);
+    expect(Object.keys(partial).length).toBeGreaterThan(0);
+    expect(partial).not.toEqual(await describeTree(src));
+    let resumedBytes = 0;
+    const progress: number[] = [];
+    const resume = counted('alice', (_url, init) => {
+      resumedBytes += rangesOf(init) ?? 0;
+      return false;
+    });
+    await resume.client.workspaces.pull(s, 'w', 'latest', out, {
+      resume: true,
+      onProgress: (d) => progress.push(d),
+    });
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+    expect(resumedBytes).toBeGreaterThan(0);
+    expect(resumedBytes).toBeLessThan(10 * MIB);
+    expect(progress.at(-1)).toBe(20 * MIB);
+  });
+
   /** Starts a push by hand, uploads `manifest` (any JSON) gzipped, and commits it: the answer. */
   async function pushRaw(
     user: string,

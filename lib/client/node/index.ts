@@ -19,7 +19,12 @@ import { rawFetch } from './raw-fetch.js';
 import { NodeTransfers } from './transfers.js';
 import { WorkspaceSnapshotClient } from './workspace-snapshots.js';
 
-export type { PushOptions, PushResult, WorkspaceSnapshotClient } from './workspace-snapshots.js';
+export type {
+  PullOptions,
+  PushOptions,
+  PushResult,
+  WorkspaceSnapshotClient,
+} from './workspace-snapshots.js';
 
 /**
  * The Node entry's client (`agent-state-store/client/node`): the client, plus files (uploaded from

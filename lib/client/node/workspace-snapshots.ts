@@ -54,6 +54,17 @@ export interface PushOptions extends WriteOptions, CallOptions {
   readonly concurrency?: number;
 }
 
+/** Options of a pull. */
+export interface PullOptions extends CallOptions {
+  /**
+   * Continue a pull that was cut off into the same folder: files already there with their size and
+   * SHA-256 are kept and not downloaded again; the rest is written again.
+   */
+  readonly resume?: boolean;
+  /** Called after each file: plain bytes of files done, of the snapshot's total. */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
 /** A committed push, with what it sent. */
 export interface PushResult extends WorkspaceSnapshotInfo {
   /** Packs and bytes uploaded (the manifest included in the bytes). */
@@ -191,22 +202,26 @@ export class WorkspaceSnapshotClient {
   }
 
   /**
-   * Restores a snapshot (`latest`: the newest) into `dir` (created if absent, refused unless empty):
-   * byte-identical, every chunk and file checked against its SHA-256. False when there is no such snapshot.
+   * Restores a snapshot (`latest`: the newest) into `dir` (created if absent, refused unless empty,
+   * or with `resume` continued): byte-identical, every chunk and file checked against its SHA-256.
+   * False when there is no such snapshot.
    */
   async pull(
     sessionId: string,
     name: string,
     snapshotId: string,
     dir: string,
-    o?: CallOptions,
+    o?: PullOptions,
   ): Promise<boolean> {
     const located = await this.locate(sessionId, name, snapshotId, o);
     if (!located) return false;
     const manifest = await this.readManifest(located, o);
     const refs = manifest.entries.flatMap((e) => e.chunks ?? []);
     // Neighbouring chunks of a pack are read together (gaps up to 1 MiB, spans up to 16 MiB).
-    await restoreTree(manifest, dir, this.packReader(located, refs, 1024 * 1024, o));
+    await restoreTree(manifest, dir, this.packReader(located, refs, 1024 * 1024, o), {
+      ...(o?.resume ? { resume: true } : {}),
+      ...(o?.onProgress ? { onProgress: o.onProgress } : {}),
+    });
     return true;
   }
 
