@@ -214,6 +214,22 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(await describeTree(out)).toEqual(await describeTree(src));
   });
 
+  it('sends chunk hashes in batches when they exceed one request body', async () => {
+    const s = sid();
+    const src = await temp();
+    for (let i = 0; i < 1200; i++) await writeFile(path.join(src, `f${i}.txt`), `file number ${i}\n`);
+    const before = api.seen.length;
+    const pushed = await api.client('alice').workspaces.push(s, 'w', src);
+    const starts = api.seen.slice(before).filter((r) => r.method === 'POST' && r.path.endsWith('/snapshots'));
+    // 1,200 hashes are ~89 KB of JSON: more than the API's 64 KiB body limit here.
+    expect(starts.length).toBe(2);
+    expect(Math.max(...starts.map((r) => r.requestBytes))).toBeLessThanOrEqual(BODY_LIMIT);
+    expect(pushed.entries).toBe(1200);
+    const out = path.join(await temp(), 'out');
+    await api.client('alice').workspaces.pull(s, 'w', pushed.snapshotId, out);
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+  });
+
   it('retries a push cut off between packs, sending only the packs that did not arrive', async () => {
     const s = sid();
     const src = await temp();

@@ -22,9 +22,11 @@ import type { WriteOptions } from '../../contract/types.js';
 import {
   LATEST_SNAPSHOT,
   MAX_SNAPSHOT_CHUNKS,
+  MAX_SNAPSHOT_PACKS,
   type SnapshotDirectRequest,
   type WorkspacePackDeclaration,
   type WorkspaceSnapshotInfo,
+  type WorkspaceSnapshotStart,
   type WorkspaceSnapshotSummary,
 } from '../../contract/workspace-snapshots.js';
 import { paths } from '../../protocol/paths.js';
@@ -240,23 +242,26 @@ export class WorkspaceSnapshotClient {
       const base = {
         ...(parentLocated ? { parent: parentLocated.info.snapshotId } : {}),
       };
-      // Batches of chunk hashes first when there are many; the last carries packs and manifest.
-      const batches: string[][] = [];
-      for (let at = 0; at < scan.newChunks.length; at += MAX_SNAPSHOT_CHUNKS)
-        batches.push(scan.newChunks.slice(at, at + MAX_SNAPSHOT_CHUNKS));
-      const last = batches.pop() ?? [];
+      // Batches that fit a request body (and the API's 10,000 hashes, 1,000 packs): the chunks,
+      // then the packs; the last batch carries the manifest. A small push is one batch.
+      const batches = batchesOf(scan.newChunks, packs, this.requests.bodyLimit, base.parent);
       let snapshotId: string | undefined;
-      for (const chunks of batches) {
-        const body = { ...base, ...(snapshotId ? { snapshotId } : {}), chunks };
-        snapshotId = (await this.start(sessionId, name, body, o)).snapshotId;
+      const uploads: Array<WorkspaceSnapshotStart['uploads'][number]> = [];
+      let manifestUpload: SnapshotDirectRequest | undefined;
+      for (const [i, batch] of batches.entries()) {
+        const last = i === batches.length - 1;
+        const body = {
+          ...base,
+          ...(snapshotId ? { snapshotId } : {}),
+          ...batch,
+          ...(last ? { manifest } : {}),
+        };
+        const started = await this.start(sessionId, name, body, o);
+        snapshotId = started.snapshotId;
+        uploads.push(...started.uploads);
+        if (started.manifestUpload) manifestUpload = started.manifestUpload;
       }
-      const started = await this.start(
-        sessionId,
-        name,
-        { ...base, ...(snapshotId ? { snapshotId } : {}), chunks: last, packs, manifest },
-        o,
-      );
-      snapshotId = started.snapshotId;
+      const started = { uploads, manifestUpload };
       const byId = new Map(scan.packs.map((p) => [p.id, p]));
       let uploadedBytes = 0;
       await pool(started.uploads, o.concurrency ?? 4, async (upload) => {
@@ -270,7 +275,7 @@ export class WorkspaceSnapshotClient {
         await this.requests.direct(started.manifestUpload, { body: manifestBytes, call: o });
         uploadedBytes += manifestBytes.length;
       }
-      const info = await this.commit(sessionId, name, snapshotId, { ...base, packs, manifest }, o);
+      const info = await this.commit(sessionId, name, snapshotId as string, { ...base, packs, manifest }, o);
       return {
         ...info,
         uploadedPacks: started.uploads.length,
@@ -401,6 +406,40 @@ export class WorkspaceSnapshotClient {
       return bytes.subarray(0, length);
     };
   }
+}
+
+/**
+ * The start calls of a push: chunk hashes, then pack declarations, each call's JSON within 90 % of
+ * `bodyLimit` and the API's caps (10,000 hashes, 1,000 packs); at least one call.
+ */
+function batchesOf(
+  chunks: readonly string[],
+  packs: readonly WorkspacePackDeclaration[],
+  bodyLimit: number,
+  parent: string | undefined,
+): Array<{ chunks: string[]; packs?: WorkspacePackDeclaration[] }> {
+  // Room for the snapshot id, the parent and the manifest's declaration besides the lists.
+  const room = Math.floor(bodyLimit * 0.9) - 160 - (parent?.length ?? 0);
+  const out: Array<{ chunks: string[]; packs: WorkspacePackDeclaration[] }> = [];
+  let current = { chunks: [] as string[], packs: [] as WorkspacePackDeclaration[] };
+  let size = 0;
+  const add = (cost: number, full: boolean, put: () => void) => {
+    if ((size + cost > room || full) && (current.chunks.length > 0 || current.packs.length > 0)) {
+      out.push(current);
+      current = { chunks: [], packs: [] };
+      size = 0;
+    }
+    put();
+    size += cost;
+  };
+  for (const h of chunks)
+    add(h.length + 3, current.chunks.length >= MAX_SNAPSHOT_CHUNKS, () => current.chunks.push(h));
+  for (const p of packs)
+    add(JSON.stringify(p).length + 1, current.packs.length >= MAX_SNAPSHOT_PACKS, () =>
+      current.packs.push(p),
+    );
+  out.push(current);
+  return out.map((b) => (b.packs.length > 0 ? b : { chunks: b.chunks }));
 }
 
 /** A pack sealed during a scan, kept in a temporary file. */
