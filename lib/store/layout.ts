@@ -68,6 +68,8 @@ export interface UserLayout {
   workspace(sessionId: string, inc: string, name: string): string;
   workspaceUpload(sessionId: string, inc: string, name: string): string;
   valueUpload(sessionId: string, key: string, uploadId: string): string;
+  /** Prefix of every workspace snapshot object of a session in one incarnation. */
+  snapshots(sessionId: string, inc: string): string;
   /** Prefix of a workspace's snapshot objects in one incarnation (docs/DESIGN.md, "Workspace snapshots"). */
   snapshotRoot(sessionId: string, inc: string, name: string): string;
   /** Prefix of a workspace's packs (kind=pack), and one pack, named by the hex SHA-256 of its bytes. */
@@ -119,6 +121,7 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     workspace: (s, inc, name) => `${session(s)}~ws~${inc}/${encodeId('workspace', name)}`,
     workspaceUpload: (s, inc, name) => `${session(s)}~wsu~${inc}/${encodeId('workspace', name)}`,
     valueUpload: (s, k, id) => `${session(s)}~vu/${encodeId('key', k)}~${id}`,
+    snapshots: (s, inc) => `${session(s)}~wss~${inc}/`,
     snapshotRoot: (s, inc, name) => `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/`,
     snapshotPacks: (s, inc, name) => `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/p/`,
     snapshotPack: (s, inc, name, pack) => `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/p/${pack}`,

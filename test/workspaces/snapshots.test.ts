@@ -364,6 +364,25 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(progress.at(-1)).toBe(20 * MIB);
   });
 
+  it('keeps a session that holds a snapshot (or a workspace) existing after its last value is deleted', async () => {
+    const alice = api.client('alice');
+    const [s, t, u] = [sid(), sid(), sid()];
+    const src = await temp();
+    await writeFile(path.join(src, 'a.txt'), 'a');
+    await alice.save(s, 'k', { v: 1 });
+    await alice.workspaces.push(s, 'w', src);
+    await alice.deleteKey(s, 'k');
+    expect(await alice.exists(s)).toBe(true);
+    await alice.save(t, 'k', { v: 1 });
+    await alice.uploadWorkspace(t, 'blob', new Uint8Array([1, 2, 3]));
+    await alice.deleteKey(t, 'k');
+    expect(await alice.exists(t)).toBe(true);
+    // With nothing else left, the session is empty again.
+    await alice.save(u, 'k', { v: 1 });
+    await alice.deleteKey(u, 'k');
+    expect(await alice.exists(u)).toBe(false);
+  });
+
   /** Starts a push by hand, uploads `manifest` (any JSON) gzipped, and commits it: the answer. */
   async function pushRaw(
     user: string,
