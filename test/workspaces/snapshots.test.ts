@@ -383,6 +383,40 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(await alice.exists(u)).toBe(false);
   });
 
+  it('answers a fenced commit replayed after its lease was released; a fresh one is fenced', async () => {
+    const s = sid();
+    const lease = await api.lock.acquire({ userId: 'alice', sessionId: s });
+    const send = async (method: string, url: string, body: unknown) =>
+      fetch(`${api.baseUrl}${url}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${await hsToken({ sub: 'alice' })}`,
+          'content-type': 'application/json',
+          'fencing-token': String(lease.token),
+        },
+        body: JSON.stringify(body),
+      });
+    const gz = gzipSync(Buffer.from(JSON.stringify({ format: 1, entries: [] })));
+    const declared = { packs: [], manifest: { size: gz.length, md5: md5(gz) } };
+    const started = await send('POST', `/v1/sessions/${s}/workspaces/w/snapshots`, declared);
+    expect(started.status).toBe(201);
+    const { snapshotId, manifestUpload } = (await started.json()) as {
+      snapshotId: string;
+      manifestUpload: { url: string; headers: Record<string, string> };
+    };
+    await fetch(manifestUpload.url, { method: 'PUT', headers: manifestUpload.headers, body: gz });
+    const url = `/v1/sessions/${s}/workspaces/w/snapshots/${snapshotId}`;
+    const first = await send('POST', url, declared);
+    expect(first.status).toBe(200);
+    await api.lock.release({ userId: 'alice', sessionId: s }, lease.owner, lease.token);
+    const replay = await send('POST', url, declared);
+    expect(replay.status).toBe(200);
+    expect(await replay.json()).toEqual(await first.json());
+    const fresh = await send('POST', `/v1/sessions/${s}/workspaces/w/snapshots`, declared);
+    expect(fresh.status).toBe(409);
+    expect(((await fresh.json()) as { code: string }).code).toBe('fenced');
+  });
+
   /** Starts a push by hand, uploads `manifest` (any JSON) gzipped, and commits it: the answer. */
   async function pushRaw(
     user: string,
