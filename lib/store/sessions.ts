@@ -291,16 +291,6 @@ export class Sessions {
     const page = await this.ctx.driver.list({ prefix: folder, delimiter: NAME.delimiter });
     if (page.nextCursor || page.prefixes.some((p) => p.slice(folder.length).startsWith(NAME.workspaces)))
       return;
-    // The `~` folders group under one prefix (`<session>/~`): a workspace or a workspace snapshot of
-    // this incarnation keeps the session (one LIST each, only when that prefix is there).
-    if (page.prefixes.includes(`${folder}${NAME.delimiter}`)) {
-      const held = await Promise.all(
-        [this.layout.workspaces(sessionId, marker.inc), this.layout.snapshots(sessionId, marker.inc)].map(
-          async (prefix) => (await this.ctx.driver.list({ prefix, limit: 1 })).objects.length > 0,
-        ),
-      );
-      if (held.includes(true)) return;
-    }
     const names = page.objects.map((o) => o.key.slice(folder.length));
     if (names.some(isValueName)) return;
     for (const name of names.filter((n) => n.endsWith(NAME.listHead))) {
@@ -312,6 +302,15 @@ export class Sessions {
       }
       if (await listLive(key)) return;
     }
+    // A workspace or a workspace snapshot of this incarnation keeps the session: one LIST each
+    // (limit 1), since a listing with delimiter `~` shows them only as `<session>/~` where it
+    // shows them at all (s3rver does not).
+    const held = await Promise.all(
+      [this.layout.workspaces(sessionId, marker.inc), this.layout.snapshots(sessionId, marker.inc)].map(
+        async (prefix) => (await this.ctx.driver.list({ prefix, limit: 1 })).objects.length > 0,
+      ),
+    );
+    if (held.includes(true)) return;
     await this.rewrite(sessionId, marker, marker.token, true);
   }
 
