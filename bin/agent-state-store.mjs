@@ -16,6 +16,8 @@ if (command === 'workspace') {
     line: (text) => process.stderr.write(`${text}\n`),
     write: (data) => process.stdout.write(data),
     signal: abort.signal,
+    tty: Boolean(process.stderr.isTTY),
+    status: (text) => process.stderr.write(text),
   });
   process.exit(code);
 }

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient } from '../../lib/client/node/index.js';
-import { runWorkspaceCli, WORKSPACE_USAGE } from '../../lib/client/node/workspace-cli.js';
+import { progressBar, runWorkspaceCli, WORKSPACE_USAGE } from '../../lib/client/node/workspace-cli.js';
 import { FencedError } from '../../lib/contract/errors.js';
 import { createFsDriver } from '../../lib/drivers/fs.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
@@ -202,7 +202,9 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     await writeFile(path.join(src, 'f7.txt'), 'edited');
     requests.length = 0;
     const apiBefore = api.seen.length;
-    const second = await client.workspaces.push(s, 'w', src);
+    const progress: Array<[number, number]> = [];
+    const second = await client.workspaces.push(s, 'w', src, { onProgress: (d, n) => progress.push([d, n]) });
+    expect(progress.at(-1)).toEqual([second.uploadedBytes, second.uploadedBytes]);
     const calls = api.seen.slice(apiBefore).filter((r) => !r.path.startsWith('/v1/blobs/'));
     expect(calls.length).toBeLessThanOrEqual(3);
     expect(requests.length).toBeLessThanOrEqual(12);
@@ -588,6 +590,31 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(await bob.workspaces.list(s, 'w')).toEqual([]);
     expect(await bob.workspaces.get(s, 'w', pushed.snapshotId)).toBeUndefined();
     expect(await bob.workspaces.pull(s, 'w', 'latest', path.join(await temp(), 'x'))).toBe(false);
+  });
+});
+
+describe.runIf(onTier('fast'))('the CLI progress bar', () => {
+  it('draws bytes, rate and ETA on a terminal, at most 10 times a second; nothing elsewhere', () => {
+    let t = 0;
+    const drawn: string[] = [];
+    const io = { env: {}, line: () => {}, write: () => {}, tty: true, status: (x: string) => drawn.push(x) };
+    const bar = progressBar(io, () => t);
+    t = 1000;
+    bar(2e6, 8e6);
+    t = 1050;
+    bar(3e6, 8e6); // within 100 ms of the last: not drawn
+    t = 2000;
+    bar(4e6, 8e6);
+    t = 4000;
+    bar(8e6, 8e6);
+    expect(drawn).toEqual([
+      '\r[######------------------] 2.0/8.0 MB  2.0 MB/s  ETA 3 s',
+      '\r[############------------] 4.0/8.0 MB  2.0 MB/s  ETA 2 s',
+      '\r[########################] 8.0/8.0 MB  2.0 MB/s  ETA 0 s\n',
+    ]);
+    const quiet: string[] = [];
+    progressBar({ ...io, tty: false, status: (x: string) => quiet.push(x) })(1, 2);
+    expect(quiet).toEqual([]);
   });
 });
 

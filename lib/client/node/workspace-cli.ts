@@ -1,6 +1,7 @@
 /**
  * `agent-state-store workspace …`: the workspace snapshot calls of the Node client from a shell
- * (docs/workspaces.md, "Workspace snapshots"). One line per step on stderr; `cat` writes the file's
+ * (docs/workspaces.md, "Workspace snapshots"). One line per step on stderr, and on a terminal a
+ * progress bar of the upload or restore (bytes, rate, ETA); `cat` writes the file's
  * bytes to stdout, `ls` and `diff` their answers. Ctrl-C aborts the calls in flight: a push commits
  * only as its last step, so an interrupted push leaves nothing committed.
  */
@@ -33,6 +34,33 @@ export interface CliIo {
   write(data: string | Uint8Array): void;
   /** Aborts the calls in flight (Ctrl-C). */
   readonly signal?: AbortSignal;
+  /** Whether stderr is a terminal: a progress bar (bytes, rate, ETA) redrawn in place. */
+  readonly tty?: boolean;
+  /** Writes to stderr without a newline (the bar). */
+  status?(text: string): void;
+}
+
+const MB = 1e6;
+
+/** A progress reporter: a bar redrawn in place on a terminal (at most 10 times a second), nothing otherwise. */
+export function progressBar(io: CliIo, now = () => Date.now()): (done: number, total: number) => void {
+  const started = now();
+  let drawn = 0;
+  return (done, total) => {
+    if (!io.tty || !io.status) return;
+    const t = now();
+    if (done < total && t - drawn < 100) return;
+    drawn = t;
+    const width = 24;
+    const share = total > 0 ? Math.min(1, done / total) : 1;
+    const filled = Math.round(share * width);
+    const seconds = Math.max(0.001, (t - started) / 1000);
+    const rate = done / seconds;
+    const eta = rate > 0 ? Math.ceil((total - done) / rate) : 0;
+    io.status(
+      `\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(done / MB).toFixed(1)}/${(total / MB).toFixed(1)} MB  ${(rate / MB).toFixed(1)} MB/s  ETA ${eta} s${done >= total ? '\n' : ''}`,
+    );
+  };
 }
 
 const FLAGS = new Set(['--session', '--name', '--url', '--token', '--fencing-token']);
@@ -77,6 +105,7 @@ export async function runWorkspaceCli(args: readonly string[], io: CliIo): Promi
       io.line(`pushing ${rest[0]} to ${session}/${name}`);
       const pushed = await ws.push(session, name, rest[0] as string, {
         ...call,
+        onProgress: progressBar(io),
         ...(noParent ? { parent: null } : {}),
         ...(fencing !== undefined ? { token: Number(fencing) } : {}),
       });
@@ -90,7 +119,8 @@ export async function runWorkspaceCli(args: readonly string[], io: CliIo): Promi
     } else if (command === 'pull') {
       const [id, dir] = rest as [string, string];
       io.line(`restoring ${session}/${name} ${id} into ${dir}`);
-      if (!(await ws.pull(session, name, id, dir, call))) return failed(io, `no snapshot ${id}`);
+      if (!(await ws.pull(session, name, id, dir, { ...call, onProgress: progressBar(io) })))
+        return failed(io, `no snapshot ${id}`);
       io.line('restored; every file checked against its SHA-256');
     } else if (command === 'ls') {
       for (const s of await ws.list(session, name, call))

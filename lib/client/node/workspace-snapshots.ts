@@ -54,6 +54,8 @@ export interface PushOptions extends WriteOptions, CallOptions {
   readonly statCache?: boolean;
   /** Uploads in parallel (default 4). */
   readonly concurrency?: number;
+  /** Called as the upload goes: stored bytes sent (packs and manifest), of `total`. */
+  readonly onProgress?: (done: number, total: number) => void;
 }
 
 /** Options of a pull. */
@@ -264,16 +266,22 @@ export class WorkspaceSnapshotClient {
       const started = { uploads, manifestUpload };
       const byId = new Map(scan.packs.map((p) => [p.id, p]));
       let uploadedBytes = 0;
+      const toSend =
+        started.uploads.reduce((n, u) => n + (byId.get(u.pack)?.size ?? 0), 0) +
+        (started.manifestUpload ? manifestBytes.length : 0);
+      o.onProgress?.(0, toSend);
       await pool(started.uploads, o.concurrency ?? 4, async (upload) => {
         const pack = byId.get(upload.pack);
         if (!pack) throw new ProtocolError(`the API asked for an unknown pack ${upload.pack}`, 201);
         const body = new Uint8Array(await readFile(pack.file));
         await this.requests.direct(upload, { body, call: o });
         uploadedBytes += body.length;
+        o.onProgress?.(uploadedBytes, toSend);
       });
       if (started.manifestUpload) {
         await this.requests.direct(started.manifestUpload, { body: manifestBytes, call: o });
         uploadedBytes += manifestBytes.length;
+        o.onProgress?.(uploadedBytes, toSend);
       }
       const info = await this.commit(sessionId, name, snapshotId as string, { ...base, packs, manifest }, o);
       return {
