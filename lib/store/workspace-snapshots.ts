@@ -6,7 +6,9 @@
  * the new packs are checked by listing (one LIST per 1,000 packs), the manifest is read and
  * validated against the stored packs' sizes, and the snapshot's record is written create-only —
  * the one write that makes a snapshot exist, so nothing is ever half committed. Fencing and the
- * commit's identity go through the write path (write-path.ts).
+ * commit's identity go through the write path (write-path.ts). Packs, manifests and records carry
+ * `kind=pack`: no lifecycle rule moves them to an archive class or expires them (docs/DESIGN.md,
+ * "Workspace snapshots"), so a live snapshot is always readable at once.
  */
 import { randomBytes } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
@@ -230,7 +232,7 @@ export class WorkspaceSnapshots {
                 contentLength: manifest.size,
                 contentMd5: manifest.md5,
                 contentType: 'application/gzip',
-                tags: { kind: 'workspace' },
+                tags: { kind: 'pack' },
                 metadata: { inc },
                 expiresIn,
               },
@@ -330,7 +332,7 @@ export class WorkspaceSnapshots {
       identity,
       fence,
       undefined,
-      { kind: 'workspace' },
+      { kind: 'pack' },
       { inc },
     );
     if (outcome === 'replayed') {

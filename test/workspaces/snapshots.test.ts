@@ -277,6 +277,14 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
       expect(await describeTree(out)).toEqual(await describeTree(trees[i] as string));
     }
     expect((await alice.workspaces.list(s, 'w')).length).toBe(3);
+    // Packs, manifests and records carry kind=pack: no lifecycle rule archives or expires them.
+    const owned = (await driver.list({ prefix: `${api.prefix}alice/${s}/` })).objects.filter((o) =>
+      o.key.includes('~wss~'),
+    );
+    expect(new Set(owned.map((o) => o.key.split('/').at(-2))).size).toBe(3);
+    if (driver.capabilities.tags)
+      for (const o of owned)
+        expect((await driver.head(o.key, { tags: true })).tags).toEqual({ kind: 'pack' });
     await alice.delete(s);
     expect(await alice.workspaces.list(s, 'w')).toEqual([]);
     // The session's folder (`<prefix>alice/<session>/`) holds nothing any more: packs included.
