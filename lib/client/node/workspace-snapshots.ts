@@ -41,7 +41,13 @@ import {
   type WorkspaceManifestDiff,
   type WorkspaceManifestEntry,
 } from '../../workspace-snapshots/manifest.js';
-import { type ChunkRef, chunkHash, decodeChunk, PackWriter } from '../../workspace-snapshots/packs.js';
+import {
+  type ChunkRef,
+  chunkHash,
+  decodeChunk,
+  PACK_TARGET,
+  PackWriter,
+} from '../../workspace-snapshots/packs.js';
 import { restoreTree } from '../../workspace-snapshots/tree.js';
 import { bodyOf, chunksOf, fail, fence, type Requests } from '../requests.js';
 import type { CallOptions } from '../types.js';
@@ -54,6 +60,8 @@ export interface PushOptions extends WriteOptions, CallOptions {
   readonly statCache?: boolean;
   /** Uploads in parallel (default 4). */
   readonly concurrency?: number;
+  /** Where a pack is closed (default 16 MiB, `PACK_TARGET`); smaller only for tests and tiny trees. */
+  readonly packBytes?: number;
   /** Called as the upload goes: stored bytes sent (packs and manifest), of `total`. */
   readonly onProgress?: (done: number, total: number) => void;
 }
@@ -237,7 +245,7 @@ export class WorkspaceSnapshotClient {
     const parent = parentLocated ? await this.readManifest(parentLocated, o) : undefined;
     const temp = await mkdtemp(path.join(tmpdir(), 'ws-push-'));
     try {
-      const scan = await scanForPush(dir, parent, temp, o.statCache ?? true);
+      const scan = await scanForPush(dir, parent, temp, o.statCache ?? true, o.packBytes ?? PACK_TARGET);
       const manifestBytes = gzipSync(Buffer.from(JSON.stringify(scan.manifest)));
       const manifest = { size: manifestBytes.length, md5: md5Of(manifestBytes) };
       const packs = scan.packs.map(({ id, size, md5 }) => ({ id, size, md5 }));
@@ -465,11 +473,12 @@ async function scanForPush(
   parent: WorkspaceManifest | undefined,
   temp: string,
   statCache: boolean,
+  packBytes: number,
 ): Promise<{ manifest: WorkspaceManifest; newChunks: string[]; packs: ScannedPack[]; unchanged: number }> {
   const before = new Map((parent?.entries ?? []).map((e) => [e.path, e]));
   const known = new Map<string, ChunkRef>();
   for (const e of parent?.entries ?? []) for (const c of e.chunks ?? []) known.set(c.hash, c);
-  const writer = new PackWriter();
+  const writer = new PackWriter(packBytes);
   const packs: ScannedPack[] = [];
   const newChunks: string[] = [];
   const added = new Set<string>();
