@@ -1,10 +1,26 @@
 #!/usr/bin/env node
 // agent-state-store: `console --api <url> [--port <n>]` serves the read-only session console on
-// 127.0.0.1, forwarding its /v1 GET and HEAD requests to the API at <url> (docs/console.md).
+// 127.0.0.1, forwarding its /v1 GET and HEAD requests to the API at <url> (docs/console.md);
+// `workspace <push|pull|ls|diff|cat> …` moves workspace snapshots (docs/workspaces.md).
 import { startConsoleServer } from '../dist/lib/console/serve.js';
 
-const USAGE = 'usage: agent-state-store console --api <url> [--port <n>]';
+const USAGE =
+  'usage: agent-state-store console --api <url> [--port <n>]\n       agent-state-store workspace --help';
 const [command, ...rest] = process.argv.slice(2);
+if (command === 'workspace') {
+  const { runWorkspaceCli } = await import('../dist/lib/client/node/workspace-cli.js');
+  const abort = new AbortController();
+  process.once('SIGINT', () => abort.abort(new Error('interrupted')));
+  const code = await runWorkspaceCli(rest, {
+    env: process.env,
+    line: (text) => process.stderr.write(`${text}\n`),
+    write: (data) => process.stdout.write(data),
+    signal: abort.signal,
+    tty: Boolean(process.stderr.isTTY),
+    status: (text) => process.stderr.write(text),
+  });
+  process.exit(code);
+}
 if (command !== 'console') {
   console.error(USAGE);
   process.exit(command === undefined || command === '--help' ? 0 : 2);

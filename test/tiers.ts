@@ -63,6 +63,7 @@ export const TIERS: readonly Tier[] = [
       'test/store/reference-adoption.test.ts',
       'test/workspaces/workspaces.test.ts',
       'test/workspaces/snapshot-library.test.ts',
+      'test/workspaces/snapshots.test.ts',
       'test/adapters/',
       'test/openapi/document.test.ts',
     ],

@@ -4,15 +4,22 @@
  * (base64url JSON) names the method, the key, the expiry, the exact length and MD5 of the body and
  * what the object is stored with; the signature is an HMAC-SHA256 of it under a secret of the
  * server, so nothing in the URL can be changed. `serveBlob` answers those URLs (the local server
- * routes `/v1/blobs/` to it). Parts of multipart uploads are kept under `<root>/.uploads/<id>/`
+ * routes `/v1/blobs/` to it); a GET honours one `Range` as S3 does. Parts of multipart uploads are kept under `<root>/.uploads/<id>/`
  * (a name no encoded key can take: encoded segments never start with `.`).
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { encodeTags } from './common.js';
+import { encodeTags, resolveRange } from './common.js';
 import { ObjectConditionFailedError, ObjectNotFoundError } from './errors.js';
-import type { DirectTransfer, PresignedRequest, PutOptions, StoredObject, UploadedPart } from './types.js';
+import type {
+  ByteRange,
+  DirectTransfer,
+  PresignedRequest,
+  PutOptions,
+  StoredObject,
+  UploadedPart,
+} from './types.js';
 
 /** Where presigned fs URLs point, and the key that signs them. */
 export interface FsPresignOptions {
@@ -146,19 +153,52 @@ function uploadArea(root: string) {
   return { uploadDir, meta, listParts };
 }
 
-/** Answers a verified GET (or HEAD) grant: the object, or 404. */
-async function serveGet(io: FsIo, grant: Grant, method: string): Promise<BlobAnswer> {
+/**
+ * One byte range of a `Range` header (`bytes=a-b`, `bytes=a-`, `bytes=-n`) as S3 reads it; undefined
+ * for anything else (the whole object, as S3 answers an unparsable or multiple range).
+ */
+function rangeOf(header: string | undefined): ByteRange | undefined {
+  const match = /^bytes=(\d*)-(\d*)$/.exec((header ?? '').trim());
+  if (!match || (match[1] === '' && match[2] === '')) return undefined;
+  if (match[1] === '') return { suffix: Number(match[2]) };
+  const start = Number(match[1]);
+  if (match[2] === '') return { start };
+  const end = Number(match[2]);
+  return end < start ? undefined : { start, end };
+}
+
+/** Answers a verified GET (or HEAD) grant: the object, its `Range` (206, or 416), or 404. */
+async function serveGet(
+  io: FsIo,
+  grant: Grant,
+  method: string,
+  headers: Record<string, string>,
+): Promise<BlobAnswer> {
   const object = await io.read(grant.k).catch(() => undefined);
   if (!object) return errorAnswer(404, 'NoSuchKey', 'The specified key does not exist.');
-  return {
-    status: 200,
-    headers: {
-      'content-type': object.contentType ?? 'application/octet-stream',
-      etag: `"${object.etag}"`,
-      ...(object.contentEncoding ? { 'content-encoding': object.contentEncoding } : {}),
-    },
-    body: method === 'HEAD' ? undefined : object.body,
+  const base = {
+    'content-type': object.contentType ?? 'application/octet-stream',
+    etag: `"${object.etag}"`,
+    'accept-ranges': 'bytes',
+    ...(object.contentEncoding ? { 'content-encoding': object.contentEncoding } : {}),
   };
+  const range = rangeOf(headers.range);
+  if (range) {
+    const size = object.body.byteLength;
+    let selected: { start: number; end: number };
+    try {
+      selected = resolveRange(range, size, grant.k, 'fs');
+    } catch {
+      const answer = errorAnswer(416, 'InvalidRange', 'The requested range is not satisfiable');
+      return { ...answer, headers: { ...answer.headers, 'content-range': `bytes */${size}` } };
+    }
+    return {
+      status: 206,
+      headers: { ...base, 'content-range': `bytes ${selected.start}-${selected.end}/${size}` },
+      body: method === 'HEAD' ? undefined : object.body.subarray(selected.start, selected.end + 1),
+    };
+  }
+  return { status: 200, headers: base, body: method === 'HEAD' ? undefined : object.body };
 }
 
 /** Answers a verified PUT grant: checks the body against what was signed, then stores the object or part. */
@@ -263,7 +303,9 @@ export function fsTransfer(root: string, options: FsPresignOptions, io: FsIo): T
       if (grant === 'expired') return errorAnswer(403, 'AccessDenied', 'Request has expired');
       if (!grant || grant.m !== (method === 'HEAD' ? 'GET' : method))
         return errorAnswer(403, 'SignatureDoesNotMatch', 'The request signature does not match');
-      return grant.m === 'GET' ? serveGet(io, grant, method) : servePut(io, area, grant, headers, body);
+      return grant.m === 'GET'
+        ? serveGet(io, grant, method, headers)
+        : servePut(io, area, grant, headers, body);
     },
   };
 }

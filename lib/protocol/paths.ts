@@ -37,6 +37,8 @@ export const PATHS = {
   workspace: WORKSPACE,
   workspaceUploads: `${WORKSPACE}/uploads`,
   workspaceUpload: `${WORKSPACE}/uploads/{uploadId}`,
+  workspaceSnapshots: `${WORKSPACE}/snapshots`,
+  workspaceSnapshot: `${WORKSPACE}/snapshots/{snapshotId}`,
   lock: `${SESSION}/lock`,
 } as const;
 
@@ -45,8 +47,8 @@ export type PathName = keyof typeof PATHS;
 
 /**
  * The parameters a pattern may hold. An `id` parameter is an id of that kind, encoded (url-ids.ts):
- * the router decodes it, naming the parameter when it cannot. The others (archive and upload ids)
- * reach the store as they are; the client still writes them as one safe segment.
+ * the router decodes it, naming the parameter when it cannot. The others (archive, upload and snapshot ids)
+ * and snapshot ids) reach the store as they are; the client still writes them as one safe segment.
  */
 export const PATH_PARAMS = {
   sessionId: { id: 'sessionId' },
@@ -54,6 +56,7 @@ export const PATH_PARAMS = {
   name: { id: 'workspace' },
   archiveId: {},
   uploadId: {},
+  snapshotId: {},
 } as const satisfies Record<string, { id?: 'sessionId' | 'key' | 'workspace' }>;
 
 /** A path parameter's name. */

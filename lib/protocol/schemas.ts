@@ -4,6 +4,7 @@
  * them. `schemas` are the bodies (the document's components); `headers` and `queries` are what the
  * routes read from headers and query strings.
  */
+
 import * as z from 'zod/mini';
 import { keyBoundProblem } from '../contract/ids.js';
 import {
@@ -21,6 +22,13 @@ import {
 } from '../contract/limits.js';
 import { LEASE_MS, OWNER_PATTERN, OWNER_RULE, WAIT_MS } from '../contract/lock.js';
 import { isRevision, REVISION_RULE } from '../contract/revisions.js';
+import {
+  MAX_MANIFEST_BYTES,
+  MAX_PACK_BYTES,
+  MAX_SNAPSHOT_CHUNKS,
+  MAX_SNAPSHOT_PACKS,
+  SNAPSHOT_ID,
+} from '../contract/workspace-snapshots.js';
 import { Problem } from './problems.js';
 
 /** `schema`, with metadata for the OpenAPI document (a description, or what JSON Schema it reads as). */
@@ -142,6 +150,23 @@ const workspace = {
   storageClass: tier,
   lastModified: timestamp,
   contentEncoding: z.optional(z.string()),
+};
+
+const snapshotId = meta(pattern(SNAPSHOT_ID), {
+  description: 'a workspace snapshot id: 10 base-36 digits of its creation time in ms, "-", 16 hex digits',
+});
+const chunkHash = meta(pattern(/^sha256:[0-9a-f]{64}$/), { description: 'sha256:<hex> of a chunk' });
+const packId = meta(pattern(/^[0-9a-f]{64}$/), { description: 'a pack: hex SHA-256 of its bytes' });
+const packDeclaration = z.strictObject({ id: packId, size: int(1, MAX_PACK_BYTES), md5 });
+const manifestDeclaration = z.strictObject({ size: int(1, MAX_MANIFEST_BYTES), md5 });
+const workspaceSnapshot = {
+  snapshotId,
+  createdAt: timestamp,
+  parent: z.optional(snapshotId),
+  entries: int(0),
+  bytes: meta(int(0), { description: 'plain bytes of its files' }),
+  manifestSize: int(0),
+  packs: meta(z.array(packId), { description: 'the packs its manifest references' }),
 };
 
 /** Every body, by the name the OpenAPI document gives it. */
@@ -346,6 +371,45 @@ export const schemas = {
     expiresAt: timestamp,
   }),
   WorkspaceRestoring: z.object({ ...workspace, status: z.literal('restoring'), detail: z.string() }),
+  WorkspaceSnapshotStartRequest: z.strictObject({
+    snapshotId: meta(z.optional(snapshotId), { description: 'the snapshot a retried push continues' }),
+    parent: meta(z.optional(snapshotId), { description: 'the snapshot this one deduplicates against' }),
+    chunks: meta(z.optional(z.array(chunkHash).check(z.maxLength(MAX_SNAPSHOT_CHUNKS))), {
+      description: 'hashes of the chunks the client believes new (a batch: at most 10,000)',
+    }),
+    packs: meta(z.optional(z.array(packDeclaration).check(z.maxLength(MAX_SNAPSHOT_PACKS))), {
+      description: 'the new packs, in the last batch',
+    }),
+    manifest: meta(z.optional(manifestDeclaration), {
+      description: 'the compressed manifest, in the last batch',
+    }),
+  }),
+  WorkspaceSnapshotStart: z.object({
+    snapshotId,
+    missing: meta(z.array(chunkHash), { description: 'those of `chunks` the parent snapshot lacks' }),
+    uploads: meta(z.array(z.extend(direct, { pack: packId })), {
+      description: 'a presigned PUT (Content-MD5 signed) for each declared pack not stored yet',
+    }),
+    manifestUpload: meta(z.optional(direct), { description: 'a presigned PUT of the compressed manifest' }),
+    expiresAt: timestamp,
+  }),
+  WorkspaceSnapshotCommitRequest: z.strictObject({
+    parent: z.optional(snapshotId),
+    packs: z.array(packDeclaration).check(z.maxLength(MAX_SNAPSHOT_PACKS)),
+    manifest: manifestDeclaration,
+  }),
+  WorkspaceSnapshot: z.object(workspaceSnapshot),
+  WorkspaceSnapshots: z.object({
+    snapshots: meta(z.array(z.object({ snapshotId, createdAt: timestamp })), { description: 'newest first' }),
+  }),
+  WorkspaceSnapshotDownload: z.object({
+    ...workspaceSnapshot,
+    manifest: meta(direct, { description: 'a presigned GET of the gzip manifest' }),
+    packUrls: meta(z.array(z.extend(direct, { pack: packId })), {
+      description: 'a presigned GET of each pack the manifest references (send Range for one chunk)',
+    }),
+    expiresAt: timestamp,
+  }),
   Restoring: z.object({
     status: z.literal('restoring'),
     detail: z.string(),

@@ -68,6 +68,19 @@ export interface UserLayout {
   workspace(sessionId: string, inc: string, name: string): string;
   workspaceUpload(sessionId: string, inc: string, name: string): string;
   valueUpload(sessionId: string, key: string, uploadId: string): string;
+  /** Prefix of every workspace snapshot object of a session in one incarnation. */
+  snapshots(sessionId: string, inc: string): string;
+  /** Prefix of a workspace's snapshot objects in one incarnation (docs/DESIGN.md, "Workspace snapshots"). */
+  snapshotRoot(sessionId: string, inc: string, name: string): string;
+  /** Prefix of a workspace's packs (kind=pack), and one pack, named by the hex SHA-256 of its bytes. */
+  snapshotPacks(sessionId: string, inc: string, name: string): string;
+  snapshotPack(sessionId: string, inc: string, name: string, pack: string): string;
+  /** Prefix of a workspace's committed snapshot records, and one record. */
+  snapshotRecords(sessionId: string, inc: string, name: string): string;
+  snapshotRecord(sessionId: string, inc: string, name: string, snapshotId: string): string;
+  /** Prefix of a snapshot's compressed manifests, and the one of hex MD5 `md5` (content-addressed). */
+  snapshotManifests(sessionId: string, inc: string, name: string, snapshotId: string): string;
+  snapshotManifest(sessionId: string, inc: string, name: string, snapshotId: string, md5: string): string;
   /** The record of a commit made without a lease (its id and digest), create-only. */
   commitRecord(sessionId: string, commitId: string): string;
 }
@@ -108,6 +121,16 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
     workspace: (s, inc, name) => `${session(s)}~ws~${inc}/${encodeId('workspace', name)}`,
     workspaceUpload: (s, inc, name) => `${session(s)}~wsu~${inc}/${encodeId('workspace', name)}`,
     valueUpload: (s, k, id) => `${session(s)}~vu/${encodeId('key', k)}~${id}`,
+    snapshots: (s, inc) => `${session(s)}~wss~${inc}/`,
+    snapshotRoot: (s, inc, name) => `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/`,
+    snapshotPacks: (s, inc, name) => `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/p/`,
+    snapshotPack: (s, inc, name, pack) => `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/p/${pack}`,
+    snapshotRecords: (s, inc, name) => `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/s/`,
+    snapshotRecord: (s, inc, name, id) => `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/s/${id}`,
+    snapshotManifests: (s, inc, name, id) =>
+      `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/m/${id}~`,
+    snapshotManifest: (s, inc, name, id, md5) =>
+      `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/m/${id}~${md5}`,
     commitRecord: (s, commitId) => `${session(s)}~commits/${encodeId('key', commitId)}`,
   };
 }

@@ -302,6 +302,15 @@ export class Sessions {
       }
       if (await listLive(key)) return;
     }
+    // A workspace or a workspace snapshot of this incarnation keeps the session: one LIST each
+    // (limit 1), since a listing with delimiter `~` shows them only as `<session>/~` where it
+    // shows them at all (s3rver does not).
+    const held = await Promise.all(
+      [this.layout.workspaces(sessionId, marker.inc), this.layout.snapshots(sessionId, marker.inc)].map(
+        async (prefix) => (await this.ctx.driver.list({ prefix, limit: 1 })).objects.length > 0,
+      ),
+    );
+    if (held.includes(true)) return;
     await this.rewrite(sessionId, marker, marker.token, true);
   }
 

@@ -37,6 +37,10 @@ import type {
   WorkspaceUploadRequest,
   WriteOptions,
 } from '../contract/types.js';
+import type {
+  WorkspaceSnapshotCommitRequest,
+  WorkspaceSnapshotStartRequest,
+} from '../contract/workspace-snapshots.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
 import type { ContentEncoding } from '../util/encoding.js';
@@ -64,6 +68,7 @@ import { withMemoryTags } from './memory-session.js';
 import { incOf } from './reference.js';
 import { ReferenceReads } from './reference-reads.js';
 import { LIVE_MARKER_BYTES, type Marker, Sessions } from './sessions.js';
+import { WorkspaceSnapshots } from './workspace-snapshots.js';
 import { Workspaces } from './workspaces.js';
 import { Fence, nextRevision, putValue, recordId, revisionOf } from './write-path.js';
 
@@ -250,6 +255,7 @@ class UserStore implements SessionStore {
   private readonly lists: ListFormat;
   private readonly archives: Archives;
   private readonly workspaces: Workspaces;
+  private readonly snapshots: WorkspaceSnapshots;
   private readonly keys: Keys;
   private readonly referenceReads: ReferenceReads;
   private readonly commits: Commits;
@@ -271,6 +277,7 @@ class UserStore implements SessionStore {
     // `npm run adopt` has converted them (docs/backends.md).
     this.lists = ctx.adoptReference ? new ReferenceLists(ctx, layout, this.sessions, format) : format;
     this.workspaces = new Workspaces(ctx, layout, this.sessions);
+    this.snapshots = new WorkspaceSnapshots(ctx, layout, this.sessions);
     this.keys = new Keys(ctx, layout, this.sessions, this.lists);
     this.referenceReads = new ReferenceReads(ctx, layout, this.sessions);
     this.commits = new Commits(ctx, layout, this.sessions, this.lists, this.keys, (s, token) =>
@@ -566,6 +573,54 @@ class UserStore implements SessionStore {
     this.ids(sessionId);
     checkId('workspace', name);
     return this.workspaces.delete(sessionId, name, this.fence(sessionId, options.token));
+  }
+
+  // ---- workspace snapshots (workspace-snapshots.ts; `WorkspaceSnapshotStore`) ------------------
+
+  async startWorkspaceSnapshot(
+    sessionId: string,
+    name: string,
+    request: WorkspaceSnapshotStartRequest,
+    options: WriteOptions = {},
+  ) {
+    this.ids(sessionId);
+    checkId('workspace', name);
+    return this.snapshots.start(sessionId, name, request, this.fence(sessionId, options.token));
+  }
+
+  async commitWorkspaceSnapshot(
+    sessionId: string,
+    name: string,
+    snapshotId: string,
+    request: WorkspaceSnapshotCommitRequest,
+    options: WriteOptions = {},
+  ) {
+    this.ids(sessionId);
+    checkId('workspace', name);
+    return this.snapshots.commit(sessionId, name, snapshotId, request, this.fence(sessionId, options.token));
+  }
+
+  async listWorkspaceSnapshots(sessionId: string, name: string) {
+    this.ids(sessionId);
+    checkId('workspace', name);
+    return this.snapshots.list(sessionId, name);
+  }
+
+  async getWorkspaceSnapshot(sessionId: string, name: string, snapshotId: string) {
+    this.ids(sessionId);
+    checkId('workspace', name);
+    return this.snapshots.get(sessionId, name, snapshotId);
+  }
+
+  async deleteWorkspaceSnapshot(
+    sessionId: string,
+    name: string,
+    snapshotId: string,
+    options: WriteOptions = {},
+  ) {
+    this.ids(sessionId);
+    checkId('workspace', name);
+    return this.snapshots.delete(sessionId, name, snapshotId, this.fence(sessionId, options.token));
   }
 
   async createValueUpload(sessionId: string, key: string, request: { size: number; md5: string }) {

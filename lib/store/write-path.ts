@@ -12,10 +12,13 @@
  *   recording the value's next revision (`revisionOf`, `nextRevision`).
  * - **A request's identity** (`recordId`): a write id bound to a digest of the request's canonical
  *   body, so that a reused Idempotency-Key or commitId with another body is told from a replay.
+ * - **A create-once record** (`putRecordOnce`): a request's record written create-only, its replay
+ *   told from another body by the identity in its metadata (workspace snapshot commits).
  */
 import { CommitMismatchError, type FencedError } from '../contract/errors.js';
 import { type CommitIdentity, fencingRefusal, type LockGrant } from '../contract/lock.js';
 import type { MetricsSink } from '../contract/types.js';
+import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectInfo, ObjectStoreDriver } from '../drivers/types.js';
 
 /**
@@ -160,3 +163,46 @@ export async function putValue(
 
 // A request's identity is the contract's (every engine records it so).
 export { compareRecord, RECORD_ID, recordId } from '../contract/hash.js';
+
+// ---- a create-once record ------------------------------------------------------------------------
+
+/**
+ * Writes the record of a request named by `identity` (a workspace snapshot's commit) create-only,
+ * with the identity in its metadata, after the fence's check: `written`, or `replayed` when the
+ * same request wrote it before. The same id with another body is `CommitMismatchError`, nothing
+ * written. `existing` is the record as read before (undefined: absent).
+ */
+export async function putRecordOnce(
+  driver: ObjectStoreDriver,
+  name: string,
+  body: string,
+  identity: CommitIdentity,
+  fence: Fence,
+  existing: ObjectInfo | undefined,
+  tags: Readonly<Record<string, string>>,
+  metadata: Readonly<Record<string, string>> = {},
+): Promise<'written' | 'replayed'> {
+  const replay = (object: ObjectInfo) => {
+    if (
+      object.metadata[DIGEST_META] !== identity.digest ||
+      object.metadata[COMMIT_META] !== identity.commitId
+    )
+      throw new CommitMismatchError(identity.commitId, 'commit', '');
+    return 'replayed' as const;
+  };
+  if (existing) return replay(existing);
+  await fence.check();
+  const meta: Record<string, string> = {
+    ...metadata,
+    [COMMIT_META]: identity.commitId,
+    [DIGEST_META]: identity.digest,
+  };
+  if (fence.token !== undefined) meta.token = String(fence.token);
+  try {
+    await driver.put(name, body, { contentType: 'application/json', metadata: meta, tags, ifNoneMatch: '*' });
+    return 'written';
+  } catch (error) {
+    if (!(error instanceof ObjectConditionFailedError)) throw error;
+    return replay(await driver.head(name));
+  }
+}

@@ -17,6 +17,8 @@ export interface WorkspaceManifestEntry {
   /** Plain size in bytes (files). */
   readonly size: number;
   readonly mtimeMs: number;
+  /** The inode it was read from (files; for a client's stat cache, never used by a restore). */
+  readonly ino?: number;
   /** `sha256:<hex>` of the whole file (files). */
   readonly sha256?: string;
   /** Chunks in order (files). */
@@ -81,6 +83,8 @@ export function validateWorkspaceManifest(
       fail(`${at}.size`, 'must be a non-negative integer');
     if (typeof e.mtimeMs !== 'number' || !Number.isFinite(e.mtimeMs))
       fail(`${at}.mtimeMs`, 'must be a number');
+    if (e.ino !== undefined && (!Number.isSafeInteger(e.ino) || (e.ino as number) < 0))
+      fail(`${at}.ino`, 'must be a non-negative integer');
     if (e.type === 'symlink') {
       if (typeof e.target !== 'string' || e.target.length === 0 || e.target.includes('\0'))
         fail(`${at}.target`, 'must be a non-empty string without NUL');

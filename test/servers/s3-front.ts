@@ -12,6 +12,9 @@
  *   s3rver drops;
  * - bucket lifecycle configurations stored and returned (s3rver answers 501);
  * - `Content-MD5` and `x-amz-checksum-sha256` checked on PutObject and UploadPart (400 BadDigest);
+ * - presigned URLs (`X-Amz-Signature` in the query) verified as S3 does, SigV4 with s3rver's key
+ *   pair: a signed header sent with another value or not at all (a `Content-MD5` the URL signs),
+ *   a changed query, or an expired URL gets 403 (s3rver checks no signature);
  *   ListParts and AbortMultipartUpload (s3rver has neither); tags and storage class of multipart
  *   uploads; the storage class in listings;
  * - archive classes (GLACIER, DEEP_ARCHIVE, and OSS's Archive ones through the OSS front): a GET
@@ -30,7 +33,7 @@
  * checks a PUT's condition with a HEAD, waits `holdMs`, then writes unconditionally, outside the
  * key's lock (a backend that evaluates conditions without atomicity).
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import http from 'node:http';
 import { KeyedMutex, resolveRange } from '../../lib/drivers/common.js';
 import type { ByteRange } from '../../lib/drivers/types.js';
@@ -150,6 +153,12 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
       bytes: Number(req.headers['content-length'] ?? 0),
     });
     if (await applyS3Fault(takeFault(req, false), res)) return;
+
+    const refused = presignedRefusal(req.method ?? 'GET', target, req.headers);
+    if (refused) {
+      req.resume();
+      return sendError(res, 403, refused.code, refused.message);
+    }
 
     const { bucket, key, query: q } = parseTarget(target);
     const id = `${bucket}/${key}`;
@@ -720,4 +729,92 @@ function sendError(res: http.ServerResponse, status: number, code: string, messa
     status,
     `<Error><Code>${code}</Code><Message>${xmlEscape(message)}</Message><RequestId>front</RequestId></Error>`,
   );
+}
+
+/** The secret keys the front verifies presigned URLs with (s3rver's default key pair). */
+const PRESIGN_SECRETS: Readonly<Record<string, string>> = { S3RVER: 'S3RVER' };
+
+/** RFC 3986 encoding, as SigV4 canonicalizes query strings. */
+const sigv4Encode = (text: string) =>
+  encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+/**
+ * Why S3 would refuse a presigned request (SigV4 in the query), or undefined when it would not (or
+ * the request is not presigned): the signature recomputed from the method, the path as sent, the
+ * query without `X-Amz-Signature`, and the signed headers as received (a signed header that is
+ * absent or has another value breaks it), under the secret of `X-Amz-Credential`'s key; and the
+ * expiry (`X-Amz-Date` + `X-Amz-Expires`).
+ */
+export function presignedRefusal(
+  method: string,
+  target: string,
+  headers: http.IncomingHttpHeaders,
+  now = Date.now(),
+): { code: string; message: string } | undefined {
+  const at = target.indexOf('?');
+  if (at < 0) return undefined;
+  const rawPath = target.slice(0, at);
+  const pairs = target
+    .slice(at + 1)
+    .split('&')
+    .filter((p) => p !== '')
+    .map((p) => {
+      const eq = p.indexOf('=');
+      const k = decodeURIComponent(eq < 0 ? p : p.slice(0, eq));
+      const v = eq < 0 ? '' : decodeURIComponent(p.slice(eq + 1).replace(/\+/g, '%20'));
+      return [k, v] as [string, string];
+    });
+  const q = new Map(pairs);
+  const signature = q.get('X-Amz-Signature');
+  if (signature === undefined) return undefined;
+  const mismatch = {
+    code: 'SignatureDoesNotMatch',
+    message: 'The request signature we calculated does not match the signature you provided.',
+  };
+  const credential = q.get('X-Amz-Credential') ?? '';
+  const [accessKey = '', ...scopeParts] = credential.split('/');
+  const secret = PRESIGN_SECRETS[accessKey];
+  if (secret === undefined)
+    return { code: 'InvalidAccessKeyId', message: 'The AWS Access Key Id you provided does not exist.' };
+  const amzDate = q.get('X-Amz-Date') ?? '';
+  const expires = Number(q.get('X-Amz-Expires') ?? '0');
+  const date = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(amzDate);
+  if (!date) return mismatch;
+  const [, y = 0, mo = 1, d = 0, h = 0, mi = 0, se = 0] = date.map(Number);
+  const signedAt = Date.UTC(y, mo - 1, d, h, mi, se);
+  if (now > signedAt + expires * 1000) return { code: 'AccessDenied', message: 'Request has expired' };
+  const signedHeaders = (q.get('X-Amz-SignedHeaders') ?? '').split(';').filter((h) => h !== '');
+  const canonicalHeaders = signedHeaders
+    .map((h) => {
+      const value = headers[h];
+      const text = Array.isArray(value) ? value.join(',') : (value ?? '');
+      return `${h}:${text.trim().replace(/\s+/g, ' ')}\n`;
+    })
+    .join('');
+  const canonicalQuery = pairs
+    .filter(([k]) => k !== 'X-Amz-Signature')
+    .map(([k, v]) => [sigv4Encode(k), sigv4Encode(v)] as const)
+    .sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('&');
+  const payload = q.get('X-Amz-Content-Sha256') ?? 'UNSIGNED-PAYLOAD';
+  const canonical = [
+    method,
+    rawPath,
+    canonicalQuery,
+    canonicalHeaders,
+    signedHeaders.join(';'),
+    payload,
+  ].join('\n');
+  const scope = scopeParts.join('/');
+  const toSign = [
+    'AWS4-HMAC-SHA256',
+    amzDate,
+    scope,
+    createHash('sha256').update(canonical).digest('hex'),
+  ].join('\n');
+  let key: Buffer = Buffer.from(`AWS4${secret}`);
+  for (const part of scopeParts) key = createHmac('sha256', key).update(part).digest();
+  const expected = createHmac('sha256', key).update(toSign).digest('hex');
+  return expected === signature ? undefined : mismatch;
 }

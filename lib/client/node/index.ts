@@ -8,6 +8,7 @@
 
 import type { WorkspaceInfo } from '../../contract/types.js';
 import { assemble } from '../assemble.js';
+import type { Requests } from '../requests.js';
 import type {
   DownloadWorkspaceOptions,
   HttpClientOptions,
@@ -16,6 +17,14 @@ import type {
 } from '../types.js';
 import { rawFetch } from './raw-fetch.js';
 import { NodeTransfers } from './transfers.js';
+import { WorkspaceSnapshotClient } from './workspace-snapshots.js';
+
+export type {
+  PullOptions,
+  PushOptions,
+  PushResult,
+  WorkspaceSnapshotClient,
+} from './workspace-snapshots.js';
 
 /**
  * The Node entry's client (`agent-state-store/client/node`): the client, plus files (uploaded from
@@ -37,6 +46,11 @@ export interface NodeHttpSessionStore extends HttpSessionStore {
     file: string,
     options?: DownloadWorkspaceOptions,
   ): Promise<boolean>;
+  /**
+   * Workspace snapshots: a directory pushed as content-defined chunks, only what changed uploaded;
+   * pulled, listed, diffed and read a file at a time (workspace-snapshots.ts).
+   */
+  readonly workspaces: WorkspaceSnapshotClient;
 }
 
 /**
@@ -45,12 +59,17 @@ export interface NodeHttpSessionStore extends HttpSessionStore {
  * `AGENT_STATE_TOKEN`; without a URL either way, a `ValidationError`.
  */
 export function createHttpClient(options?: HttpClientOptions): NodeHttpSessionStore {
+  let shared: Requests | undefined;
   const { store, transfers } = assemble(options, {
     rawFetch,
-    transfers: (requests) => new NodeTransfers(requests),
+    transfers: (requests) => {
+      shared = requests;
+      return new NodeTransfers(requests);
+    },
   });
   return {
     ...store,
+    workspaces: new WorkspaceSnapshotClient(shared as Requests),
     uploadWorkspaceFile: transfers.uploadWorkspaceFile.bind(transfers),
     downloadWorkspaceToFile: transfers.downloadWorkspaceToFile.bind(transfers),
   };

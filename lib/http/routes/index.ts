@@ -7,6 +7,7 @@ import { type Method, methodsOf, type Route } from './route.js';
 import { SESSION_ROUTES } from './sessions.js';
 import { STATE_ROUTES } from './state.js';
 import { TURN_ROUTES } from './turns.js';
+import { WORKSPACE_SNAPSHOT_ROUTES } from './workspace-snapshots.js';
 import { WORKSPACE_ROUTES } from './workspaces.js';
 
 /** Every route of the API. */
@@ -17,6 +18,7 @@ export const ROUTES: readonly Route[] = [
   ...LIST_ROUTES,
   ...ARCHIVE_ROUTES,
   ...WORKSPACE_ROUTES,
+  ...WORKSPACE_SNAPSHOT_ROUTES,
   ...LOCK_ROUTES,
   ...TURN_ROUTES,
 ];

@@ -1,0 +1,554 @@
+/**
+ * Workspace snapshots from the Node client (`client.workspaces`; docs/workspaces.md, "Workspace
+ * snapshots"): a directory tree pushed as content-defined chunks in packs, deduplicated against
+ * the parent snapshot (by default the newest), and read back without downloading what is not
+ * needed. The bytes go straight between this client and the object store; the API only signs.
+ *
+ * - `push`: reads the tree (a file whose size, mtime and inode match the parent's entry is not
+ *   read: its chunks are the parent's), chunks, hashes and compresses the new chunks into packs of
+ *   ~16 MiB (kept in a temporary folder), asks which are missing, uploads only the packs not stored
+ *   yet and the gzip manifest, and commits. Three calls to the API for a push with a parent.
+ * - `pull`: restores a snapshot into an empty folder, every chunk and file checked against its
+ *   SHA-256, the chunks read with ranged GETs of their packs (neighbours read together).
+ * - `diff`: two manifests compared, no pack read; `readFile`: ranged GETs of exactly one file's chunks.
+ */
+import { createHash } from 'node:crypto';
+import { lstat, mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { ProtocolError, ValidationError } from '../../contract/errors.js';
+import type { WriteOptions } from '../../contract/types.js';
+import {
+  LATEST_SNAPSHOT,
+  MAX_SNAPSHOT_CHUNKS,
+  MAX_SNAPSHOT_PACKS,
+  type SnapshotDirectRequest,
+  type WorkspacePackDeclaration,
+  type WorkspaceSnapshotInfo,
+  type WorkspaceSnapshotStart,
+  type WorkspaceSnapshotSummary,
+} from '../../contract/workspace-snapshots.js';
+import { paths } from '../../protocol/paths.js';
+import { schemas } from '../../protocol/schemas.js';
+import { concatBytes } from '../../util/bytes.js';
+import { chunkBoundaries } from '../../workspace-snapshots/chunker.js';
+import {
+  checkManifestPath,
+  diffWorkspaceManifests,
+  validateWorkspaceManifest,
+  type WorkspaceManifest,
+  type WorkspaceManifestDiff,
+  type WorkspaceManifestEntry,
+} from '../../workspace-snapshots/manifest.js';
+import {
+  type ChunkRef,
+  chunkHash,
+  decodeChunk,
+  PACK_TARGET,
+  PackWriter,
+} from '../../workspace-snapshots/packs.js';
+import { restoreTree } from '../../workspace-snapshots/tree.js';
+import { bodyOf, chunksOf, fail, fence, type Requests } from '../requests.js';
+import type { CallOptions } from '../types.js';
+
+/** Options of a push. */
+export interface PushOptions extends WriteOptions, CallOptions {
+  /** The snapshot to deduplicate against: an id, or null for none; default the newest. */
+  readonly parent?: string | null;
+  /** Whether files whose size, mtime and inode match the parent's entry are taken as unchanged (default true). */
+  readonly statCache?: boolean;
+  /** Uploads in parallel (default 4). */
+  readonly concurrency?: number;
+  /** Where a pack is closed (default 16 MiB, `PACK_TARGET`); smaller only for tests and tiny trees. */
+  readonly packBytes?: number;
+  /** Called as the upload goes: stored bytes sent (packs and manifest), of `total`. */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** Options of a pull. */
+export interface PullOptions extends CallOptions {
+  /**
+   * Continue a pull that was cut off into the same folder: files already there with their size and
+   * SHA-256 are kept and not downloaded again; the rest is written again.
+   */
+  readonly resume?: boolean;
+  /** Called after each file: plain bytes of files done, of the snapshot's total. */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** A committed push, with what it sent. */
+export interface PushResult extends WorkspaceSnapshotInfo {
+  /** Packs and bytes uploaded (the manifest included in the bytes). */
+  readonly uploadedPacks: number;
+  readonly uploadedBytes: number;
+  /** Files taken from the parent without being read (stat cache). */
+  readonly unchangedFiles: number;
+}
+
+/** A snapshot as read for its manifest and packs. */
+type Located = {
+  readonly info: WorkspaceSnapshotInfo;
+  readonly manifestUrl: SnapshotDirectRequest;
+  readonly packUrls: ReadonlyMap<string, SnapshotDirectRequest>;
+};
+
+const md5Of = (bytes: Uint8Array) => createHash('md5').update(bytes).digest('base64');
+
+/** Runs `work` over `items`, at most `limit` at a time. */
+async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) await work(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+}
+
+const infoOf = (s: {
+  snapshotId: string;
+  createdAt: string;
+  parent?: string | undefined;
+  entries: number;
+  bytes: number;
+  manifestSize: number;
+  packs: string[];
+}): WorkspaceSnapshotInfo => ({
+  snapshotId: s.snapshotId,
+  createdAt: new Date(s.createdAt),
+  ...(s.parent ? { parent: s.parent } : {}),
+  entries: s.entries,
+  bytes: s.bytes,
+  manifestSize: s.manifestSize,
+  packs: s.packs,
+});
+
+/** The workspace snapshot calls of the Node client (`client.workspaces`). */
+export class WorkspaceSnapshotClient {
+  constructor(private readonly requests: Requests) {}
+
+  /** The workspace's snapshots, newest first. */
+  async list(sessionId: string, name: string, o?: CallOptions): Promise<WorkspaceSnapshotSummary[]> {
+    const response = await this.requests.call('GET', paths.workspaceSnapshots(sessionId, name), { call: o });
+    if (response.status !== 200) return fail(response);
+    const body = await bodyOf(response, schemas.WorkspaceSnapshots, 'listWorkspaceSnapshots');
+    return body.snapshots.map((s) => ({ snapshotId: s.snapshotId, createdAt: new Date(s.createdAt) }));
+  }
+
+  /** A snapshot (`latest`: the newest); undefined when there is none. */
+  async get(
+    sessionId: string,
+    name: string,
+    snapshotId: string,
+    o?: CallOptions,
+  ): Promise<WorkspaceSnapshotInfo | undefined> {
+    return (await this.locate(sessionId, name, snapshotId, o))?.info;
+  }
+
+  /** Deletes a snapshot (absent is fine); its packs go with a sweep. */
+  async delete(
+    sessionId: string,
+    name: string,
+    snapshotId: string,
+    o?: WriteOptions & CallOptions,
+  ): Promise<void> {
+    const response = await this.requests.call(
+      'DELETE',
+      paths.workspaceSnapshot(sessionId, name, snapshotId),
+      {
+        headers: fence(o),
+        call: o,
+      },
+    );
+    if (response.status !== 204) await fail(response);
+  }
+
+  /** A snapshot's manifest (read compressed, validated); undefined when there is no such snapshot. */
+  async manifest(
+    sessionId: string,
+    name: string,
+    snapshotId: string,
+    o?: CallOptions,
+  ): Promise<WorkspaceManifest | undefined> {
+    const located = await this.locate(sessionId, name, snapshotId, o);
+    return located && this.readManifest(located, o);
+  }
+
+  /** Added, removed and changed paths from `a` to `b`, from their manifests alone (no pack read). */
+  async diff(
+    sessionId: string,
+    name: string,
+    a: string,
+    b: string,
+    o?: CallOptions,
+  ): Promise<WorkspaceManifestDiff> {
+    const [before, after] = await Promise.all([
+      this.manifest(sessionId, name, a, o),
+      this.manifest(sessionId, name, b, o),
+    ]);
+    if (!before) throw new ValidationError('a', `no snapshot ${a}`);
+    if (!after) throw new ValidationError('b', `no snapshot ${b}`);
+    return diffWorkspaceManifests(before, after);
+  }
+
+  /** One file of a snapshot, read with ranged GETs of exactly its chunks; undefined when absent. */
+  async readFile(
+    sessionId: string,
+    name: string,
+    snapshotId: string,
+    file: string,
+    o?: CallOptions,
+  ): Promise<Uint8Array | undefined> {
+    checkManifestPath(file, 'path');
+    const located = await this.locate(sessionId, name, snapshotId, o);
+    if (!located) return undefined;
+    const manifest = await this.readManifest(located, o);
+    const entry = manifest.entries.find((e) => e.path === file);
+    if (entry?.type !== 'file') return undefined;
+    const reader = this.packReader(located, entry.chunks ?? [], 0, o);
+    const parts: Uint8Array[] = [];
+    for (const ref of entry.chunks ?? [])
+      parts.push(decodeChunk(await reader(ref.pack, ref.offset, ref.length), ref));
+    const whole = concatBytes(parts);
+    if (chunkHash(whole) !== entry.sha256) throw new ProtocolError(`${file} does not match its SHA-256`, 200);
+    return whole;
+  }
+
+  /**
+   * Restores a snapshot (`latest`: the newest) into `dir` (created if absent, refused unless empty,
+   * or with `resume` continued): byte-identical, every chunk and file checked against its SHA-256.
+   * False when there is no such snapshot.
+   */
+  async pull(
+    sessionId: string,
+    name: string,
+    snapshotId: string,
+    dir: string,
+    o?: PullOptions,
+  ): Promise<boolean> {
+    const located = await this.locate(sessionId, name, snapshotId, o);
+    if (!located) return false;
+    const manifest = await this.readManifest(located, o);
+    const refs = manifest.entries.flatMap((e) => e.chunks ?? []);
+    // Neighbouring chunks of a pack are read together (gaps up to 1 MiB, spans up to 16 MiB).
+    await restoreTree(manifest, dir, this.packReader(located, refs, 1024 * 1024, o), {
+      ...(o?.resume ? { resume: true } : {}),
+      ...(o?.onProgress ? { onProgress: o.onProgress } : {}),
+    });
+    return true;
+  }
+
+  /** Pushes `dir` as a new snapshot of the workspace; see the module's comment. */
+  async push(sessionId: string, name: string, dir: string, o: PushOptions = {}): Promise<PushResult> {
+    const parentId = o.parent === null ? undefined : (o.parent ?? LATEST_SNAPSHOT);
+    const parentLocated = parentId ? await this.locate(sessionId, name, parentId, o) : undefined;
+    if (o.parent && !parentLocated) throw new ValidationError('parent', `no snapshot ${o.parent}`);
+    const parent = parentLocated ? await this.readManifest(parentLocated, o) : undefined;
+    const temp = await mkdtemp(path.join(tmpdir(), 'ws-push-'));
+    try {
+      const scan = await scanForPush(dir, parent, temp, o.statCache ?? true, o.packBytes ?? PACK_TARGET);
+      const manifestBytes = gzipSync(Buffer.from(JSON.stringify(scan.manifest)));
+      const manifest = { size: manifestBytes.length, md5: md5Of(manifestBytes) };
+      const packs = scan.packs.map(({ id, size, md5 }) => ({ id, size, md5 }));
+      const base = {
+        ...(parentLocated ? { parent: parentLocated.info.snapshotId } : {}),
+      };
+      // Batches that fit a request body (and the API's 10,000 hashes, 1,000 packs): the chunks,
+      // then the packs; the last batch carries the manifest. A small push is one batch.
+      const batches = batchesOf(scan.newChunks, packs, this.requests.bodyLimit, base.parent);
+      let snapshotId: string | undefined;
+      const uploads: Array<WorkspaceSnapshotStart['uploads'][number]> = [];
+      let manifestUpload: SnapshotDirectRequest | undefined;
+      for (const [i, batch] of batches.entries()) {
+        const last = i === batches.length - 1;
+        const body = {
+          ...base,
+          ...(snapshotId ? { snapshotId } : {}),
+          ...batch,
+          ...(last ? { manifest } : {}),
+        };
+        const started = await this.start(sessionId, name, body, o);
+        snapshotId = started.snapshotId;
+        uploads.push(...started.uploads);
+        if (started.manifestUpload) manifestUpload = started.manifestUpload;
+      }
+      const started = { uploads, manifestUpload };
+      const byId = new Map(scan.packs.map((p) => [p.id, p]));
+      let uploadedBytes = 0;
+      const toSend =
+        started.uploads.reduce((n, u) => n + (byId.get(u.pack)?.size ?? 0), 0) +
+        (started.manifestUpload ? manifestBytes.length : 0);
+      o.onProgress?.(0, toSend);
+      await pool(started.uploads, o.concurrency ?? 4, async (upload) => {
+        const pack = byId.get(upload.pack);
+        if (!pack) throw new ProtocolError(`the API asked for an unknown pack ${upload.pack}`, 201);
+        const body = new Uint8Array(await readFile(pack.file));
+        await this.requests.direct(upload, { body, call: o });
+        uploadedBytes += body.length;
+        o.onProgress?.(uploadedBytes, toSend);
+      });
+      if (started.manifestUpload) {
+        await this.requests.direct(started.manifestUpload, { body: manifestBytes, call: o });
+        uploadedBytes += manifestBytes.length;
+        o.onProgress?.(uploadedBytes, toSend);
+      }
+      const info = await this.commit(sessionId, name, snapshotId as string, { ...base, packs, manifest }, o);
+      return {
+        ...info,
+        uploadedPacks: started.uploads.length,
+        uploadedBytes,
+        unchangedFiles: scan.unchanged,
+      };
+    } finally {
+      await rm(temp, { recursive: true, force: true });
+    }
+  }
+
+  private async start(sessionId: string, name: string, body: Record<string, unknown>, o: PushOptions) {
+    const response = await this.requests.call('POST', paths.workspaceSnapshots(sessionId, name), {
+      body,
+      headers: fence(o),
+      call: o,
+      idempotent: true,
+    });
+    if (response.status !== 201) return fail(response);
+    return bodyOf(response, schemas.WorkspaceSnapshotStart, 'startWorkspaceSnapshot');
+  }
+
+  private async commit(
+    sessionId: string,
+    name: string,
+    snapshotId: string,
+    body: { parent?: string; packs: WorkspacePackDeclaration[]; manifest: { size: number; md5: string } },
+    o: PushOptions,
+  ): Promise<WorkspaceSnapshotInfo> {
+    const response = await this.requests.call('POST', paths.workspaceSnapshot(sessionId, name, snapshotId), {
+      body,
+      headers: fence(o),
+      call: o,
+      idempotent: true,
+    });
+    if (response.status !== 200) return fail(response);
+    return infoOf(await bodyOf(response, schemas.WorkspaceSnapshot, 'commitWorkspaceSnapshot'));
+  }
+
+  private async locate(
+    sessionId: string,
+    name: string,
+    snapshotId: string,
+    o: CallOptions | undefined,
+  ): Promise<Located | undefined> {
+    const response = await this.requests.call('GET', paths.workspaceSnapshot(sessionId, name, snapshotId), {
+      call: o,
+    });
+    if (response.status === 404) {
+      await response.arrayBuffer();
+      return undefined;
+    }
+    if (response.status !== 200) return fail(response);
+    const body = await bodyOf(response, schemas.WorkspaceSnapshotDownload, 'getWorkspaceSnapshot');
+    return {
+      info: infoOf(body),
+      manifestUrl: body.manifest,
+      packUrls: new Map(
+        body.packUrls.map((p) => [p.pack, { method: p.method, url: p.url, headers: p.headers }]),
+      ),
+    };
+  }
+
+  /** Bytes of a presigned GET (with `range`: those bytes, even where the store answers all of it). */
+  private async fetchBytes(
+    request: SnapshotDirectRequest,
+    o: CallOptions | undefined,
+    range?: { start: number; length: number },
+  ): Promise<Uint8Array> {
+    const headers = range
+      ? { ...request.headers, range: `bytes=${range.start}-${range.start + range.length - 1}` }
+      : request.headers;
+    return this.requests.direct(
+      { ...request, headers },
+      { call: o, download: true },
+      async (response, clock) => {
+        const parts: Uint8Array[] = [];
+        for await (const part of chunksOf(response, clock)) parts.push(part);
+        const bytes = concatBytes(parts);
+        if (!range || response.status === 206) return bytes;
+        // A store that ignores the range answers the whole object: cut it here.
+        return bytes.subarray(range.start, range.start + range.length);
+      },
+    );
+  }
+
+  private async readManifest(located: Located, o: CallOptions | undefined): Promise<WorkspaceManifest> {
+    const stored = await this.fetchBytes(located.manifestUrl, o);
+    return validateWorkspaceManifest(JSON.parse(gunzipSync(stored).toString('utf8')));
+  }
+
+  /**
+   * A reader of chunks for `refs` (the chunks to be read, in order): a miss fetches a span of the
+   * pack from the chunk on, through the later chunks of `refs` in the same pack whose gaps are at
+   * most `gap` bytes (0: exactly adjacent chunks), up to 16 MiB; the last spans are kept.
+   */
+  private packReader(
+    located: Located,
+    refs: readonly ChunkRef[],
+    gap: number,
+    o: CallOptions | undefined,
+  ): (pack: string, offset: number, length: number) => Promise<Uint8Array> {
+    const byPack = new Map<string, Array<[number, number]>>();
+    for (const r of refs) {
+      const list = byPack.get(r.pack) ?? [];
+      list.push([r.offset, r.length]);
+      byPack.set(r.pack, list);
+    }
+    for (const list of byPack.values()) list.sort((a, b) => a[0] - b[0]);
+    const spans: Array<{ pack: string; start: number; bytes: Uint8Array }> = [];
+    const SPAN = 16 * 1024 * 1024;
+    return async (pack, offset, length) => {
+      const hit = spans.find(
+        (s) => s.pack === pack && offset >= s.start && offset + length <= s.start + s.bytes.length,
+      );
+      if (hit) return hit.bytes.subarray(offset - hit.start, offset - hit.start + length);
+      const url = located.packUrls.get(pack);
+      if (!url) throw new ProtocolError(`no URL for pack ${pack}`, 200);
+      let end = offset + length;
+      for (const [at, len] of byPack.get(pack) ?? []) {
+        if (at + len <= end) continue;
+        if (at > end + gap || at + len - offset > SPAN) break;
+        end = at + len;
+      }
+      const bytes = await this.fetchBytes(url, o, { start: offset, length: end - offset });
+      spans.push({ pack, start: offset, bytes });
+      if (spans.length > 4) spans.shift();
+      return bytes.subarray(0, length);
+    };
+  }
+}
+
+/**
+ * The start calls of a push: chunk hashes, then pack declarations, each call's JSON within 90 % of
+ * `bodyLimit` and the API's caps (10,000 hashes, 1,000 packs); at least one call.
+ */
+function batchesOf(
+  chunks: readonly string[],
+  packs: readonly WorkspacePackDeclaration[],
+  bodyLimit: number,
+  parent: string | undefined,
+): Array<{ chunks: string[]; packs?: WorkspacePackDeclaration[] }> {
+  // Room for the snapshot id, the parent and the manifest's declaration besides the lists.
+  const room = Math.floor(bodyLimit * 0.9) - 160 - (parent?.length ?? 0);
+  const out: Array<{ chunks: string[]; packs: WorkspacePackDeclaration[] }> = [];
+  let current = { chunks: [] as string[], packs: [] as WorkspacePackDeclaration[] };
+  let size = 0;
+  const add = (cost: number, full: boolean, put: () => void) => {
+    if ((size + cost > room || full) && (current.chunks.length > 0 || current.packs.length > 0)) {
+      out.push(current);
+      current = { chunks: [], packs: [] };
+      size = 0;
+    }
+    put();
+    size += cost;
+  };
+  for (const h of chunks)
+    add(h.length + 3, current.chunks.length >= MAX_SNAPSHOT_CHUNKS, () => current.chunks.push(h));
+  for (const p of packs)
+    add(JSON.stringify(p).length + 1, current.packs.length >= MAX_SNAPSHOT_PACKS, () =>
+      current.packs.push(p),
+    );
+  out.push(current);
+  return out.map((b) => (b.packs.length > 0 ? b : { chunks: b.chunks }));
+}
+
+/** A pack sealed during a scan, kept in a temporary file. */
+interface ScannedPack extends WorkspacePackDeclaration {
+  readonly file: string;
+}
+
+/**
+ * Reads a tree for a push: its manifest, the hashes of chunks the parent does not have (once
+ * each), and the packs holding them (in files under `temp`). With `statCache`, a file whose size,
+ * mtime and inode equal its entry in the parent keeps the parent's chunks without being read.
+ */
+async function scanForPush(
+  dir: string,
+  parent: WorkspaceManifest | undefined,
+  temp: string,
+  statCache: boolean,
+  packBytes: number,
+): Promise<{ manifest: WorkspaceManifest; newChunks: string[]; packs: ScannedPack[]; unchanged: number }> {
+  const before = new Map((parent?.entries ?? []).map((e) => [e.path, e]));
+  const known = new Map<string, ChunkRef>();
+  for (const e of parent?.entries ?? []) for (const c of e.chunks ?? []) known.set(c.hash, c);
+  const writer = new PackWriter(packBytes);
+  const packs: ScannedPack[] = [];
+  const newChunks: string[] = [];
+  const added = new Set<string>();
+  let unchanged = 0;
+  const drain = async () => {
+    for (const sealed of writer.sealed.splice(0)) {
+      const file = path.join(temp, sealed.id);
+      await writeFile(file, sealed.bytes);
+      packs.push({ id: sealed.id, size: sealed.bytes.length, md5: sealed.md5, file });
+    }
+  };
+  type Pending = {
+    entry: Omit<WorkspaceManifestEntry, 'chunks'>;
+    chunks?: readonly ChunkRef[];
+    hashes?: string[];
+  };
+  const pending: Pending[] = [];
+  const walk = async (abs: string, rel: string): Promise<void> => {
+    for (const entryName of (await readdir(abs)).sort()) {
+      const full = path.join(abs, entryName);
+      const p = rel ? `${rel}/${entryName}` : entryName;
+      const st = await lstat(full);
+      const common = { path: p, mode: st.mode & 0o7777, mtimeMs: st.mtimeMs };
+      if (st.isSymbolicLink()) {
+        pending.push({ entry: { ...common, type: 'symlink', size: 0, target: await readlink(full) } });
+      } else if (st.isDirectory()) {
+        pending.push({ entry: { ...common, type: 'dir', size: 0 } });
+        await walk(full, p);
+      } else if (st.isFile()) {
+        const old = before.get(p);
+        if (
+          statCache &&
+          old?.type === 'file' &&
+          old.size === st.size &&
+          old.mtimeMs === st.mtimeMs &&
+          old.ino === st.ino &&
+          old.sha256 &&
+          (old.chunks ?? []).every((c) => known.has(c.hash))
+        ) {
+          unchanged++;
+          pending.push({
+            entry: { ...common, type: 'file', size: st.size, ino: st.ino, sha256: old.sha256 },
+            chunks: old.chunks ?? [],
+          });
+          continue;
+        }
+        const data = new Uint8Array(await readFile(full));
+        const hashes: string[] = [];
+        for (const [at, len] of chunkBoundaries(data)) {
+          const piece = data.subarray(at, at + len);
+          const hash = chunkHash(piece);
+          hashes.push(hash);
+          if (known.has(hash) || added.has(hash)) continue;
+          added.add(hash);
+          newChunks.push(hash);
+          writer.add(piece);
+        }
+        const sha256 = `sha256:${createHash('sha256').update(data).digest('hex')}`;
+        pending.push({ entry: { ...common, type: 'file', size: data.length, ino: st.ino, sha256 }, hashes });
+        await drain();
+      }
+    }
+  };
+  await walk(dir, '');
+  writer.flush();
+  await drain();
+  const entries = pending.map(({ entry, chunks, hashes }): WorkspaceManifestEntry => {
+    if (entry.type !== 'file') return entry;
+    const refs = chunks ?? (hashes ?? []).map((h) => known.get(h) ?? writer.refOf(h));
+    return { ...entry, chunks: refs };
+  });
+  return { manifest: validateWorkspaceManifest({ format: 1, entries }), newChunks, packs, unchanged };
+}
