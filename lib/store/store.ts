@@ -355,7 +355,12 @@ class UserStore implements SessionStore {
     const name = this.layout.value(sessionId, key);
     const fence = this.fence(sessionId, options.token);
     for (let attempt = 0; ; attempt++) {
-      const [read, head] = await Promise.all([this.sessions.read(sessionId), headOrUndefined(driver, name)]);
+      // The marker's GET is awaited first: when both fail (refused credentials), its error names
+      // the cause; a HEAD's answer has no body, so its error cannot.
+      const heading = headOrUndefined(driver, name);
+      heading.catch(() => undefined);
+      const read = await this.sessions.read(sessionId);
+      const head = await heading;
       // A token write that creates the value raises the marker's token (docs/DESIGN.md, "The write path").
       const creates = !head || incOf(head) !== read.live?.inc;
       const marker = await this.sessions.forWrite(sessionId, read, fence, creates);
