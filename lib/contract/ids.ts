@@ -8,7 +8,7 @@
  */
 import { fromBase64Url, toBase64Url, utf8Length } from '../util/bytes.js';
 import { ValidationError } from './errors.js';
-import { LIMITS, MAX_KEY_PAGE } from './limits.js';
+import { LIMITS, MAX_KEY_PAGE, MAX_SESSION_PAGE } from './limits.js';
 
 /** The user segment of the anonymous user. */
 export const ANONYMOUS = 'anon';
@@ -133,6 +133,37 @@ export function keyOfCursor(cursor: unknown, field = 'cursor'): string {
   }
   if (cursorOf(key) !== cursor) throw refused();
   return key;
+}
+
+/** The cursor of a session listing that ended at the session named `segment` (its encoded id). */
+export function sessionCursorOf(segment: string): string {
+  return toBase64Url(segment);
+}
+
+/**
+ * A session listing's options checked before any request (every engine's rule): its `limit` (1 to
+ * `MAX_SESSION_PAGE`, the default) and the name segment its `cursor` ends at, which must be a
+ * session id's encoding (a cursor cannot name a position outside the user's sessions).
+ */
+export function sessionPageOptions(options: { readonly limit?: number; readonly cursor?: string }): {
+  readonly limit: number;
+  readonly after: string | undefined;
+} {
+  const limit = options.limit ?? MAX_SESSION_PAGE;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SESSION_PAGE)
+    throw new ValidationError('limit', `must be 1 to ${MAX_SESSION_PAGE}`);
+  if (options.cursor === undefined) return { limit, after: undefined };
+  const refused = () => new ValidationError('cursor', 'not a cursor of this listing');
+  if (typeof options.cursor !== 'string' || !BASE64URL.test(options.cursor)) throw refused();
+  const segment = fromBase64Url(options.cursor);
+  if (segment === undefined) throw refused();
+  try {
+    decodeId('sessionId', segment);
+  } catch {
+    throw refused();
+  }
+  if (sessionCursorOf(segment) !== options.cursor) throw refused();
+  return { limit, after: segment };
 }
 
 /** UTF-8 byte order of two strings (the order of their code points). */

@@ -7,11 +7,9 @@
  * Keys are the reference's names as they are: `<key>.json` and `<key>.list.hash` (+ `.list.json`).
  */
 import { CorruptValueError } from '../contract/errors.js';
-import { cursorOf, keyOfCursor } from '../contract/ids.js';
-import { MAX_KEY_PAGE } from '../contract/limits.js';
+import { compareUtf8, cursorOf, keyPageOptions } from '../contract/ids.js';
 import type { KeyPage, ListKeysOptions, ListPage, PageOptions, Versioned } from '../contract/types.js';
 import { getOrUndefined, listAll, type StoreContext } from './context.js';
-import { compareUtf8 } from './keys.js';
 import { NAME, type UserLayout } from './layout.js';
 import { pageOfItems } from './lists/format.js';
 import type { Sessions } from './sessions.js';
@@ -62,15 +60,9 @@ export class ReferenceReads {
    * whole: the reference keeps a few objects per session); a list's count and hash are its array's.
    */
   async keys(folder: string, options: ListKeysOptions): Promise<KeyPage> {
-    const limit = options.limit ?? MAX_KEY_PAGE;
-    const cursor = options.cursor === undefined ? undefined : keyOfCursor(options.cursor);
-    const after = [options.startAfter, cursor]
-      .filter((k): k is string => !!k)
-      .sort(compareUtf8)
-      .at(-1);
+    const { prefix, after, limit } = keyPageOptions(options);
     const objects = await listAll(this.ctx.driver, folder);
-    const wanted = (k: string) =>
-      k.startsWith(options.prefix ?? '') && (after === undefined || compareUtf8(k, after) > 0);
+    const wanted = (k: string) => k.startsWith(prefix) && (after === undefined || compareUtf8(k, after) > 0);
     const values = objects
       .map((o) => ({ o, k: o.key.slice(folder.length) }))
       .filter(({ k }) => k.endsWith(NAME.value) && !k.endsWith(NAME.listJson))

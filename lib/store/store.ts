@@ -14,7 +14,14 @@ import {
   ValidationError,
 } from '../contract/errors.js';
 import { isHash, requestDigest } from '../contract/hash.js';
-import { checkId, checkPrefix, decodeId, namedUser } from '../contract/ids.js';
+import {
+  checkId,
+  checkPrefix,
+  decodeId,
+  namedUser,
+  sessionCursorOf,
+  sessionPageOptions,
+} from '../contract/ids.js';
 import { checkItems, jsonBody } from '../contract/json.js';
 import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN, WRITE_ID_RULE } from '../contract/limits.js';
 import { checkToken, type TokenAuthority } from '../contract/lock.js';
@@ -748,22 +755,8 @@ class UserStore implements SessionStore {
   }
 
   async listSessionIds(options: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
-    const limit = options.limit ?? MAX_SESSION_PAGE;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SESSION_PAGE)
-      throw new ValidationError('limit', `must be 1 to ${MAX_SESSION_PAGE}`);
-    let startAfter: string | undefined;
-    if (options.cursor !== undefined) {
-      // A cursor is a session id's encoded segment: it cannot name a position outside this user's markers.
-      const segment = Buffer.from(options.cursor, 'base64url').toString('utf8');
-      try {
-        decodeId('sessionId', segment);
-      } catch {
-        throw new ValidationError('cursor', 'not a cursor of this listing');
-      }
-      if (Buffer.from(segment).toString('base64url') !== options.cursor)
-        throw new ValidationError('cursor', 'not a cursor of this listing');
-      startAfter = this.layout.markers + segment;
-    }
+    const { limit, after } = sessionPageOptions(options);
+    const startAfter = after === undefined ? undefined : this.layout.markers + after;
     if (options.cursor === undefined && this.ctx.adoptReference) await this.adoptFolders();
     const page = await this.ctx.driver.list({ prefix: this.layout.markers, startAfter, limit });
     const sessions = [];
@@ -782,6 +775,6 @@ class UserStore implements SessionStore {
       sessions.push({ sessionId, lastActivity: object.lastModified });
     }
     const more = page.nextCursor !== undefined && last !== undefined;
-    return { sessions, nextCursor: more ? Buffer.from(last as string).toString('base64url') : null };
+    return { sessions, nextCursor: more ? sessionCursorOf(last as string) : null };
   }
 }

@@ -24,8 +24,8 @@ import {
   type LockKey,
   type SessionLock,
   type TokenAuthority,
+  waitFor,
 } from '../../contract/lock.js';
-import { BACKOFF, backoffMs } from '../../util/backoff.js';
 import type { MysqlConnection } from './connection.js';
 import { grantOfRow } from './rows.js';
 import { headerOf, rowsOf } from './sql.js';
@@ -141,19 +141,7 @@ export function createMysqlLock(options: MysqlLockOptions): SessionLock {
       const leaseMs = checkLeaseMs(o.leaseMs);
       const waitMs = checkWaitMs(o.waitMs);
       const owner = o.owner === undefined ? randomUUID() : checkOwner(o.owner);
-      const deadline = now() + waitMs;
-      for (let round = 0; ; round++) {
-        try {
-          return await tryAcquire(leases, key, owner, o.owner !== undefined, leaseMs);
-        } catch (error) {
-          if (!(error instanceof LockConflictError)) throw error;
-          const left = deadline - now();
-          if (left <= 0) throw error;
-          const untilFree = error.expiresAt.getTime() - now();
-          const pause = Math.min(left, backoffMs(BACKOFF.lockWait, round), Math.max(5, untilFree));
-          await new Promise((resolve) => setTimeout(resolve, pause));
-        }
-      }
+      return waitFor(() => tryAcquire(leases, key, owner, o.owner !== undefined, leaseMs), waitMs, now);
     },
     async renew(key, owner, token, o = {}) {
       checkOwner(owner);

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
 import { CorruptValueError, IdempotencyKeyReusedError, ValidationError } from '../../contract/errors.js';
 import { chainHash, EMPTY_HASH } from '../../contract/hash.js';
-import { checkId, isMemorySession, keyBoundProblem } from '../../contract/ids.js';
+import { checkId, isMemorySession, } from '../../contract/ids.js';
 import { jsonBody } from '../../contract/json.js';
 import { checkToken, fencingRefusal, type LockGrant, type TokenAuthority } from '../../contract/lock.js';
 import type {
@@ -85,14 +85,6 @@ export function checkItems(items: unknown, min: number, max: number, maxItemByte
       throw new ValidationError('items', `an item is over ${maxItemBytes} bytes (maxValueBytes)`);
     return body;
   });
-}
-
-export function checkBound(field: string, value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new ValidationError(field, 'must be a string');
-  const problem = keyBoundProblem(value);
-  if (problem) throw new ValidationError(field, problem);
-  return value;
 }
 
 /** The SQL condition and parameters of "key after `after`, starting with `prefix`" on `column`. */

@@ -5,9 +5,16 @@ import {
   UnsupportedOperationError,
   ValidationError,
 } from '../../contract/errors.js';
-import { checkId, cursorOf, keyOfCursor, namedUser } from '../../contract/ids.js';
+import {
+  cursorOf,
+  decodeId,
+  encodeId,
+  keyPageOptions,
+  namedUser,
+  sessionCursorOf,
+  sessionPageOptions,
+} from '../../contract/ids.js';
 import { jsonBody } from '../../contract/json.js';
-import { MAX_KEY_PAGE, MAX_SESSION_PAGE } from '../../contract/limits.js';
 import type { TokenAuthority } from '../../contract/lock.js';
 import { checkRevision } from '../../contract/revisions.js';
 import type {
@@ -36,7 +43,7 @@ import {
   touch,
   valueRows,
 } from './rows.js';
-import { type Context, checkBound, keyRange, newVersion, parseBody, utf8 } from './scope.js';
+import { type Context, keyRange, newVersion, parseBody, utf8 } from './scope.js';
 import { mysqlError, rowsOf } from './sql.js';
 import { TurnOps } from './turns.js';
 /** Options of `createMysqlStateStore`. */
@@ -243,16 +250,7 @@ class MysqlUserStore extends TurnOps implements SessionStore {
 
   async listKeys(sessionId: string, options: ListKeysOptions = {}): Promise<KeyPage> {
     const ids = this.ids(sessionId);
-    const prefix = checkBound('prefix', options.prefix) ?? '';
-    let after = checkBound('startAfter', options.startAfter);
-    if (after === '') after = undefined;
-    const limit = options.limit ?? MAX_KEY_PAGE;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KEY_PAGE)
-      throw new ValidationError('limit', `must be 1 to ${MAX_KEY_PAGE}`);
-    if (options.cursor !== undefined) {
-      const key = keyOfCursor(options.cursor);
-      if (after === undefined || Buffer.compare(utf8(key), utf8(after)) > 0) after = key;
-    }
+    const { prefix, after, limit } = keyPageOptions(options);
     const { t } = this.ctx;
     const values = keyRange('value_key', prefix, after);
     const lists = keyRange('list_key', prefix, after);
@@ -402,22 +400,9 @@ class MysqlUserStore extends TurnOps implements SessionStore {
   }
 
   async listSessionIds(options: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
-    const limit = options.limit ?? MAX_SESSION_PAGE;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SESSION_PAGE)
-      throw new ValidationError('limit', `must be 1 to ${MAX_SESSION_PAGE}`);
-    let after: Buffer | undefined;
-    if (options.cursor !== undefined) {
-      const refused = () => new ValidationError('cursor', 'not a cursor of this listing');
-      if (typeof options.cursor !== 'string' || !/^[A-Za-z0-9_-]+$/.test(options.cursor)) throw refused();
-      after = Buffer.from(options.cursor, 'base64url');
-      const id = after.toString('utf8');
-      try {
-        checkId('sessionId', id);
-      } catch {
-        throw refused();
-      }
-      if (utf8(id).toString('base64url') !== options.cursor) throw refused();
-    }
+    const checked = sessionPageOptions(options);
+    const { limit } = checked;
+    const after = checked.after === undefined ? undefined : utf8(decodeId('sessionId', checked.after));
     const { t } = this.ctx;
     const [rows] = await this.ctx.conn.sql.run([
       {
@@ -435,7 +420,10 @@ class MysqlUserStore extends TurnOps implements SessionStore {
         sessionId: (r.session_id as Buffer).toString('utf8'),
         lastActivity: r.last_activity as Date,
       })),
-      nextCursor: found.length > limit && last ? (last.session_id as Buffer).toString('base64url') : null,
+      nextCursor:
+        found.length > limit && last
+          ? sessionCursorOf(encodeId('sessionId', (last.session_id as Buffer).toString('utf8')))
+          : null,
     };
   }
 }

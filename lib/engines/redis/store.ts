@@ -46,6 +46,8 @@ import {
   keyOfCursor,
   keyPageOptions,
   namedUser,
+  sessionCursorOf,
+  sessionPageOptions,
   userSegment,
 } from '../../contract/ids.js';
 import { checkItems, jsonBody } from '../../contract/json.js';
@@ -846,21 +848,7 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
   }
 
   async listSessionIds(options: { limit?: number; cursor?: string } = {}): Promise<SessionPage> {
-    const limit = options.limit ?? MAX_SESSION_PAGE;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_SESSION_PAGE)
-      throw new ValidationError('limit', `must be 1 to ${MAX_SESSION_PAGE}`);
-    let after: string | undefined;
-    if (options.cursor !== undefined) {
-      const segment = Buffer.from(options.cursor, 'base64url').toString('utf8');
-      try {
-        decodeId('sessionId', segment);
-      } catch {
-        throw new ValidationError('cursor', 'not a cursor of this listing');
-      }
-      if (Buffer.from(segment).toString('base64url') !== options.cursor)
-        throw new ValidationError('cursor', 'not a cursor of this listing');
-      after = segment;
-    }
+    const { limit, after } = sessionPageOptions(options);
     const reply = (await callScript(this.ctx.client, 'assListSessions', [
       ...this.userKeys(),
       JSON.stringify({ limit, ttl: this.ctx.ttlMs, ...(after !== undefined ? { after } : {}) }),
@@ -875,7 +863,7 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
     // The last id listed, even if dropped as expired: the next page starts after it.
     return {
       sessions,
-      nextCursor: listed === limit && last !== undefined ? Buffer.from(last).toString('base64url') : null,
+      nextCursor: listed === limit && last !== undefined ? sessionCursorOf(last) : null,
     };
   }
 
