@@ -22,7 +22,7 @@ app.driver?.verify().catch((error: Error) => {
   if (!(error instanceof BackendUnsafeError))
     app.logger.warn('backend probe failed; the first write retries it', { error });
 });
-// An engine of its own (STORE_BACKEND=redis): reachable at start, or one line saying it is not.
+// An engine of its own (STORE_BACKEND=redis or mysql; for mysql, its tables too): reachable at start, or one line saying it is not.
 if (!app.driver)
   app.store
     .checkReady()
