@@ -5,7 +5,7 @@ import {
   UnsupportedOperationError,
   ValidationError,
 } from '../../contract/errors.js';
-import { checkId, cursorOf, keyOfCursor, namedUser } from '../../contract/ids.js';
+import { cursorOf, decodeId, encodeId, keyOfCursor, namedUser } from '../../contract/ids.js';
 import { jsonBody } from '../../contract/json.js';
 import { MAX_KEY_PAGE, MAX_SESSION_PAGE } from '../../contract/limits.js';
 import type { TokenAuthority } from '../../contract/lock.js';
@@ -409,14 +409,17 @@ class MysqlUserStore extends TurnOps implements SessionStore {
     if (options.cursor !== undefined) {
       const refused = () => new ValidationError('cursor', 'not a cursor of this listing');
       if (typeof options.cursor !== 'string' || !/^[A-Za-z0-9_-]+$/.test(options.cursor)) throw refused();
-      after = Buffer.from(options.cursor, 'base64url');
-      const id = after.toString('utf8');
+      // The cursor is the last id as the other stores name it (its path segment, encodeId), so a
+      // cursor one of them could not have made is refused here too.
+      const segment = Buffer.from(options.cursor, 'base64url').toString('utf8');
+      let id: string;
       try {
-        checkId('sessionId', id);
+        id = decodeId('sessionId', segment);
       } catch {
         throw refused();
       }
-      if (utf8(id).toString('base64url') !== options.cursor) throw refused();
+      if (utf8(segment).toString('base64url') !== options.cursor) throw refused();
+      after = utf8(id);
     }
     const { t } = this.ctx;
     const [rows] = await this.ctx.conn.sql.run([
@@ -435,7 +438,10 @@ class MysqlUserStore extends TurnOps implements SessionStore {
         sessionId: (r.session_id as Buffer).toString('utf8'),
         lastActivity: r.last_activity as Date,
       })),
-      nextCursor: found.length > limit && last ? (last.session_id as Buffer).toString('base64url') : null,
+      nextCursor:
+        found.length > limit && last
+          ? utf8(encodeId('sessionId', (last.session_id as Buffer).toString('utf8'))).toString('base64url')
+          : null,
     };
   }
 }
