@@ -222,9 +222,7 @@ export function loadConfigOrExit(env: Record<string, string | undefined> = proce
 /** What configures a backend resource, for the log line of a missing bucket or table or refused credentials. */
 export function configuredBy(config: Config, backend: string, resource: BackendResource): string {
   if (backend === 'mysql')
-    return resource === 'credentials'
-      ? 'the user and password in MYSQL_URL'
-      : "MYSQL_URL's database (npm run bootstrap creates the tables)";
+    return resource === 'credentials' ? 'the user and password in MYSQL_URL' : "MYSQL_URL's database";
   if (resource === 'credentials') {
     return backend === 'oss'
       ? 'OSS_ACCESS_KEY_ID / OSS_ACCESS_KEY_SECRET / OSS_STS_TOKEN (or the function role)'
