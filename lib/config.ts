@@ -60,7 +60,7 @@ const schema = z
     PORT: int(0, 65535).default(8787),
     HOST: z.string().default('127.0.0.1'),
     PUBLIC_URL: z.url().optional(),
-    STORE_BACKEND: z.enum(['fs', 'memory', 's3', 'oss', 'redis']).default('fs'),
+    STORE_BACKEND: z.enum(['fs', 'memory', 's3', 'oss', 'redis', 'mysql']).default('fs'),
     DATA_DIR: z.string().min(1).default('./.data'),
     STATE_PREFIX: z.string().default(DEFAULTS.prefix),
     RETENTION_DAYS: z.coerce.number().positive().default(DEFAULTS.retentionDays),
@@ -82,7 +82,7 @@ const schema = z
     OSS_ACCESS_KEY_ID: z.string().optional(),
     OSS_ACCESS_KEY_SECRET: z.string().optional(),
     OSS_STS_TOKEN: z.string().optional(),
-    LOCK_BACKEND: z.enum(['memory', 'dynamodb', 'redis']).default('memory'),
+    LOCK_BACKEND: z.enum(['memory', 'dynamodb', 'redis', 'mysql']).default('memory'),
     // Redis (STORE_BACKEND=redis, LOCK_BACKEND=redis): one server, or the seed nodes of a Cluster.
     REDIS_URL: z
       .string()
@@ -93,6 +93,14 @@ const schema = z
       .transform((raw) => raw.split(',').map((node) => node.trim()))
       .pipe(
         z.array(z.string().regex(/^[^\s:,]+:\d{1,5}$/, 'must be host:port entries, comma-separated')).min(1),
+      )
+      .optional(),
+    // MySQL or MariaDB (STORE_BACKEND=mysql, LOCK_BACKEND=mysql): the database the schema is in.
+    MYSQL_URL: z
+      .string()
+      .regex(
+        /^mysql:\/\/[^\s/]+\/[A-Za-z_][A-Za-z0-9_]{0,63}(\?\S*)?$/,
+        'must be a mysql://user:password@host:port/database URL (a database name of letters, digits and _)',
       )
       .optional(),
     LOCK_TABLE: z.string().optional(),
@@ -163,6 +171,8 @@ const schema = z
     if (c.LOCK_BACKEND === 'dynamodb') need('LOCK_TABLE', 'when LOCK_BACKEND=dynamodb');
     if ((c.STORE_BACKEND === 'redis' || c.LOCK_BACKEND === 'redis') && !c.REDIS_URL && !c.REDIS_CLUSTER_NODES)
       need('REDIS_URL', 'when STORE_BACKEND or LOCK_BACKEND is redis (or REDIS_CLUSTER_NODES)');
+    if ((c.STORE_BACKEND === 'mysql' || c.LOCK_BACKEND === 'mysql') && !c.MYSQL_URL)
+      need('MYSQL_URL', 'when STORE_BACKEND or LOCK_BACKEND is mysql');
     if (c.FC_FUNCTION_NAME)
       need('AUTH_JWKS_URL', 'on Function Compute (the function verifies the JWT itself)');
     if (!cloud && !c.ALLOW_ANONYMOUS)
@@ -211,6 +221,8 @@ export function loadConfigOrExit(env: Record<string, string | undefined> = proce
 
 /** What configures a backend resource, for the log line of a missing bucket or table or refused credentials. */
 export function configuredBy(config: Config, backend: string, resource: BackendResource): string {
+  if (backend === 'mysql')
+    return resource === 'credentials' ? 'the user and password in MYSQL_URL' : "MYSQL_URL's database";
   if (resource === 'credentials') {
     return backend === 'oss'
       ? 'OSS_ACCESS_KEY_ID / OSS_ACCESS_KEY_SECRET / OSS_STS_TOKEN (or the function role)'

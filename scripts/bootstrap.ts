@@ -12,6 +12,7 @@ import { type Config, loadConfigOrExit } from '../lib/config.js';
 import { createOssClient, createOssDriver } from '../lib/drivers/oss.js';
 import { createS3Client, createS3Driver } from '../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../lib/drivers/types.js';
+import { connectMysql, type MysqlConnection } from '../lib/engines/mysql/index.js';
 import { ossOptionsFrom } from '../lib/http/backends/aliyun.js';
 import {
   type BootstrapClients,
@@ -28,7 +29,7 @@ import { writeReadDelete } from '../lib/store/write-check.js';
 const config = loadConfigOrExit({ ...process.env, ALLOW_ANONYMOUS: 'true' });
 
 /** The clients of the configured backends, built as the functions build theirs (lib/http/backends/). */
-function clientsFor(c: Config): BootstrapClients {
+function clientsFor(c: Config, mysql: MysqlConnection | undefined): BootstrapClients {
   return {
     ...(c.STORE_BACKEND === 's3'
       ? { s3: createS3Client({ endpoint: c.S3_ENDPOINT, region: c.S3_REGION }) }
@@ -46,6 +47,7 @@ function clientsFor(c: Config): BootstrapClients {
           }),
         }
       : {}),
+    ...(mysql ? { mysql } : {}),
   };
 }
 
@@ -64,16 +66,26 @@ const where = {
   memory: 'in memory',
   // Nothing to create: the scripts are loaded by the server on first use (EVALSHA, else EVAL).
   redis: `${config.REDIS_CLUSTER_NODES ? 'Cluster' : 'REDIS_URL'}; nothing to create`,
+  // The tables (CREATE TABLE IF NOT EXISTS); the server verifies them at start and in GET /v1/ready.
+  mysql: `MYSQL_URL at ${config.MYSQL_URL ? new URL(config.MYSQL_URL).host : '(unset)'}`,
 }[config.STORE_BACKEND];
 const lock =
   config.LOCK_BACKEND === 'dynamodb'
     ? `LOCK_TABLE=${config.LOCK_TABLE}${config.DYNAMODB_ENDPOINT ? ` at ${config.DYNAMODB_ENDPOINT}` : ''}`
-    : 'in-process';
+    : config.LOCK_BACKEND === 'mysql'
+      ? 'leases in the MySQL schema'
+      : config.LOCK_BACKEND === 'redis'
+        ? 'leases in Redis'
+        : 'in-process';
 console.log(
   `bootstrap: STORE_BACKEND=${config.STORE_BACKEND} (${where}), LOCK_BACKEND=${config.LOCK_BACKEND} (${lock})`,
 );
 
-const clients = clientsFor(config);
+const mysql =
+  config.STORE_BACKEND === 'mysql' || config.LOCK_BACKEND === 'mysql'
+    ? connectMysql({ url: config.MYSQL_URL as string })
+    : undefined;
+const clients = clientsFor(config, mysql);
 const driver = driverFor(config, clients);
 try {
   const backend = config.STORE_BACKEND === 'oss' ? 'oss' : 's3';
@@ -92,4 +104,5 @@ try {
 } finally {
   clients.s3?.destroy();
   clients.dynamodb?.destroy();
+  await mysql?.close();
 }

@@ -148,7 +148,12 @@ export const TIERS: readonly Tier[] = [
   // MariaDB 10.11 from Debian, started by the tests themselves (and a real MySQL when MYSQL_URL is set).
   {
     name: 'mysql',
-    files: ['test/engines/mysql.test.ts', 'test/engines/mysql-lock.test.ts'],
+    files: [
+      'test/engines/mysql.test.ts',
+      'test/engines/mysql-lock.test.ts',
+      'test/engines/mysql-store-suite.test.ts',
+      'test/engines/mysql-server.test.ts',
+    ],
     servers: 'none',
     seconds: 40,
   },

@@ -22,11 +22,12 @@ app.driver?.verify().catch((error: Error) => {
   if (!(error instanceof BackendUnsafeError))
     app.logger.warn('backend probe failed; the first write retries it', { error });
 });
-// An engine of its own (STORE_BACKEND=redis): reachable at start, or one line saying it is not.
+// An engine of its own (STORE_BACKEND=redis or mysql): reachable at start (for mysql, its tables
+// there too), or one line saying what is not.
 if (!app.driver)
   app.store
     .checkReady()
-    .catch((error: Error) => app.logger.error(`${config.STORE_BACKEND} is not reachable: ${error.message}`));
+    .catch((error: Error) => app.logger.error(`${config.STORE_BACKEND} is not ready: ${error.message}`));
 // With fs storage, the server also answers the presigned URLs of workspaces and large values.
 const blobs =
   backends.driver && 'serveBlob' in backends.driver && backends.driver.serveBlob

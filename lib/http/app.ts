@@ -9,6 +9,7 @@ import { MisconfiguredBackendError } from '../contract/errors.js';
 import type { SessionLock } from '../contract/lock.js';
 import type { StateStore } from '../contract/types.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
+import { mysqlEngine } from '../engines/mysql/index.js';
 import { redisEngine } from '../engines/redis/index.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
@@ -25,7 +26,7 @@ export interface App {
   readonly metrics: Metrics | undefined;
   /**
    * The driver the object store writes through: its first write waits for the backend probe
-   * (probe.ts). Undefined when the store is an engine of its own (STORE_BACKEND=redis).
+   * (probe.ts). Undefined when the store is an engine of its own (STORE_BACKEND=redis or mysql).
    */
   readonly driver: VerifiedDriver | undefined;
   /** The store the router serves. */
@@ -37,9 +38,9 @@ export interface App {
  * lib/http/backends.ts), and optionally the authenticator and logger (tests).
  */
 export interface AppParts {
-  /** The object store's driver (not with an engine of its own: STORE_BACKEND=redis). */
+  /** The object store's driver (not with an engine of its own: STORE_BACKEND=redis or mysql). */
   readonly driver?: ObjectStoreDriver;
-  /** The lock (the engine's own when LOCK_BACKEND=redis). */
+  /** The lock (the engine's own when LOCK_BACKEND=redis or mysql). */
   readonly lock?: SessionLock;
   readonly auth?: Authenticator;
   readonly logger?: Logger;
@@ -96,11 +97,23 @@ export function createApp(config: Config, parts: AppParts): App {
           lock: config.LOCK_BACKEND === 'redis',
         })
       : undefined;
-  const lock = parts.lock ?? redis?.lock;
+  const mysql =
+    config.STORE_BACKEND === 'mysql' || config.LOCK_BACKEND === 'mysql'
+      ? mysqlEngine({
+          url: config.MYSQL_URL as string,
+          retentionDays: config.RETENTION_DAYS,
+          maxValueBytes: config.MAX_VALUE_BYTES,
+          metrics: recorder.sink,
+          store: config.STORE_BACKEND === 'mysql',
+          lock: config.LOCK_BACKEND === 'mysql',
+        })
+      : undefined;
+  const engine = redis?.store ?? mysql?.store;
+  const lock = parts.lock ?? redis?.lock ?? mysql?.lock;
   if (!lock) throw new Error(`no lock for LOCK_BACKEND=${config.LOCK_BACKEND}`);
-  const driver = redis?.store ? undefined : objectDriver(config, parts, recorder, logger);
+  const driver = engine ? undefined : objectDriver(config, parts, recorder, logger);
   const store =
-    redis?.store ??
+    engine ??
     createStateStore({
       driver: driver as VerifiedDriver,
       prefix: config.STATE_PREFIX,

@@ -6,6 +6,8 @@
  *   AES256), the lifecycle rules;
  * - the DynamoDB lock table: the key schema lib/lock/dynamodb.ts uses, on-demand, ACTIVE, with TTL
  *   on the attribute the lock writes.
+ * - MySQL / MariaDB (STORE_BACKEND=mysql or LOCK_BACKEND=mysql): the engine's tables in MYSQL_URL's
+ *   database, each created if missing (`CREATE TABLE IF NOT EXISTS`).
  * - last, the write check (`writeCheck`): one probe object written, read back and deleted as the
  *   service writes its state, so that a setting that refuses the service's requests fails here,
  *   named, and not at the first request.
@@ -82,6 +84,8 @@ export interface BootstrapClients {
   readonly oss?: OSS;
   /** For LOCK_BACKEND=dynamodb. */
   readonly dynamodb?: DynamoDBClient;
+  /** For STORE_BACKEND=mysql or LOCK_BACKEND=mysql: creates the missing tables, answers their names. */
+  readonly mysql?: { bootstrap(): Promise<readonly string[]> };
 }
 
 /**
@@ -206,8 +210,22 @@ export async function bootstrap(options: BootstrapOptions): Promise<BootstrapSte
       options.tableActiveTimeoutMs ?? 60_000,
       add,
     );
+  } else if (config.LOCK_BACKEND === 'mysql') {
+    add('lock table', 'skipped', 'LOCK_BACKEND=mysql keeps its leases in the MySQL schema');
   } else {
     add('lock table', 'skipped', `LOCK_BACKEND=${config.LOCK_BACKEND} needs no table`);
+  }
+  if (config.STORE_BACKEND === 'mysql' || config.LOCK_BACKEND === 'mysql') {
+    const step = 'mysql schema';
+    const mysql = need(clients.mysql, 'MySQL connection');
+    let created: readonly string[];
+    try {
+      created = await mysql.bootstrap();
+    } catch (error) {
+      throw new BootstrapError(step, (error as Error).message, { cause: error });
+    }
+    if (created.length > 0) add(step, 'created', created.join(', '));
+    else add(step, 'already there');
   }
   if (written) await checkWrites(options.writeCheck, written.where, written.suspects, add);
   return steps;

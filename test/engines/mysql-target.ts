@@ -69,3 +69,19 @@ export async function openTables(
 /** A connection of the test's own, beside the engine's pool (inspection, KILL). */
 export const adminConnection = (url: string): Promise<mysql.Connection> =>
   mysql.createConnection({ uri: url, multipleStatements: true, jsonStrings: true });
+
+/**
+ * The writes a server has made: its requests to insert, update and delete a row of a table,
+ * server-wide (`SHOW GLOBAL STATUS` Handler_write, Handler_update, Handler_delete; internal
+ * temporary tables are counted apart, in Handler_tmp_*). An UPDATE that matches no row, or sets a
+ * row to what it already holds, makes no request; reads and locking reads make none either. An
+ * INSERT refused by a duplicate key does count (the request was made). MariaDB 10.11 has no
+ * Innodb_rows_* counters.
+ */
+export async function rowChanges(admin: mysql.Connection): Promise<number> {
+  const [rows] = await admin.query<mysql.RowDataPacket[]>(
+    "SHOW GLOBAL STATUS WHERE Variable_name IN ('Handler_write', 'Handler_update', 'Handler_delete')",
+  );
+  if (rows.length !== 3) throw new Error(`expected 3 handler counters, got ${rows.length}`);
+  return rows.reduce((sum, row) => sum + Number(row.Value), 0);
+}

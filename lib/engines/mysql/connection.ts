@@ -5,8 +5,9 @@
  */
 import type { Pool, PoolOptions } from 'mysql2/promise';
 import { ValidationError } from '../../contract/errors.js';
+import { requirePeer } from '../../util/peer.js';
 import { checkSqlName, DEFAULT_TABLE_PREFIX, schemaStatements, type Tables, tablesOf } from './schema.js';
-import { CONNECTION_SETUP, type RoundTripObserver, Sql } from './sql.js';
+import { CONNECTION_SETUP, type RoundTripObserver, rowsOf, Sql } from './sql.js';
 
 /** Options of `connectMysql`. */
 export interface MysqlConnectionOptions {
@@ -24,8 +25,8 @@ export interface MysqlConnectionOptions {
 export interface MysqlConnection {
   readonly sql: Sql;
   readonly tables: Tables;
-  /** Creates the tables that are missing (idempotent): one round trip. */
-  bootstrap(): Promise<void>;
+  /** Creates the tables that are missing (idempotent); answers the names of those it created. */
+  bootstrap(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -41,26 +42,20 @@ export function databaseOf(url: string): string {
   return checkSqlName('MYSQL_URL database', decodeURIComponent(parsed.pathname.replace(/^\//, '')));
 }
 
-/** Loads mysql2 (an optional peer dependency), naming it when it is not installed. */
-async function loadMysql(): Promise<typeof import('mysql2/promise')> {
-  try {
-    const module = await import('mysql2/promise');
-    return (module as { default?: typeof import('mysql2/promise') }).default ?? module;
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
-      throw new Error('STORE_BACKEND=mysql needs the package mysql2: install it next to agent-state-store', {
-        cause: error,
-      });
-    throw error;
-  }
-}
+type Mysql2 = typeof import('mysql2/promise');
 
-/** Opens a pool (no connection is made until the first statement). */
-export async function connectMysql(options: MysqlConnectionOptions): Promise<MysqlConnection> {
-  databaseOf(options.url);
+/**
+ * Opens a pool (no connection is made until the first statement). mysql2 is loaded synchronously
+ * on first use, as the Redis engine loads ioredis: a `MissingPeerError` names it when it is not installed.
+ */
+export function connectMysql(options: MysqlConnectionOptions): MysqlConnection {
+  const database = databaseOf(options.url);
   const tables = tablesOf(options.tablePrefix ?? DEFAULT_TABLE_PREFIX);
-  const mysql = await loadMysql();
+  const loaded = requirePeer<Mysql2 & { default?: Mysql2 }>(
+    'agent-state-store (STORE_BACKEND=mysql)',
+    'mysql2/promise',
+  );
+  const mysql = loaded.default ?? loaded;
   const config: PoolOptions = {
     uri: options.url,
     connectionLimit: options.connectionLimit ?? 10,
@@ -84,7 +79,16 @@ export async function connectMysql(options: MysqlConnectionOptions): Promise<Mys
     sql,
     tables,
     bootstrap: async () => {
+      const names = Object.values(tables).map((quoted) => quoted.slice(1, -1));
+      const [found] = await sql.run([
+        {
+          sql: 'SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (?)',
+          params: [database, names],
+        },
+      ]);
+      const there = new Set(rowsOf(found).map((r) => String(r.name)));
       await sql.run(schemaStatements(tables).map((s) => ({ sql: s })));
+      return names.filter((name) => !there.has(name));
     },
     close: () => pool.end(),
   };

@@ -252,7 +252,8 @@ export class ListOps extends UserScope {
           ? archive(t, ids, k, { from: 0, count: list.count, hash: list.hash, now: this.ctx.now() })
           : []),
         deleteItems(t, ids, k, 0),
-        { sql: `DELETE FROM ${t.listWrites} ${where.sql}`, params: where.params },
+        // The named writes stay: a replay after the delete answers what it answered, writing
+        // nothing back (as on every store); the session's deletion or expiry purges them.
         { sql: `DELETE FROM ${t.lists} ${where.sql}`, params: where.params },
         markIfEmpty(t, ids),
       ]);

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
 import { CorruptValueError, IdempotencyKeyReusedError, ValidationError } from '../../contract/errors.js';
 import { chainHash, EMPTY_HASH } from '../../contract/hash.js';
-import { checkId, isMemorySession, } from '../../contract/ids.js';
+import { checkId, isMemorySession } from '../../contract/ids.js';
 import { jsonBody } from '../../contract/json.js';
 import { checkToken, fencingRefusal, type LockGrant, type TokenAuthority } from '../../contract/lock.js';
 import type {

@@ -102,11 +102,11 @@ export function createMysqlStateStore(options: MysqlStateStoreOptions): MysqlSta
     capabilities: MYSQL_CAPABILITIES,
     forUser: (userId, o = {}) =>
       guarded(new MysqlUserStore(ctx, namedUser(userId), o.authority ?? options.authority)),
+    // Every table of the schema, in one round trip: a missing one is named (run npm run bootstrap).
     checkReady: async () => {
-      await ctx.conn.sql.run([
-        { sql: `SELECT 1 FROM ${ctx.t.sessions} LIMIT 0` },
-        { sql: `SELECT 1 FROM ${ctx.t.leases} LIMIT 0` },
-      ]);
+      await ctx.conn.sql.run(
+        Object.values(ctx.t).map((table) => ({ sql: `SELECT 1 FROM ${table} LIMIT 0` })),
+      );
     },
     sweepExpired: (limit = 100) => sweep(ctx, limit),
   };

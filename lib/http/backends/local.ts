@@ -16,9 +16,9 @@ export function backendsFrom(
   config: Config,
   baseUrl: () => string = () => config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`,
 ): { driver?: FsDriver | ObjectStoreDriver; lock?: SessionLock } {
-  // Redis is an engine of its own, store and lock: the app builds it (lib/http/app.ts).
+  // Redis and MySQL are engines of their own, store and lock: the app builds them (lib/http/app.ts).
   const driver =
-    config.STORE_BACKEND === 'redis'
+    config.STORE_BACKEND === 'redis' || config.STORE_BACKEND === 'mysql'
       ? undefined
       : config.STORE_BACKEND === 'fs'
         ? createFsDriver({ root: config.DATA_DIR, presign: { baseUrl } })
@@ -28,7 +28,7 @@ export function backendsFrom(
             ? s3DriverFrom(config)
             : ossDriverFrom(config);
   const lock =
-    config.LOCK_BACKEND === 'redis'
+    config.LOCK_BACKEND === 'redis' || config.LOCK_BACKEND === 'mysql'
       ? undefined
       : config.LOCK_BACKEND === 'memory'
         ? createMemoryLock()
