@@ -129,7 +129,7 @@ export const TIERS: readonly Tier[] = [
   // The session console in Debian's chromium against the local server it starts itself.
   { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 30 },
   // Debian's redis-server, standalone and a Cluster of three masters, started by the tests themselves.
-  { name: 'redis', files: ['test/engines/redis/'], servers: 'none', seconds: 45 },
+  { name: 'redis', files: ['test/engines/redis/'], servers: 'none', seconds: 50 },
   {
     name: 'deploy',
     // Packaging and deployment: the npm package (and its framework peer matrix), the templates,
@@ -148,9 +148,13 @@ export const TIERS: readonly Tier[] = [
   // MariaDB 10.11 from Debian, started by the tests themselves (and a real MySQL when MYSQL_URL is set).
   {
     name: 'mysql',
-    files: ['test/engines/mysql.test.ts', 'test/engines/mysql-lock.test.ts'],
+    files: [
+      'test/engines/mysql.test.ts',
+      'test/engines/mysql-lock.test.ts',
+      'test/engines/mysql-bench.test.ts',
+    ],
     servers: 'none',
-    seconds: 40,
+    seconds: 45,
   },
 ];
 
