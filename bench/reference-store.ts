@@ -18,7 +18,7 @@ function javaHashCode(text: string): number {
 }
 
 /** Size and up to five sampled items, as the reference computes it. */
-function sampledHash(list: readonly unknown[]): string {
+export function sampledHash(list: readonly unknown[]): string {
   let h = list.length;
   const step = Math.max(1, Math.floor(list.length / 5));
   for (let i = 0; i < list.length && i / step < 5; i += step)

@@ -14,6 +14,7 @@ import { startLocalBackends } from '../test/servers/local-backends.js';
 import { startOssFront } from '../test/servers/oss-front.js';
 import { lineChart } from './chart.js';
 import { coldStartSection, coldStartTable, measureColdStarts } from './cold-start.js';
+import { ENGINE_FULL, ENGINE_SMOKE, engineReport, runEngineBench } from './engine-bench.js';
 import { frameworkTable, runFrameworkBench } from './framework-bench.js';
 import { langgraphBench } from './frameworks/langgraph.js';
 import { langgraphStoreBench } from './frameworks/langgraph-store.js';
@@ -101,6 +102,17 @@ try {
   ]);
   console.log('\nBytes written while a list grows by appends (segments or logs over L, the list):\n');
   console.log(growth);
+  // The Redis and MySQL engines beside the seed's patterns, on servers of their own.
+  const enginesStarted = performance.now();
+  const engines = engineReport(
+    await runEngineBench({
+      ...(smoke ? ENGINE_SMOKE : ENGINE_FULL),
+      log: (line) => console.log(`  engines: ${line}`),
+    }),
+  );
+  const engineSeconds = (performance.now() - enginesStarted) / 1000;
+  console.log(`\nRedis and MySQL engines against the seed's patterns (${engineSeconds.toFixed(0)} s):\n`);
+  console.log(engines);
   const locks = lockTable(await runLockBench(`http://127.0.0.1:${dynamoPort}`, smoke ? 20 : 400));
   console.log('\nLock throughput (dynalite on loopback):\n');
   console.log(locks);
@@ -221,6 +233,10 @@ try {
       '### For the README',
       '',
       readme,
+      '',
+      "## Redis and MySQL engines: the budgets against the seed's patterns",
+      '',
+      `${engines}\n\nEngine section: ${engineSeconds.toFixed(0)} s.`,
       '',
       '## Lock throughput (DynamoDB lock on dynalite)',
       '',
