@@ -18,3 +18,9 @@ export * from '../lock/common.js';
 export { type WithLockOptions, withLock } from '../lock/with-lock.js';
 export { type VerifiedDriver, type VerifyOptions, verifiedDriver } from '../store/probe.js';
 export { createStateStore, type StateStoreOptions } from '../store/store.js';
+export {
+  hasWorkspacePackSweep,
+  type WorkspacePackSweeper,
+  type WorkspaceSweepOptions,
+  type WorkspaceSweepResult,
+} from '../contract/workspace-snapshots.js';
