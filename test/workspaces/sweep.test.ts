@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient } from '../../lib/client/node/index.js';
+import { runWorkspaceCli } from '../../lib/client/node/workspace-cli.js';
 import { hasWorkspacePackSweep, type WorkspacePackSweeper } from '../../lib/contract/workspace-snapshots.js';
 import { createFsDriver, type FsDriver } from '../../lib/drivers/fs.js';
 import { createStateStore } from '../../lib/store/store.js';
@@ -18,6 +19,7 @@ import { hsToken } from '../http/harness.js';
 import { BODY_LIMIT, localBase, startWorkspaceApi, type WorkspaceApi } from './api.js';
 
 const KIB = 1024;
+const MIB = 1024 * KIB;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const sid = () => `session-${randomBytes(6).toString('hex')}`;
@@ -231,6 +233,58 @@ describe('the sweep of workspace snapshot packs (fs, a clock the test moves)', (
     const out = path.join(await temp(), 'out');
     await alice.workspaces.pull(s, 'w', again.snapshotId, out);
     expect(sha(await readFile(path.join(out, 'same.bin')))).toBe(sha(files['same.bin']));
+  });
+
+  it('gc rewrites packs with ≥ 30 % garbage into new packs, replaces the snapshots in place, and the sweep takes the old packs', async () => {
+    clock = Date.now();
+    const s = sid();
+    const alice = api.client('alice');
+    // Four files of 200 KiB in one pack; a second snapshot keeps one of them, the first is deleted.
+    const big = (i: number) => noise(200 * KIB, 10 + i);
+    const first = await alice.workspaces.push(
+      s,
+      'w',
+      await tree({ 'f0.bin': big(0), 'f1.bin': big(1), 'f2.bin': big(2), 'f3.bin': big(3) }),
+      { packBytes: 4 * MIB },
+    );
+    const keptDir = await tree({ 'f0.bin': big(0), 'new.bin': big(9) });
+    const second = await alice.workspaces.push(s, 'w', keptDir, { packBytes: 4 * MIB });
+    const third = await alice.workspaces.push(s, 'w', keptDir, { packBytes: 4 * MIB });
+    await alice.workspaces.delete(s, 'w', first.snapshotId);
+    const before = await alice.workspaces.list(s, 'w');
+    const result = await alice.workspaces.gc(s, 'w', { packBytes: 4 * MIB });
+    // The first pack is 3/4 garbage: rewritten; the pack of new.bin is all live: kept.
+    expect(result.rewrittenPacks).toBe(1);
+    expect(result.garbageBytes).toBe(3 * 200 * KIB);
+    expect(result.uploadedPacks).toBe(1);
+    expect(result.replaced.map((r) => r.from).sort()).toEqual([second.snapshotId, third.snapshotId].sort());
+    const after = await alice.workspaces.list(s, 'w');
+    expect(after.map((x) => x.snapshotId.slice(0, 10))).toEqual(before.map((x) => x.snapshotId.slice(0, 10)));
+    expect(after.map((x) => x.snapshotId)).not.toEqual(before.map((x) => x.snapshotId));
+    // A second gc, from the CLI, finds nothing to do.
+    const lines: string[] = [];
+    const code = await runWorkspaceCli(
+      ['gc', '--session', s, '--name', 'w', '--token', await hsToken({ sub: 'alice' })],
+      { env: { AGENT_STATE_URL: api.baseUrl }, line: (t) => lines.push(t), write: () => {} },
+    );
+    expect(code).toBe(0);
+    expect(lines.at(-1)).toMatch(/^rewrote 0 of 2 pack\(s\)/);
+    // The sweep takes the old pack: stored bytes fall to the live ones.
+    await sweeper.sweepWorkspacePacks({ sessionId: s });
+    clock += 2 * HOUR;
+    await sweeper.sweepWorkspacePacks({ sessionId: s });
+    clock += 8 * DAY;
+    const swept = await sweeper.sweepWorkspacePacks({ sessionId: s, deleteTaggedAfterMs: 7 * DAY });
+    expect(swept.deleted).toBe(1);
+    const stored = (await packsOf(s)).reduce((n, o) => n + o.size, 0);
+    expect(stored).toBe(2 * 200 * KIB);
+    const out = path.join(await temp(), 'out');
+    await alice.workspaces.pull(s, 'w', 'latest', out);
+    for (const [file, body] of [
+      ['f0.bin', big(0)],
+      ['new.bin', big(9)],
+    ] as const)
+      expect(sha(await readFile(path.join(out, file)))).toBe(sha(body));
   });
 
   it('keeps a snapshot while its session lives, and hands its packs to the sweep once it expired', async () => {
