@@ -64,7 +64,6 @@ export const TIERS: readonly Tier[] = [
       'test/workspaces/workspaces.test.ts',
       'test/workspaces/snapshot-library.test.ts',
       'test/workspaces/snapshots.test.ts',
-      'test/workspaces/sweep.test.ts',
       'test/adapters/',
       'test/openapi/document.test.ts',
     ],
@@ -104,7 +103,7 @@ export const TIERS: readonly Tier[] = [
       'test/bench-smoke.test.ts',
     ],
     // Pure library code, no backend: run once, in the fast tier.
-    exclude: ['test/workspaces/snapshot-library.test.ts', 'test/workspaces/sweep.test.ts'],
+    exclude: ['test/workspaces/snapshot-library.test.ts'],
     servers: 'local',
     seconds: 300,
   },

@@ -627,8 +627,8 @@ class UserStore implements SessionStore {
 
   /**
    * The sweep of workspace snapshot packs (docs/DESIGN.md, "Workspace snapshots"): of one session,
-   * or of every session folder of this user (one LIST per 1,000 folders, then each folder's), live,
-   * expired or deleted alike. Run it on a schedule, one at a time, at an interval well under
+   * or of every session of this user (its folders and its markers), live, expired or deleted alike;
+   * per session one flat LIST per 1,000 snapshot objects. Run it on a schedule, one at a time, at an interval well under
    * `PACK_GRACE_DAYS`: a pack is tagged `gc=1` on the second sweep that finds it unreferenced.
    */
   async sweepWorkspacePacks(
@@ -640,21 +640,26 @@ class UserStore implements SessionStore {
       return this.snapshots.sweep(sessionId, rest);
     }
     const { driver } = this.ctx;
-    const ids: string[] = [];
+    // The session folders (an expired session's marker may be gone) and the markers (some S3
+    // fronts do not group names into folders).
+    const segments = new Set<string>();
     let cursor: string | undefined;
     do {
       const page = await driver.list({ prefix: this.layout.root, delimiter: '/', cursor });
-      for (const folder of page.prefixes) {
-        const segment = folder.slice(this.layout.root.length, -1);
-        if (segment.startsWith('~')) continue;
-        try {
-          ids.push(decodeId('sessionId', segment));
-        } catch {
-          // not a session folder of this store
-        }
-      }
+      for (const folder of page.prefixes) segments.add(folder.slice(this.layout.root.length, -1));
       cursor = page.nextCursor;
     } while (cursor);
+    for (const m of await listAll(driver, this.layout.markers))
+      segments.add(m.key.slice(this.layout.markers.length));
+    const ids: string[] = [];
+    for (const segment of segments) {
+      if (segment.startsWith('~')) continue;
+      try {
+        ids.push(decodeId('sessionId', segment));
+      } catch {
+        // not a session folder of this store
+      }
+    }
     const totals: Record<string, number> = {};
     for (const id of ids) {
       const r = await this.snapshots.sweep(id, rest);

@@ -398,15 +398,18 @@ export class WorkspaceSnapshots {
    * and manifests are deleted at once.
    */
   async sweep(s: string, options: WorkspaceSweepOptions = {}): Promise<WorkspaceSweepResult> {
-    const { driver } = this.ctx;
     const folder = this.layout.session(s);
-    const incs: string[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await driver.list({ prefix: `${folder}~wss~`, delimiter: '/', cursor });
-      for (const p of page.prefixes) incs.push(p.slice(folder.length + '~wss~'.length, -1));
-      cursor = page.nextCursor;
-    } while (cursor);
+    // One flat listing (no delimiter: not every S3 front groups these names), by workspace root.
+    const objects = await listAll(this.ctx.driver, `${folder}~wss~`);
+    const roots = new Map<string, { inc: string; objects: ListedObject[] }>();
+    for (const o of objects) {
+      const [inc, name] = o.key.slice(folder.length + '~wss~'.length).split('/');
+      if (!inc || !name) continue;
+      const root = `${folder}~wss~${inc}/${name}/`;
+      const entry = roots.get(root) ?? { inc, objects: [] };
+      entry.objects.push(o);
+      roots.set(root, entry);
+    }
     // Read after the listing: an incarnation listed with objects has its marker written already.
     const live = (await this.sessions.read(s)).live?.inc;
     const totals = {
@@ -419,20 +422,10 @@ export class WorkspaceSnapshots {
       deleted: 0,
       deadObjects: 0,
     };
-    for (const inc of incs) {
-      const prefix = this.layout.snapshots(s, inc);
-      const roots: string[] = [];
-      let next: string | undefined;
-      do {
-        const page = await driver.list({ prefix, delimiter: '/', cursor: next });
-        roots.push(...page.prefixes);
-        next = page.nextCursor;
-      } while (next);
-      for (const root of roots) {
-        const r = await this.sweepRoot(root, inc === live, options);
-        totals.workspaces++;
-        for (const k of Object.keys(r) as Array<keyof typeof r>) totals[k] += r[k];
-      }
+    for (const [root, { inc, objects: listed }] of roots) {
+      const r = await this.sweepRoot(root, inc === live, listed, options);
+      totals.workspaces++;
+      for (const k of Object.keys(r) as Array<keyof typeof r>) totals[k] += r[k];
     }
     return totals;
   }
@@ -455,20 +448,25 @@ export class WorkspaceSnapshots {
    * after the grace. The state is written before the tags (so a commit that reads it after sees
    * them), and the records are listed again after them (so a commit that read it before is seen).
    */
-  private async sweepRoot(root: string, live: boolean, options: WorkspaceSweepOptions) {
+  private async sweepRoot(
+    root: string,
+    live: boolean,
+    listed: readonly ListedObject[],
+    options: WorkspaceSweepOptions,
+  ) {
     const { driver, presignExpiresIn, maxCommitMs } = this.ctx;
     const now = this.ctx.now();
     const stateKey = `${root}sweep`;
-    const [records, packs, stateObject] = await Promise.all([
-      listAll(driver, `${root}s/`),
-      listAll(driver, `${root}p/`),
-      getOrUndefined(driver, stateKey),
-    ]);
+    const records = listed.filter((o) => o.key.startsWith(`${root}s/`));
+    const packs = listed.filter((o) => o.key.startsWith(`${root}p/`));
+    const stateObject = await getOrUndefined(driver, stateKey);
     let deadObjects = 0;
     let referenced = new Set<string>();
     if (live) referenced = await this.referencedBy(records);
     else {
-      const dead = [...records, ...(await listAll(driver, `${root}m/`))].map((o) => o.key);
+      const dead = listed
+        .filter((o) => o.key.startsWith(`${root}s/`) || o.key.startsWith(`${root}m/`))
+        .map((o) => o.key);
       if (dead.length > 0) deadObjects = (await driver.deleteMany(dead)).deleted.length;
     }
     const previous = parseSweepState(stateObject?.body);
