@@ -12,15 +12,15 @@ export { LIMITS } from '../contract/limits.js';
 export * from '../contract/lock.js';
 export type * from '../contract/types.js';
 export type { StateStore } from '../contract/types.js';
-export * from '../drivers/errors.js';
-export type * from '../drivers/types.js';
-export * from '../lock/common.js';
-export { type WithLockOptions, withLock } from '../lock/with-lock.js';
-export { type VerifiedDriver, type VerifyOptions, verifiedDriver } from '../store/probe.js';
-export { createStateStore, type StateStoreOptions } from '../store/store.js';
 export {
   hasWorkspacePackSweep,
   type WorkspacePackSweeper,
   type WorkspaceSweepOptions,
   type WorkspaceSweepResult,
 } from '../contract/workspace-snapshots.js';
+export * from '../drivers/errors.js';
+export type * from '../drivers/types.js';
+export * from '../lock/common.js';
+export { type WithLockOptions, withLock } from '../lock/with-lock.js';
+export { type VerifiedDriver, type VerifyOptions, verifiedDriver } from '../store/probe.js';
+export { createStateStore, type StateStoreOptions } from '../store/store.js';

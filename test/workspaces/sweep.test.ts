@@ -62,8 +62,8 @@ describe.each(transferring)(
     let close: () => Promise<void>;
     let api: WorkspaceApi;
     let sweeper: WorkspacePackSweeper;
-    let clock = Date.now();
-    const now = () => clock;
+    let offset = 0; // the clock the test moves: real time plus this
+    const now = () => Date.now() + offset;
     const temps: string[] = [];
     const temp = async () => {
       const d = await mkdtemp(path.join(tmpdir(), 'sweep-'));
@@ -118,7 +118,7 @@ describe.each(transferring)(
 
     it('tags a pack on the second sweep that finds it unreferenced and old enough, never one a snapshot holds', async () => {
       const alice = api.client('alice');
-      clock = Date.now(); // markers carry the real time: each test starts there
+      offset = 0; // markers carry the real time: each test starts there
       const s = sid();
       const a = await alice.workspaces.push(s, 'w', await tree({ 'a.bin': noise(600 * KIB, 1) }), {
         packBytes: 256 * KIB,
@@ -141,9 +141,9 @@ describe.each(transferring)(
       const first = await sweeper.sweepWorkspacePacks({ sessionId: s });
       expect(first).toMatchObject({ packs: all.length, unreferenced: aOnly.length, tagged: 0 });
       expect((await sweeper.sweepWorkspacePacks({ sessionId: s })).tagged).toBe(0);
-      clock += 10 * 60_000; // 10 minutes: still inside presign expiry (15 min) + maxCommitMs (1 min)
+      offset += 10 * 60_000; // 10 minutes: still inside presign expiry (15 min) + maxCommitMs (1 min)
       expect((await sweeper.sweepWorkspacePacks({ sessionId: s })).tagged).toBe(0);
-      clock += 2 * HOUR;
+      offset += 2 * HOUR;
       const third = await sweeper.sweepWorkspacePacks({ sessionId: s });
       expect(third.tagged).toBe(aOnly.length);
       for (const o of all)
@@ -151,11 +151,11 @@ describe.each(transferring)(
           bPacks.has(o.key.split('/').at(-1) as string) ? { kind: 'pack' } : { kind: 'pack', gc: '1' },
         );
       // Without lifecycle rules (fs), the sweep deletes tagged packs after the grace it is given.
-      clock += 3 * DAY;
+      offset += 3 * DAY;
       expect(
         (await sweeper.sweepWorkspacePacks({ sessionId: s, deleteTaggedAfterMs: 7 * DAY })).deleted,
       ).toBe(0);
-      clock += 5 * DAY;
+      offset += 5 * DAY;
       const late = await sweeper.sweepWorkspacePacks({ sessionId: s, deleteTaggedAfterMs: 7 * DAY });
       expect(late.deleted).toBe(aOnly.length);
       expect((await packsOf(s)).map((o) => o.key).sort()).toEqual(
@@ -170,7 +170,7 @@ describe.each(transferring)(
     });
 
     it('a sweep racing a push deletes nothing the push references: the age rule, and the commit untagging an overstayed push', async () => {
-      clock = Date.now(); // markers carry the real time: each test starts there
+      offset = 0; // markers carry the real time: each test starts there
       const s = sid();
       const alice = api.client('alice');
       await alice.workspaces.push(s, 'w', await tree({ 'x.txt': Buffer.from('x') }));
@@ -186,12 +186,12 @@ describe.each(transferring)(
       const uploaded = (await packsOf(s)).length;
       expect(uploaded).toBeGreaterThan(1);
       for (let i = 0; i < 3; i++) {
-        clock += 4 * 60_000;
+        offset += 4 * 60_000;
         expect((await sweeper.sweepWorkspacePacks({ sessionId: s })).tagged).toBe(0);
       }
       release();
       const pushed = await pushing;
-      clock += 2 * HOUR;
+      offset += 2 * HOUR;
       await sweeper.sweepWorkspacePacks({ sessionId: s });
       expect((await sweeper.sweepWorkspacePacks({ sessionId: s })).tagged).toBe(0);
 
@@ -206,7 +206,7 @@ describe.each(transferring)(
       await slow.reached;
       const before = new Set((await packsOf(s)).map((o) => o.key));
       await sweeper.sweepWorkspacePacks({ sessionId: s });
-      clock += 2 * HOUR;
+      offset += 2 * HOUR;
       const swept = await sweeper.sweepWorkspacePacks({ sessionId: s });
       expect(swept.tagged).toBeGreaterThan(0);
       release();
@@ -215,7 +215,7 @@ describe.each(transferring)(
       for (const o of await packsOf(s))
         if (held.has(o.key.split('/').at(-1) as string))
           expect(await tagsOf(o.key)).toEqual({ kind: 'pack' });
-      clock += 9 * DAY; // under the retention: the session is live
+      offset += 9 * DAY; // under the retention: the session is live
       const after = await sweeper.sweepWorkspacePacks({ sessionId: s, deleteTaggedAfterMs: 7 * DAY });
       expect(after.deleted).toBe(0);
       for (const [id, dir, file] of [
@@ -230,14 +230,14 @@ describe.each(transferring)(
     });
 
     it('uploads a tagged pack again when a push needs it, so the new object carries no gc tag', async () => {
-      clock = Date.now(); // markers carry the real time: each test starts there
+      offset = 0; // markers carry the real time: each test starts there
       const s = sid();
       const alice = api.client('alice');
       const files = { 'same.bin': noise(600 * KIB, 5) };
       const first = await alice.workspaces.push(s, 'w', await tree(files), { packBytes: 256 * KIB });
       await alice.workspaces.delete(s, 'w', first.snapshotId);
       await sweeper.sweepWorkspacePacks({ sessionId: s });
-      clock += 2 * HOUR;
+      offset += 2 * HOUR;
       const tagged = (await sweeper.sweepWorkspacePacks({ sessionId: s })).tagged;
       expect(tagged).toBe((await packsOf(s)).length);
       const again = await alice.workspaces.push(s, 'w', await tree(files), {
@@ -246,7 +246,7 @@ describe.each(transferring)(
       });
       expect(again.uploadedPacks).toBe(tagged);
       for (const o of await packsOf(s)) expect(await tagsOf(o.key)).toEqual({ kind: 'pack' });
-      clock += 9 * DAY;
+      offset += 9 * DAY;
       const after = await sweeper.sweepWorkspacePacks({ sessionId: s, deleteTaggedAfterMs: 7 * DAY });
       expect(after).toMatchObject({ deleted: 0, tagged: 0 });
       const out = path.join(await temp(), 'out');
@@ -255,7 +255,7 @@ describe.each(transferring)(
     });
 
     it('gc rewrites packs with ≥ 30 % garbage into new packs, replaces the snapshots in place, and the sweep takes the old packs', async () => {
-      clock = Date.now();
+      offset = 0;
       const s = sid();
       const alice = api.client('alice');
       // Four files of 200 KiB in one pack; a second snapshot keeps one of them, the first is deleted.
@@ -292,9 +292,9 @@ describe.each(transferring)(
       expect(lines.at(-1)).toMatch(/^rewrote 0 of 2 pack\(s\)/);
       // The sweep takes the old pack: stored bytes fall to the live ones.
       await sweeper.sweepWorkspacePacks({ sessionId: s });
-      clock += 2 * HOUR;
+      offset += 2 * HOUR;
       await sweeper.sweepWorkspacePacks({ sessionId: s });
-      clock += 8 * DAY;
+      offset += 8 * DAY;
       const swept = await sweeper.sweepWorkspacePacks({ sessionId: s, deleteTaggedAfterMs: 7 * DAY });
       expect(swept.deleted).toBe(1);
       const stored = (await packsOf(s)).reduce((n, o) => n + o.size, 0);
@@ -309,14 +309,14 @@ describe.each(transferring)(
     });
 
     it('keeps a snapshot while its session lives, and hands its packs to the sweep once it expired', async () => {
-      clock = Date.now(); // markers carry the real time: each test starts there
+      offset = 0; // markers carry the real time: each test starts there
       const s = sid();
       const alice = api.client('alice');
       const pushed = await alice.workspaces.push(s, 'w', await tree({ 'keep.bin': noise(600 * KIB, 6) }), {
         packBytes: 256 * KIB,
       });
       for (let i = 0; i < 3; i++) {
-        clock += 2 * DAY;
+        offset += 2 * DAY;
         expect(await sweeper.sweepWorkspacePacks({ sessionId: s, deleteTaggedAfterMs: DAY })).toMatchObject({
           tagged: 0,
           deleted: 0,
@@ -328,7 +328,7 @@ describe.each(transferring)(
       expect(sha(await readFile(path.join(out, 'keep.bin')))).toBe(sha(noise(600 * KIB, 6)));
       // The session expires (no activity for the retention, 30 days): the store-wide sweep finds its
       // folder without a marker, deletes records and manifests, and tags the packs on its second pass.
-      clock += 31 * DAY;
+      offset += 31 * DAY;
       expect(await alice.workspaces.list(s, 'w')).toEqual([]);
       const first = await sweeper.sweepWorkspacePacks({ deleteTaggedAfterMs: 7 * DAY });
       expect(first.deadObjects).toBeGreaterThanOrEqual(2);
@@ -337,7 +337,7 @@ describe.each(transferring)(
       expect(
         (await sweeper.sweepWorkspacePacks({ deleteTaggedAfterMs: 7 * DAY })).tagged,
       ).toBeGreaterThanOrEqual(packs);
-      clock += 8 * DAY;
+      offset += 8 * DAY;
       await sweeper.sweepWorkspacePacks({ deleteTaggedAfterMs: 7 * DAY });
       await sweeper.sweepWorkspacePacks({ deleteTaggedAfterMs: 7 * DAY });
       const left = (await driver.list({ prefix: `${api.prefix}alice/${s}/` })).objects.filter((o) =>
