@@ -24,7 +24,15 @@ import { GROWTH_CASES, GROWTH_SMOKE, growthTable, runGrowthBench } from './growt
 import { bundleTable, runHttpBench, sourceMapTable } from './http-bench.js';
 import { lockTable, runLockBench } from './lock-bench.js';
 import { readmeTables, runStoreBench, SMOKE, storeTable, turnTable } from './store-bench.js';
-import { agentTranscript, compressionTable, runTransferBench, transferTable } from './workspace-bench.js';
+import {
+  agentTranscript,
+  compressionTable,
+  runSnapshotBench,
+  runTransferBench,
+  SNAPSHOT_SMOKE_BYTES,
+  snapshotTable,
+  transferTable,
+} from './workspace-bench.js';
 
 const smoke = process.argv.includes('--smoke');
 /** `--format <name>` (or `--format=<name>`): a list format for ours other than the driver's default. */
@@ -143,6 +151,10 @@ try {
     '\nWorkspace transfer (s3 driver, s3rver behind the S3 front; bytes go straight to the store):\n',
   );
   console.log(transfers);
+  const snapshotBytes = smoke ? SNAPSHOT_SMOKE_BYTES : 1024 * 1024 * 1024;
+  const snapshots = snapshotTable(await runSnapshotBench(makeDriver(), snapshotBytes));
+  console.log(`\nWorkspace snapshots (${snapshotBytes / 1024 / 1024} MiB tree, s3 driver on s3rver):\n`);
+  console.log(snapshots);
   const transcript = agentTranscript(smoke ? 50 : 2000);
   const compression = compressionTable(transcript);
   console.log(`\nCompression of a ${smoke ? 50 : 2000}-turn agent transcript:\n`);
@@ -263,6 +275,12 @@ try {
       'Random (incompressible) bytes uploaded with the typed client (8 MiB parts, 4 at a time, above 16 MiB) and downloaded again, through the API on s3rver behind the S3 front, which checks every Content-MD5 (and buffers each part: its memory is in the figure, all in one process). The function signs and checks; the bytes never pass through it. "File to file": `uploadWorkspaceFile` and `downloadWorkspaceToFile`, which hold a few parts at a time.',
       '',
       transfers,
+      '',
+      `## Workspace snapshots: the budget rows (${snapshotBytes / 1024 / 1024} MiB tree)`,
+      '',
+      "A generated tree (text files of 1–64 KiB, ~16 % of the bytes, and binaries), then 1 % of it changed per push (in-place edits of 200 KiB in the binaries, text files edited, added, deleted), pushed with `client.workspaces.push` beside `uploadWorkspaceFile` of a tar of the same tree, through the API on s3rver behind the S3 front; every request of the client counted (`runSnapshotBench` in bench/workspace-bench.ts). The sweep runs with the store's clock moved past its age rule and grace.",
+      '',
+      snapshots,
       '',
       `## Compression of a realistic agent transcript (${transcript.byteLength.toLocaleString('en')} bytes of JSON, 2,000 turns)`,
       '',

@@ -21,6 +21,7 @@ import {
   TURN_CEILINGS,
   turnTable,
 } from '../bench/store-bench.js';
+import { runSnapshotBench, SNAPSHOT_SMOKE_BYTES, snapshotTable } from '../bench/workspace-bench.js';
 import { createOssDriver } from '../lib/drivers/oss.js';
 import { createS3Driver } from '../lib/drivers/s3.js';
 import { OSS_CREDENTIALS } from './servers/global-setup.js';
@@ -237,5 +238,22 @@ describe('list growth (smoke): bytes written by appends of 1, 50 and 1,000 items
     expect(rows.map((r) => r.format)).toEqual(['cas', 'cas', 'cas', 'append', 'append', 'append']);
     for (const r of rows)
       expect(r.holds, `${r.format}, appends of ${r.batch}: ${r.ratio.toFixed(2)} L`).toBe(true);
+  });
+});
+
+describe('workspace snapshot budgets (smoke: a 32 MiB tree, s3 driver on s3rver behind the S3 front)', () => {
+  it('prints the budget rows beside a tar upload of the same tree, each within its ceiling', async () => {
+    const servers = inject('servers');
+    const s3 = createS3Driver({
+      bucket: servers.bucket,
+      endpoint: servers.s3,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    });
+    const rows = await runSnapshotBench(s3, SNAPSHOT_SMOKE_BYTES);
+    console.log(snapshotTable(rows));
+    expect(rows.map((r) => r.figure)).toHaveLength(11);
+    // Time rows are shown, not asserted: the runner's load decides them.
+    for (const r of rows.filter((x) => x.unit !== 'ms'))
+      expect(r.value, r.figure).toBeLessThanOrEqual(r.ceiling);
   });
 });

@@ -121,7 +121,7 @@ export const TIERS: readonly Tier[] = [
       'test/deploy/rgw-lifecycle.test.ts',
       'test/deploy/bootstrap.test.ts',
     ],
-    exclude: ['test/workspaces/snapshot-library.test.ts'],
+    exclude: ['test/workspaces/snapshot-library.test.ts', 'test/workspaces/sweep.test.ts'],
     servers: 'local+rgw',
     seconds: 240,
   },

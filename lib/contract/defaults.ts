@@ -25,6 +25,8 @@ export const DEFAULTS = {
   workspaceRetentionDays: 180,
   /** Days before an incomplete multipart upload is aborted. */
   abortMultipartDays: 7,
+  /** Days a workspace pack the sweep tagged `gc=1` is kept before a lifecycle rule deletes it. */
+  packGraceDays: 7,
   /** Clock skew the DynamoDB lock allows between its callers, in ms. */
   lockClockSkewMs: 500,
   /** Seconds a presigned URL stays valid. */

@@ -119,6 +119,44 @@ export interface WorkspaceSnapshotStore {
   ): Promise<void>;
 }
 
+/** What `sweepWorkspacePacks` did. */
+export interface WorkspaceSweepResult {
+  /** Workspaces (of every incarnation) looked at. */
+  readonly workspaces: number;
+  /** Packs stored, and those a live snapshot references. */
+  readonly packs: number;
+  readonly referenced: number;
+  /** Packs unreferenced in this sweep (candidates of the next one unless tagged now). */
+  readonly unreferenced: number;
+  /** Packs tagged `gc=1` now, untagged again (referenced once more), deleted (`deleteTaggedAfterMs`). */
+  readonly tagged: number;
+  readonly rescued: number;
+  readonly deleted: number;
+  /** Records and manifests of incarnations that are no longer live, deleted. */
+  readonly deadObjects: number;
+}
+
+/** Options of a sweep. */
+export interface WorkspaceSweepOptions {
+  /**
+   * Delete packs tagged this long ago (ms) in the sweep itself: for backends without lifecycle
+   * rules (fs). Without it, tagged packs are left to the `workspace-packs-gc` rule.
+   */
+  readonly deleteTaggedAfterMs?: number;
+}
+
+/** A store whose workspace snapshot packs a sweep collects (docs/DESIGN.md, "Workspace snapshots"). */
+export interface WorkspacePackSweeper {
+  sweepWorkspacePacks(
+    options?: WorkspaceSweepOptions & { readonly sessionId?: string },
+  ): Promise<WorkspaceSweepResult>;
+}
+
+/** Whether a store runs the sweep of workspace snapshot packs. */
+export function hasWorkspacePackSweep<T extends object>(store: T): store is T & WorkspacePackSweeper {
+  return typeof (store as Partial<WorkspacePackSweeper>).sweepWorkspacePacks === 'function';
+}
+
 /** Whether a store offers workspace snapshots. */
 export function hasWorkspaceSnapshots<T extends object>(store: T): store is T & WorkspaceSnapshotStore {
   return typeof (store as Partial<WorkspaceSnapshotStore>).startWorkspaceSnapshot === 'function';

@@ -12,6 +12,12 @@ export { LIMITS } from '../contract/limits.js';
 export * from '../contract/lock.js';
 export type * from '../contract/types.js';
 export type { StateStore } from '../contract/types.js';
+export {
+  hasWorkspacePackSweep,
+  type WorkspacePackSweeper,
+  type WorkspaceSweepOptions,
+  type WorkspaceSweepResult,
+} from '../contract/workspace-snapshots.js';
 export * from '../drivers/errors.js';
 export type * from '../drivers/types.js';
 export * from '../lock/common.js';

@@ -126,6 +126,12 @@ export const DEPLOYMENT_PARAMETERS: readonly DeploymentParameter[] = [
     'ABORT_MULTIPART_DAYS',
     'Days before an incomplete multipart upload is aborted',
   ),
+  days(
+    'packGraceDays',
+    'PackGraceDays',
+    'PACK_GRACE_DAYS',
+    'Days a workspace pack the sweep tagged gc=1 is kept before it is deleted',
+  ),
 ];
 
 /** A deployment parameter (or a combination) refused; `parameter` is the one to change. */
@@ -312,6 +318,7 @@ export function rosLifecycleRules(): unknown {
     workspaceTransitionDays: 7_000_003,
     workspaceRetentionDays: 9_000_001,
     abortMultipartDays: 11_000_027,
+    packGraceDays: 13_000_019,
   } as const;
   const classes = { archiveStorageClass: 'IA', workspaceStorageClass: 'ColdArchive' } as const;
   const numbers = new Map<number, unknown>(Object.entries(sentinels).map(([name, v]) => [v, ref(name)]));

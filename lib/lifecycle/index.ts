@@ -8,6 +8,9 @@
  *   less than that (keep-alive refreshes the old state objects of active sessions, see the store);
  * - `kind=archive` moves to a cold class and expires on its own schedule;
  * - `kind=workspace` likewise, with its own class and days;
+ * - `kind=pack` objects (workspace snapshots) never move and never expire by age; only those the
+ *   sweep tagged `gc=1` as well expire, `packGraceDays` after the tagging (docs/DESIGN.md,
+ *   "Workspace snapshots");
  * - incomplete multipart uploads are aborted after `abortMultipartDays`.
  * No rule selects `kind=memory`, the tag of the memory session's markers and state
  * (lib/contract/ids.ts, `MEMORY_SESSION`): long-term memory is never expired.
@@ -36,6 +39,8 @@ export interface LifecycleConfig {
   readonly workspaceRetentionDays: number;
   /** Days before an incomplete multipart upload is aborted; default 7. */
   readonly abortMultipartDays: number;
+  /** Days a workspace pack tagged `gc=1` by the sweep is kept; default 7. */
+  readonly packGraceDays: number;
   /** Prefix the rules apply to (the store's prefix); default `agent-state/`. */
   readonly prefix: string;
 }
@@ -48,6 +53,7 @@ export const DEFAULT_LIFECYCLE: LifecycleConfig = {
   workspaceTransitionDays: DEFAULTS.workspaceTransitionDays,
   workspaceRetentionDays: DEFAULTS.workspaceRetentionDays,
   abortMultipartDays: DEFAULTS.abortMultipartDays,
+  packGraceDays: DEFAULTS.packGraceDays,
   prefix: DEFAULTS.prefix,
 };
 
@@ -84,7 +90,9 @@ export class LifecycleConfigError extends Error {
 export interface LifecycleRule {
   readonly id: string;
   /** The `kind` tag the rule selects; none for the multipart rule. */
-  readonly kind?: 'marker' | 'state' | 'archive' | 'workspace';
+  readonly kind?: 'marker' | 'state' | 'archive' | 'workspace' | 'pack';
+  /** Tags the rule selects beside `kind` (the sweep's `gc=1`). */
+  readonly tags?: Readonly<Record<string, string>>;
   readonly expirationDays?: number;
   readonly transition?: { days: number; storageClass: string };
   readonly abortMultipartDays?: number;
@@ -111,6 +119,7 @@ export function lifecycleRules(
     'workspaceTransitionDays',
     'workspaceRetentionDays',
     'abortMultipartDays',
+    'packGraceDays',
   ] as const) {
     positive(name);
   }
@@ -146,9 +155,16 @@ export function lifecycleRules(
       transition: { days: c.workspaceTransitionDays, storageClass: workspaceClass },
       expirationDays: c.workspaceRetentionDays,
     },
+    { id: 'workspace-packs-gc', kind: 'pack', tags: { gc: '1' }, expirationDays: c.packGraceDays },
     { id: 'abort-incomplete-uploads', abortMultipartDays: c.abortMultipartDays },
   ];
 }
+
+/** The tags a rule selects: `kind` first, then its others. */
+const tagsOf = (r: LifecycleRule): Array<[string, string]> => [
+  ['kind', r.kind as string],
+  ...Object.entries(r.tags ?? {}),
+];
 
 /** The S3 `PutBucketLifecycleConfiguration` body (SDK shape). */
 export function renderS3(rules: readonly LifecycleRule[], prefix = DEFAULT_LIFECYCLE.prefix) {
@@ -157,7 +173,7 @@ export function renderS3(rules: readonly LifecycleRule[], prefix = DEFAULT_LIFEC
       ID: r.id,
       Status: 'Enabled' as const,
       Filter: r.kind
-        ? { And: { Prefix: prefix, Tags: [{ Key: 'kind', Value: r.kind }] } }
+        ? { And: { Prefix: prefix, Tags: tagsOf(r).map(([Key, Value]) => ({ Key, Value })) } }
         : { Prefix: prefix },
       ...(r.expirationDays ? { Expiration: { Days: r.expirationDays } } : {}),
       ...(r.transition
@@ -177,7 +193,7 @@ export function renderCloudFormation(rules: readonly LifecycleRule[], prefix = D
       Id: r.id,
       Status: 'Enabled',
       Prefix: prefix,
-      ...(r.kind ? { TagFilters: [{ Key: 'kind', Value: r.kind }] } : {}),
+      ...(r.kind ? { TagFilters: tagsOf(r).map(([Key, Value]) => ({ Key, Value })) } : {}),
       ...(r.expirationDays ? { ExpirationInDays: r.expirationDays } : {}),
       ...(r.transition
         ? { Transitions: [{ TransitionInDays: r.transition.days, StorageClass: r.transition.storageClass }] }
@@ -195,7 +211,7 @@ export function renderOss(rules: readonly LifecycleRule[], prefix = DEFAULT_LIFE
     id: r.id,
     prefix,
     status: 'Enabled' as const,
-    ...(r.kind ? { tag: [{ key: 'kind', value: r.kind }] } : {}),
+    ...(r.kind ? { tag: tagsOf(r).map(([key, value]) => ({ key, value })) } : {}),
     ...(r.expirationDays ? { expiration: { days: r.expirationDays } } : {}),
     ...(r.transition
       ? { transition: { days: r.transition.days, storageClass: r.transition.storageClass } }
@@ -211,7 +227,7 @@ export function renderRos(rules: readonly LifecycleRule[], prefix = DEFAULT_LIFE
       ID: r.id,
       Prefix: prefix,
       Status: 'Enabled',
-      ...(r.kind ? { Tag: [{ Key: 'kind', Value: r.kind }] } : {}),
+      ...(r.kind ? { Tag: tagsOf(r).map(([Key, Value]) => ({ Key, Value })) } : {}),
       ...(r.expirationDays ? { Expiration: { Days: r.expirationDays } } : {}),
       ...(r.transition
         ? { Transition: [{ Days: r.transition.days, StorageClass: r.transition.storageClass }] }
@@ -236,6 +252,7 @@ export function lifecycleFromEnv(
     workspaceStorageClass: env.WORKSPACE_STORAGE_CLASS || undefined,
     workspaceRetentionDays: n('WORKSPACE_RETENTION_DAYS'),
     abortMultipartDays: n('ABORT_MULTIPART_DAYS'),
+    packGraceDays: n('PACK_GRACE_DAYS'),
     prefix: env.STATE_PREFIX || undefined,
   };
   return Object.fromEntries(

@@ -81,6 +81,8 @@ export interface UserLayout {
   /** Prefix of a snapshot's compressed manifests, and the one of hex MD5 `md5` (content-addressed). */
   snapshotManifests(sessionId: string, inc: string, name: string, snapshotId: string): string;
   snapshotManifest(sessionId: string, inc: string, name: string, snapshotId: string, md5: string): string;
+  /** The sweep's state of a workspace's packs (docs/DESIGN.md, "Workspace snapshots"). */
+  snapshotSweep(sessionId: string, inc: string, name: string): string;
   /** The record of a commit made without a lease (its id and digest), create-only. */
   commitRecord(sessionId: string, commitId: string): string;
 }
@@ -131,6 +133,7 @@ export function layoutFor(prefix: string, userId: string | null | undefined): Us
       `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/m/${id}~`,
     snapshotManifest: (s, inc, name, id, md5) =>
       `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/m/${id}~${md5}`,
+    snapshotSweep: (s, inc, name) => `${session(s)}~wss~${inc}/${encodeId('workspace', name)}/sweep`,
     commitRecord: (s, commitId) => `${session(s)}~commits/${encodeId('key', commitId)}`,
   };
 }

@@ -47,6 +47,8 @@ import type {
 import type {
   WorkspaceSnapshotCommitRequest,
   WorkspaceSnapshotStartRequest,
+  WorkspaceSweepOptions,
+  WorkspaceSweepResult,
 } from '../contract/workspace-snapshots.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
@@ -633,6 +635,59 @@ class UserStore implements SessionStore {
     this.ids(sessionId);
     checkId('workspace', name);
     return this.snapshots.delete(sessionId, name, snapshotId, this.fence(sessionId, options.token));
+  }
+
+  /**
+   * The sweep of workspace snapshot packs (docs/DESIGN.md, "Workspace snapshots"): of one session,
+   * or of every session of this user (its folders and its markers), live, expired or deleted alike;
+   * per session one flat LIST per 1,000 snapshot objects. Run it on a schedule, one at a time, at an interval well under
+   * `PACK_GRACE_DAYS`: a pack is tagged `gc=1` on the second sweep that finds it unreferenced.
+   */
+  async sweepWorkspacePacks(
+    options: WorkspaceSweepOptions & { readonly sessionId?: string } = {},
+  ): Promise<WorkspaceSweepResult> {
+    const { sessionId, ...rest } = options;
+    if (sessionId !== undefined) {
+      this.ids(sessionId);
+      return this.snapshots.sweep(sessionId, rest);
+    }
+    const { driver } = this.ctx;
+    // The session folders (an expired session's marker may be gone) and the markers (some S3
+    // fronts do not group names into folders).
+    const segments = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const page = await driver.list({ prefix: this.layout.root, delimiter: '/', cursor });
+      for (const folder of page.prefixes) segments.add(folder.slice(this.layout.root.length, -1));
+      cursor = page.nextCursor;
+    } while (cursor);
+    for (const m of await listAll(driver, this.layout.markers))
+      segments.add(m.key.slice(this.layout.markers.length));
+    const ids: string[] = [];
+    for (const segment of segments) {
+      if (segment.startsWith('~')) continue;
+      try {
+        ids.push(decodeId('sessionId', segment));
+      } catch {
+        // not a session folder of this store
+      }
+    }
+    const totals: Record<string, number> = {};
+    for (const id of ids) {
+      const r = await this.snapshots.sweep(id, rest);
+      for (const [k, v] of Object.entries(r)) totals[k] = (totals[k] ?? 0) + v;
+    }
+    return {
+      workspaces: 0,
+      packs: 0,
+      referenced: 0,
+      unreferenced: 0,
+      tagged: 0,
+      rescued: 0,
+      deleted: 0,
+      deadObjects: 0,
+      ...totals,
+    } as WorkspaceSweepResult;
   }
 
   async createValueUpload(sessionId: string, key: string, request: { size: number; md5: string }) {

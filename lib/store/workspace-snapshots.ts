@@ -33,8 +33,12 @@ import {
   type WorkspaceSnapshotStart,
   type WorkspaceSnapshotStartRequest,
   type WorkspaceSnapshotSummary,
+  type WorkspaceSweepOptions,
+  type WorkspaceSweepResult,
 } from '../contract/workspace-snapshots.js';
+import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ListedObject, PresignedRequest } from '../drivers/types.js';
+import { mapLimited } from '../util/map-limited.js';
 import { validateWorkspaceManifest, type WorkspaceManifest } from '../workspace-snapshots/manifest.js';
 import { getOrUndefined, headOrUndefined, listAll, parseJsonObject, type StoreContext } from './context.js';
 import type { UserLayout } from './layout.js';
@@ -99,6 +103,29 @@ interface SnapshotRecord {
   readonly entries: number;
   readonly bytes: number;
   readonly packs: readonly string[];
+}
+
+/** The sweep's state of one workspace's packs (`…/sweep`): what the last sweep saw. */
+interface SweepState {
+  readonly v: 1;
+  readonly sweptAt: number;
+  /** Packs no live snapshot referenced in the last sweep. */
+  readonly unreferenced: readonly string[];
+  /** Packs tagged `gc=1`, with the time of the tagging (ms). */
+  readonly tagged: Readonly<Record<string, number>>;
+}
+
+const PACK_TAGS = { kind: 'pack' } as const;
+const GC_TAGS = { kind: 'pack', gc: '1' } as const;
+
+function parseSweepState(body: Uint8Array | undefined): SweepState {
+  const value = body ? parseJsonObject(body) : undefined;
+  const ok =
+    value?.v === 1 &&
+    Array.isArray(value.unreferenced) &&
+    typeof value.tagged === 'object' &&
+    value.tagged !== null;
+  return ok ? (value as unknown as SweepState) : { v: 1, sweptAt: 0, unreferenced: [], tagged: {} };
 }
 
 export class WorkspaceSnapshots {
@@ -192,12 +219,13 @@ export class WorkspaceSnapshots {
     const { inc } = marker;
     await fence.check();
 
-    const [known, stored, committed] = await Promise.all([
+    const [known, stored, committed, sweep] = await Promise.all([
       this.parentChunks(s, inc, name, parent, chunks.length > 0),
       packs.length > 0 ? this.storedPacks(s, inc, name) : new Map<string, ListedObject>(),
       request.snapshotId === undefined
         ? undefined
         : headOrUndefined(driver, this.layout.snapshotRecord(s, inc, name, snapshotId)),
+      packs.length > 0 ? this.sweepState(s, inc, name) : undefined,
     ]);
     // A committed snapshot's manifest and record are immutable: nothing more to upload for it.
     const done = committed !== undefined;
@@ -206,7 +234,8 @@ export class WorkspaceSnapshots {
       ? []
       : packs.filter((p) => {
           const o = stored.get(p.id);
-          return !o || o.size !== p.size;
+          // A pack the sweep tagged is uploaded again: the new object carries no `gc` tag.
+          return !o || o.size !== p.size || sweep?.tagged[p.id] !== undefined;
         });
     const uploads = await Promise.all(
       pending.map(async (p) => ({
@@ -339,7 +368,203 @@ export class WorkspaceSnapshots {
       const now = await this.readRecord(s, inc, name, snapshotId);
       if (now) return this.info(now.record);
     }
+    await this.rescue(s, inc, name, record.packs);
     return this.info(record);
+  }
+
+  private async sweepState(s: string, inc: string, name: string): Promise<SweepState> {
+    const object = await getOrUndefined(this.ctx.driver, this.layout.snapshotSweep(s, inc, name));
+    return parseSweepState(object?.body);
+  }
+
+  /**
+   * After a commit wrote its record: a pack of it that a sweep tagged meanwhile loses the tag
+   * again (copied onto itself with `kind=pack` only). A sweep that tags after this read sees the
+   * record when it lists the records again (`sweepRoot`), so one of the two always untags.
+   */
+  private async rescue(s: string, inc: string, name: string, packs: readonly string[]): Promise<void> {
+    const { tagged } = await this.sweepState(s, inc, name);
+    const hit = packs.filter((p) => tagged[p] !== undefined);
+    await mapLimited(hit, 8, (p) => {
+      const key = this.layout.snapshotPack(s, inc, name, p);
+      return this.ctx.driver.copy(key, key, { tags: PACK_TAGS });
+    });
+  }
+
+  /**
+   * The sweep of one session's workspace snapshots (docs/DESIGN.md, "Workspace snapshots"): every
+   * workspace of every incarnation under the session's folder; an incarnation that is not the live
+   * one (the session expired or was deleted and started again) references nothing, and its records
+   * and manifests are deleted at once.
+   */
+  async sweep(s: string, options: WorkspaceSweepOptions = {}): Promise<WorkspaceSweepResult> {
+    const folder = this.layout.session(s);
+    // One flat listing (no delimiter: not every S3 front groups these names), by workspace root.
+    const objects = await listAll(this.ctx.driver, `${folder}~wss~`);
+    const roots = new Map<string, { inc: string; objects: ListedObject[] }>();
+    for (const o of objects) {
+      const [inc, name] = o.key.slice(folder.length + '~wss~'.length).split('/');
+      if (!inc || !name) continue;
+      const root = `${folder}~wss~${inc}/${name}/`;
+      const entry = roots.get(root) ?? { inc, objects: [] };
+      entry.objects.push(o);
+      roots.set(root, entry);
+    }
+    // Read after the listing: an incarnation listed with objects has its marker written already.
+    const live = (await this.sessions.read(s)).live?.inc;
+    const totals = {
+      workspaces: 0,
+      packs: 0,
+      referenced: 0,
+      unreferenced: 0,
+      tagged: 0,
+      rescued: 0,
+      deleted: 0,
+      deadObjects: 0,
+    };
+    for (const [root, { inc, objects: listed }] of roots) {
+      const r = await this.sweepRoot(root, inc === live, listed, options);
+      totals.workspaces++;
+      for (const k of Object.keys(r) as Array<keyof typeof r>) totals[k] += r[k];
+    }
+    return totals;
+  }
+
+  /** The packs a live workspace's records reference (each record lists its packs). */
+  private async referencedBy(records: readonly ListedObject[]): Promise<Set<string>> {
+    const bodies = await mapLimited(records, 16, (o) => getOrUndefined(this.ctx.driver, o.key));
+    const out = new Set<string>();
+    for (const b of bodies) {
+      const record = b ? parseJsonObject(b.body) : undefined;
+      if (record?.v === 1 && Array.isArray(record.packs)) for (const p of record.packs) out.add(String(p));
+    }
+    return out;
+  }
+
+  /**
+   * One workspace: a pack unreferenced in this sweep and the previous one, and older than the
+   * presign expiry + `maxCommitMs` (so no push in flight can still upload or commit it unnoticed),
+   * is tagged `gc=1` by copying it onto itself; the lifecycle rule `workspace-packs-gc` deletes it
+   * after the grace. The state is written before the tags (so a commit that reads it after sees
+   * them), and the records are listed again after them (so a commit that read it before is seen).
+   */
+  private async sweepRoot(
+    root: string,
+    live: boolean,
+    listed: readonly ListedObject[],
+    options: WorkspaceSweepOptions,
+  ) {
+    const { driver, presignExpiresIn, maxCommitMs } = this.ctx;
+    const now = this.ctx.now();
+    const stateKey = `${root}sweep`;
+    const records = listed.filter((o) => o.key.startsWith(`${root}s/`));
+    const packs = listed.filter((o) => o.key.startsWith(`${root}p/`));
+    const stateObject = await getOrUndefined(driver, stateKey);
+    let deadObjects = 0;
+    let referenced = new Set<string>();
+    if (live) referenced = await this.referencedBy(records);
+    else {
+      const dead = listed
+        .filter((o) => o.key.startsWith(`${root}s/`) || o.key.startsWith(`${root}m/`))
+        .map((o) => o.key);
+      if (dead.length > 0) deadObjects = (await driver.deleteMany(dead)).deleted.length;
+    }
+    const previous = parseSweepState(stateObject?.body);
+    const byId = new Map(packs.map((o) => [o.key.slice(`${root}p/`.length), o]));
+    const wasUnreferenced = new Set(previous.unreferenced);
+    const tagged = new Map(Object.entries(previous.tagged).filter(([id]) => byId.has(id)));
+    const unreferenced = [...byId.keys()].filter((id) => !referenced.has(id));
+    // A tagged pack a push uploaded again since (start's answer for a tagged pack) has lost its
+    // tag: it counts as untagged again, and its new age protects it.
+    const retagCheck = [...tagged.keys()].filter((id) => !referenced.has(id));
+    const stillTagged = await mapLimited(retagCheck, 16, (id) =>
+      driver
+        .head(`${root}p/${id}`, { tags: true })
+        .then((o) => o.tags?.gc === '1')
+        .catch(() => false),
+    );
+    retagCheck.forEach((id, i) => {
+      if (!stillTagged[i]) tagged.delete(id);
+    });
+    const minAge = presignExpiresIn * 1000 + maxCommitMs;
+    const rescue = [...tagged.keys()].filter((id) => referenced.has(id));
+    for (const id of rescue) tagged.delete(id);
+    const toTag = unreferenced.filter(
+      (id) =>
+        wasUnreferenced.has(id) &&
+        !tagged.has(id) &&
+        now - (byId.get(id) as ListedObject).lastModified.getTime() >= minAge,
+    );
+    for (const id of toTag) tagged.set(id, now);
+    const toDelete =
+      options.deleteTaggedAfterMs === undefined
+        ? []
+        : [...tagged].filter(
+            ([id, at]) => !toTag.includes(id) && now - at >= (options.deleteTaggedAfterMs as number),
+          );
+    const write = async (etag: string | undefined) => {
+      const state: SweepState = { v: 1, sweptAt: now, unreferenced, tagged: Object.fromEntries(tagged) };
+      const condition = !driver.capabilities.conditionalOverwrite
+        ? {}
+        : etag === undefined
+          ? { ifNoneMatch: '*' as const }
+          : { ifMatch: etag };
+      return driver.put(stateKey, JSON.stringify(state), {
+        contentType: 'application/json',
+        tags: PACK_TAGS,
+        ...condition,
+      });
+    };
+    const empty = {
+      packs: 0,
+      referenced: 0,
+      unreferenced: 0,
+      tagged: 0,
+      rescued: 0,
+      deleted: 0,
+      deadObjects,
+    };
+    if (packs.length === 0) {
+      if (stateObject) await driver.delete(stateKey);
+      return empty;
+    }
+    let etag: string;
+    try {
+      ({ etag } = await write(stateObject?.etag));
+    } catch (error) {
+      // Another sweep of this workspace wrote the state first: it does this one's work.
+      if (error instanceof ObjectConditionFailedError) return empty;
+      throw error;
+    }
+    const key = (id: string) => `${root}p/${id}`;
+    await mapLimited(rescue, 8, (id) => driver.copy(key(id), key(id), { tags: PACK_TAGS }));
+    await mapLimited(toTag, 8, (id) => driver.copy(key(id), key(id), { tags: GC_TAGS }));
+    let deleted = 0;
+    if (toDelete.length > 0) {
+      const result = await driver.deleteMany(toDelete.map(([id]) => key(id)));
+      deleted = result.deleted.length;
+      for (const [id] of toDelete) tagged.delete(id);
+    }
+    let late: string[] = [];
+    if (live && toTag.length > 0) {
+      // A commit that wrote its record since the first listing, and read the state before it.
+      const seen = new Set(records.map((o) => o.key));
+      const fresh = (await listAll(driver, `${root}s/`)).filter((o) => !seen.has(o.key));
+      const now2 = await this.referencedBy(fresh);
+      late = toTag.filter((id) => now2.has(id));
+      await mapLimited(late, 8, (id) => driver.copy(key(id), key(id), { tags: PACK_TAGS }));
+      for (const id of late) tagged.delete(id);
+    }
+    if (deleted > 0 || late.length > 0) await write(etag).catch(() => undefined);
+    return {
+      packs: packs.length,
+      referenced: packs.length - unreferenced.length,
+      unreferenced: unreferenced.length,
+      tagged: toTag.length - late.length,
+      rescued: rescue.length + late.length,
+      deleted,
+      deadObjects,
+    };
   }
 
   async list(s: string, name: string): Promise<WorkspaceSnapshotSummary[]> {

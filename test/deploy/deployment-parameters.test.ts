@@ -61,7 +61,7 @@ describe('deployment parameters', () => {
     expect(ia.message).toContain('archiveTransitionDays=10');
     expect(
       deploymentSettings('oss', { archiveStorageClass: 'IA', archiveTransitionDays: 10 }).rules,
-    ).toHaveLength(5);
+    ).toHaveLength(6);
     expect(refusal(() => deploymentSettings('s3', { workspaceStorageClass: 'Archive' })).parameter).toBe(
       'workspaceStorageClass',
     );

@@ -27,6 +27,31 @@ describe('lifecycle rules', () => {
     expect(byId.workspaces?.Filter).toEqual({
       And: { Prefix: 'agent-state/', Tags: [{ Key: 'kind', Value: 'workspace' }] },
     });
+    // Packs never expire by age: only those the sweep tagged gc=1 too, after the grace.
+    expect(byId['workspace-packs-gc']).toEqual({
+      ID: 'workspace-packs-gc',
+      Status: 'Enabled',
+      Filter: {
+        And: {
+          Prefix: 'agent-state/',
+          Tags: [
+            { Key: 'kind', Value: 'pack' },
+            { Key: 'gc', Value: '1' },
+          ],
+        },
+      },
+      Expiration: { Days: 7 },
+    });
+    expect(s3.Rules.filter((r) => JSON.stringify(r.Filter).includes('"pack"'))).toHaveLength(1);
+    expect(
+      renderOss(lifecycleRules('oss', { packGraceDays: 3 })).find((r) => r.id === 'workspace-packs-gc'),
+    ).toMatchObject({
+      tag: [
+        { key: 'kind', value: 'pack' },
+        { key: 'gc', value: '1' },
+      ],
+      expiration: { days: 3 },
+    });
     expect(byId['abort-incomplete-uploads']).toMatchObject({
       Filter: { Prefix: 'agent-state/' },
       AbortIncompleteMultipartUpload: { DaysAfterInitiation: 7 },
@@ -62,9 +87,10 @@ describe('lifecycle rules', () => {
     );
     refused(() => lifecycleRules('s3', { retentionDays: 0 }), 'retentionDays');
     refused(() => lifecycleRules('s3', { abortMultipartDays: 1.5 }), 'abortMultipartDays');
+    refused(() => lifecycleRules('s3', { packGraceDays: 0 }), 'packGraceDays');
     expect(
       lifecycleRules('s3', { archiveStorageClass: 'STANDARD_IA', archiveTransitionDays: 30 }),
-    ).toHaveLength(5);
+    ).toHaveLength(6);
   });
 
   it('the ROS template holds the generated blocks as npm run infra writes them (AWS renders at package time)', async () => {
@@ -92,8 +118,8 @@ describe('lifecycle rules', () => {
     const rendered = await applyS3Lifecycle(client, servers.bucket, { retentionDays: 9 });
     const stored = await (await fetch(`${servers.s3}/${servers.bucket}?lifecycle`)).text();
     expect(xmlValues(stored, 'ID')).toEqual(rendered.Rules.map((r) => r.ID));
-    expect(xmlValues(stored, 'Value')).toEqual(['marker', 'state', 'archive', 'workspace']);
-    expect(xmlValues(stored, 'Days').map(Number)).toEqual([9, 11, 365, 30, 180, 30]); // the SDK writes Expiration before Transition
+    expect(xmlValues(stored, 'Value')).toEqual(['marker', 'state', 'archive', 'workspace', 'pack', '1']);
+    expect(xmlValues(stored, 'Days').map(Number)).toEqual([9, 11, 365, 30, 180, 30, 7]); // the SDK writes Expiration before Transition
     expect(xmlValues(stored, 'DaysAfterInitiation').map(Number)).toEqual([7]);
     client.destroy();
   });
@@ -113,8 +139,8 @@ describe('lifecycle rules', () => {
     });
     const stored = await (await fetch(`${servers.s3}/${servers.bucket}?lifecycle`)).text();
     expect(xmlValues(stored, 'ID')).toEqual(rendered.map((r) => r.id));
-    expect(xmlValues(stored, 'Key')).toEqual(['kind', 'kind', 'kind', 'kind']);
+    expect(xmlValues(stored, 'Key')).toEqual(['kind', 'kind', 'kind', 'kind', 'kind', 'gc']);
     expect(xmlValues(stored, 'StorageClass')).toEqual(['IA', 'Archive']);
-    expect(xmlValues(stored, 'Days').map(Number)).toEqual([5, 7, 365, 30, 180, 30, 7]); // ali-oss writes Expiration first too
+    expect(xmlValues(stored, 'Days').map(Number)).toEqual([5, 7, 365, 30, 180, 30, 7, 7]); // ali-oss writes Expiration first too
   });
 });

@@ -739,8 +739,8 @@ describe('ROS template: the lifecycle custom resource, run', () => {
       const stored = await (await fetch(`${servers.s3}/${bucket}?lifecycle`)).text();
       const expected = renderOss(lifecycleRules('oss', { retentionDays: 7 }));
       expect(xmlValues(stored, 'ID')).toEqual(expected.map((r) => r.id));
-      expect(xmlValues(stored, 'Value')).toEqual(['marker', 'state', 'archive', 'workspace']);
-      expect(xmlValues(stored, 'Days').map(Number)).toEqual([7, 9, 365, 30, 180, 30, 7]);
+      expect(xmlValues(stored, 'Value')).toEqual(['marker', 'state', 'archive', 'workspace', 'pack', '1']);
+      expect(xmlValues(stored, 'Days').map(Number)).toEqual([7, 9, 365, 30, 180, 30, 7, 7]);
       // A request without rules is answered FAILED with the reason, not left to time out.
       answers.length = 0;
       const bad = { ...request, RequestId: 'request-2', ResourceProperties: { BucketName: bucket } };

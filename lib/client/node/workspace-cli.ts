@@ -15,13 +15,14 @@ commands:
   ls                          the snapshots, newest first
   diff <a> <b>                added, removed and changed paths from snapshot <a> to <b>
   cat <snapshotId> <path>     one file of a snapshot, to stdout
+  gc                          rewrite packs with >= 30 % garbage; replaced snapshots keep their place
 
 flags:
   --session <id>              the session (required)
   --name <workspace>          the workspace (default "workspace")
   --url <url>                 the API (default AGENT_STATE_URL)
   --token <jwt>               the bearer token (default AGENT_STATE_TOKEN)
-  --fencing-token <n>         a lease's fencing token, for push
+  --fencing-token <n>         a lease's fencing token, for push and gc
   --no-parent                 push: deduplicate against no snapshot
   --help                      this text`;
 
@@ -89,7 +90,7 @@ export async function runWorkspaceCli(args: readonly string[], io: CliIo): Promi
   const name = flags.get('--name') ?? 'workspace';
   const baseUrl = flags.get('--url') ?? io.env.AGENT_STATE_URL;
   const token = flags.get('--token') ?? io.env.AGENT_STATE_TOKEN;
-  const arity: Record<string, number> = { push: 1, pull: 2, ls: 0, diff: 2, cat: 2 };
+  const arity: Record<string, number> = { push: 1, pull: 2, ls: 0, diff: 2, cat: 2, gc: 0 };
   if (command === undefined || arity[command] === undefined) return usage(io, 'a command is needed');
   if (rest.length !== arity[command]) return usage(io, `${command} takes ${arity[command]} argument(s)`);
   if (!session) return usage(io, '--session is required');
@@ -125,6 +126,16 @@ export async function runWorkspaceCli(args: readonly string[], io: CliIo): Promi
     } else if (command === 'ls') {
       for (const s of await ws.list(session, name, call))
         io.write(`${s.snapshotId}  ${s.createdAt.toISOString()}\n`);
+    } else if (command === 'gc') {
+      io.line(`repacking ${session}/${name}`);
+      const gc = await ws.gc(session, name, {
+        ...call,
+        ...(fencing !== undefined ? { token: Number(fencing) } : {}),
+      });
+      for (const r of gc.replaced) io.write(`${r.from} -> ${r.to}\n`);
+      io.line(
+        `rewrote ${gc.rewrittenPacks} of ${gc.packs} pack(s) (${gc.garbageBytes} bytes of garbage left to the sweep); uploaded ${gc.uploadedPacks} pack(s), ${gc.uploadedBytes} bytes`,
+      );
     } else if (command === 'diff') {
       const [a, b] = rest as [string, string];
       const diff = await ws.diff(session, name, a, b, call);

@@ -86,6 +86,30 @@ export interface PushResult extends WorkspaceSnapshotInfo {
   readonly unchangedFiles: number;
 }
 
+/** Options of `gc`. */
+export interface GcOptions extends WriteOptions, CallOptions {
+  /** Share of a pack's bytes no live snapshot references from which it is rewritten; default 0.3. */
+  readonly threshold?: number;
+  /** Where a new pack is closed (default 16 MiB). */
+  readonly packBytes?: number;
+  /** Packs read and uploaded at once; default 4. */
+  readonly concurrency?: number;
+}
+
+/** What `gc` did. */
+export interface GcResult {
+  /** Packs the live snapshots reference, and those rewritten (≥ `threshold` garbage). */
+  readonly packs: number;
+  readonly rewrittenPacks: number;
+  /** Bytes of the rewritten packs no live snapshot referenced (left to the sweep). */
+  readonly garbageBytes: number;
+  /** New packs and the bytes uploaded (manifests included). */
+  readonly uploadedPacks: number;
+  readonly uploadedBytes: number;
+  /** Each replaced snapshot's id and its replacement's (same tree, same place in the order). */
+  readonly replaced: ReadonlyArray<{ readonly from: string; readonly to: string }>;
+}
+
 /** A snapshot as read for its manifest and packs. */
 type Located = {
   readonly info: WorkspaceSnapshotInfo;
@@ -235,6 +259,165 @@ export class WorkspaceSnapshotClient {
       ...(o?.onProgress ? { onProgress: o.onProgress } : {}),
     });
     return true;
+  }
+
+  /**
+   * Repacking (docs/workspaces.md, "The sweep and repacking"): every pack of the live snapshots
+   * with at least `threshold` (30 %) of its bytes referenced by none of them is rewritten, its live
+   * chunks copied as stored into new packs uploaded through the usual start and commit; each
+   * snapshot that references such a pack is replaced by one of the same tree on the new packs (an
+   * id of the same creation time, so the order and `latest` stay), then deleted. The old packs
+   * are left to the sweep.
+   */
+  async gc(sessionId: string, name: string, o: GcOptions = {}): Promise<GcResult> {
+    const threshold = o.threshold ?? 0.3;
+    const listed = [...(await this.list(sessionId, name, o))].reverse(); // oldest first
+    const snapshots: Array<{ located: Located; manifest: WorkspaceManifest }> = [];
+    for (const s of listed) {
+      const located = await this.locate(sessionId, name, s.snapshotId, o);
+      if (located) snapshots.push({ located, manifest: await this.readManifest(located, o) });
+    }
+    // The live bytes of every pack: its distinct chunks (by offset) any live manifest references.
+    const live = new Map<string, Map<number, ChunkRef>>();
+    for (const { manifest } of snapshots)
+      for (const e of manifest.entries)
+        for (const c of e.chunks ?? []) {
+          const chunks = live.get(c.pack) ?? new Map<number, ChunkRef>();
+          chunks.set(c.offset, c);
+          live.set(c.pack, chunks);
+        }
+    const urlOf = (pack: string) => snapshots.find((s) => s.located.packUrls.has(pack))?.located;
+    const sizes = new Map<string, number>();
+    await pool([...live.keys()], o.concurrency ?? 4, async (pack) => {
+      sizes.set(pack, await this.packSize(urlOf(pack) as Located, pack, o));
+    });
+    const garbage = [...live].filter(([pack, chunks]) => {
+      const used = [...chunks.values()].reduce((n, c) => n + c.length, 0);
+      const size = sizes.get(pack) ?? used;
+      return size > 0 && (size - used) / size >= threshold;
+    });
+    const none = { packs: live.size, rewrittenPacks: 0, garbageBytes: 0, uploadedPacks: 0, uploadedBytes: 0 };
+    if (garbage.length === 0) return { ...none, replaced: [] };
+    // The live chunks of the rewritten packs, by hash, copied as stored into new packs.
+    const moved = new Map<string, { pack: string; offset: number }>(); // old pack:offset → new place
+    const packs: Array<{ id: string; bytes: Uint8Array }> = [];
+    const target = o.packBytes ?? PACK_TARGET;
+    let parts: Uint8Array[] = [];
+    let pending: Array<[string, number]> = []; // old keys and offsets in the pack being built
+    let at = 0;
+    const close = () => {
+      if (parts.length === 0) return;
+      const bytes = concatBytes(parts);
+      const id = createHash('sha256').update(bytes).digest('hex');
+      packs.push({ id, bytes });
+      for (const [key, offset] of pending) moved.set(key, { pack: id, offset });
+      parts = [];
+      pending = [];
+      at = 0;
+    };
+    const byHash = new Map<string, string>(); // a chunk stored twice is kept once
+    let garbageBytes = 0;
+    for (const [pack, chunks] of garbage) {
+      const refs = [...chunks.values()].sort((a, b) => a.offset - b.offset);
+      garbageBytes += (sizes.get(pack) ?? 0) - refs.reduce((n, c) => n + c.length, 0);
+      const reader = this.packReader(urlOf(pack) as Located, refs, 1024 * 1024, o);
+      for (const c of refs) {
+        const key = `${pack}:${c.offset}`;
+        const same = byHash.get(`${c.hash}:${c.encoding}`);
+        if (same) {
+          moved.set(key, { pack: '', offset: -1 }); // where its first copy goes (`place`)
+          continue;
+        }
+        const stored = await reader(pack, c.offset, c.length);
+        byHash.set(`${c.hash}:${c.encoding}`, key);
+        parts.push(stored);
+        pending.push([key, at]);
+        at += stored.length;
+        if (at >= target) close();
+      }
+    }
+    close();
+    const place = (c: ChunkRef) => {
+      const key = `${c.pack}:${c.offset}`;
+      let m = moved.get(key);
+      if (m && m.offset < 0) m = moved.get(byHash.get(`${c.hash}:${c.encoding}`) as string);
+      return m;
+    };
+    const declared = packs.map((p) => ({ id: p.id, size: p.bytes.length, md5: md5Of(p.bytes) }));
+    const rewritten = new Set(garbage.map(([pack]) => pack));
+    const replaced: Array<{ from: string; to: string }> = [];
+    const sent = new Set<string>();
+    let uploadedBytes = 0;
+    for (const { located, manifest } of snapshots) {
+      if (!located.info.packs.some((p) => rewritten.has(p))) continue;
+      const entries = manifest.entries.map((e) =>
+        e.chunks
+          ? {
+              ...e,
+              chunks: e.chunks.map((c) => {
+                const m = rewritten.has(c.pack) ? place(c) : undefined;
+                return m ? { ...c, pack: m.pack, offset: m.offset } : c;
+              }),
+            }
+          : e,
+      );
+      const next = { ...manifest, entries } as WorkspaceManifest;
+      const used = new Set(entries.flatMap((e) => (e.chunks ?? []).map((c) => c.pack)));
+      const mine = declared.filter((p) => used.has(p.id));
+      const manifestBytes = gzipSync(Buffer.from(JSON.stringify(next)));
+      const manifestDecl = { size: manifestBytes.length, md5: md5Of(manifestBytes) };
+      const from = located.info.snapshotId;
+      const tail = createHash('sha256').update(`${from}:${manifestDecl.md5}`).digest('hex').slice(0, 16);
+      const to = `${from.slice(0, 10)}-${tail === from.slice(11) ? tail.split('').reverse().join('') : tail}`;
+      const started = await this.start(
+        sessionId,
+        name,
+        { snapshotId: to, packs: mine, manifest: manifestDecl },
+        o,
+      );
+      await pool(
+        started.uploads.filter((u) => !sent.has(u.pack)),
+        o.concurrency ?? 4,
+        async (upload) => {
+          const pack = packs.find((p) => p.id === upload.pack);
+          if (!pack) throw new ProtocolError(`the API asked for an unknown pack ${upload.pack}`, 201);
+          await this.requests.direct(upload, { body: pack.bytes, call: o });
+          sent.add(upload.pack);
+          uploadedBytes += pack.bytes.length;
+        },
+      );
+      if (started.manifestUpload) {
+        await this.requests.direct(started.manifestUpload, { body: manifestBytes, call: o });
+        uploadedBytes += manifestBytes.length;
+      }
+      await this.commit(sessionId, name, to, { packs: mine, manifest: manifestDecl }, o);
+      await this.delete(sessionId, name, from, o);
+      replaced.push({ from, to });
+    }
+    return {
+      ...none,
+      rewrittenPacks: garbage.length,
+      garbageBytes,
+      uploadedPacks: sent.size,
+      uploadedBytes,
+      replaced,
+    };
+  }
+
+  /** A pack's stored size: one ranged GET of its first byte (`Content-Range: bytes 0-0/<size>`). */
+  private async packSize(located: Located, pack: string, o: CallOptions | undefined): Promise<number> {
+    const url = located.packUrls.get(pack);
+    if (!url) throw new ProtocolError(`no URL for pack ${pack}`, 200);
+    return this.requests.direct(
+      { ...url, headers: { ...url.headers, range: 'bytes=0-0' } },
+      { call: o, download: true },
+      async (response, clock) => {
+        const total = /\/(\d+)$/.exec(response.headers.get('content-range') ?? '')?.[1];
+        let length = 0;
+        for await (const part of chunksOf(response, clock)) length += part.length;
+        return total === undefined ? length : Number(total);
+      },
+    );
   }
 
   /** Pushes `dir` as a new snapshot of the workspace; see the module's comment. */
