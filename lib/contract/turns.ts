@@ -1,7 +1,8 @@
 /**
  * The checks of a turn's requests (docs/DESIGN.md, "Snapshots and commits"), the same for the store,
  * the server's turn route (before it takes the lease) and any engine: a snapshot's keys and pages,
- * a commit's id, token and changes.
+ * a commit's id, token and changes; and of the list writes' options (append, whole-list save,
+ * truncate), which every engine checks alike before any request.
  */
 import { ValidationError } from './errors.js';
 import { isHash } from './hash.js';
@@ -10,7 +11,52 @@ import { jsonBody } from './json.js';
 import { MAX_COMMIT_ITEMS, MAX_TURN_KEYS, WRITE_ID_PATTERN, WRITE_ID_RULE } from './limits.js';
 import { checkToken } from './lock.js';
 import { checkRevision } from './revisions.js';
-import type { CommitRequest, PageOptions, SnapshotRequest } from './types.js';
+import type {
+  AppendOptions,
+  CommitRequest,
+  ListSaveOptions,
+  PageOptions,
+  SnapshotRequest,
+  TruncateOptions,
+} from './types.js';
+
+const COUNT_RULE = 'must be a non-negative integer';
+const HASH_RULE = 'must be a list hash (sha256:<64 hex>)';
+
+/** Refuses a write id that is not 1 to 64 of `[A-Za-z0-9._:-]` (an Idempotency-Key, a commit id). */
+function checkWriteId(writeId: unknown): void {
+  if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
+    throw new ValidationError('writeId', WRITE_ID_RULE);
+}
+
+/** An append's options checked: its token, `expectedCount`, `expectedHash` and `writeId`. */
+export function checkAppendOptions(options: AppendOptions): AppendOptions {
+  checkToken(options.token, 'optional');
+  if (!Number.isSafeInteger(options.expectedCount) || options.expectedCount < 0)
+    throw new ValidationError('expectedCount', COUNT_RULE);
+  if (options.expectedHash !== undefined && !isHash(options.expectedHash))
+    throw new ValidationError('expectedHash', HASH_RULE);
+  checkWriteId(options.writeId);
+  return options;
+}
+
+/** A whole-list save's options checked: its token and `ifHash`. */
+export function checkListSaveOptions(options: ListSaveOptions): ListSaveOptions {
+  checkToken(options.token, 'optional');
+  if (options.ifHash !== undefined && !isHash(options.ifHash)) throw new ValidationError('ifHash', HASH_RULE);
+  return options;
+}
+
+/** A truncate's options checked: present, its token, `count`, `expectedHash` and `writeId`. */
+export function checkTruncateOptions(options: TruncateOptions): TruncateOptions {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'required');
+  checkToken(options.token, 'optional');
+  if (!Number.isSafeInteger(options.count) || options.count < 0)
+    throw new ValidationError('count', COUNT_RULE);
+  if (!isHash(options.expectedHash)) throw new ValidationError('expectedHash', HASH_RULE);
+  checkWriteId(options.writeId);
+  return options;
+}
 
 /** Refuses a page (`offset`, `limit`, `last`) that is not non-negative integers, or `last` with the others. */
 export function checkPage(page: PageOptions): void {

@@ -13,7 +13,7 @@ import {
   SessionNotFoundError,
   ValidationError,
 } from '../contract/errors.js';
-import { isHash, requestDigest } from '../contract/hash.js';
+import { requestDigest } from '../contract/hash.js';
 import {
   checkId,
   checkPrefix,
@@ -23,10 +23,15 @@ import {
   sessionPageOptions,
 } from '../contract/ids.js';
 import { checkItems, jsonBody } from '../contract/json.js';
-import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE, WRITE_ID_PATTERN, WRITE_ID_RULE } from '../contract/limits.js';
+import { MAX_APPEND_ITEMS, MAX_SESSION_PAGE } from '../contract/limits.js';
 import { checkToken, type TokenAuthority } from '../contract/lock.js';
 import { checkRevision } from '../contract/revisions.js';
-import { checkPage } from '../contract/turns.js';
+import {
+  checkAppendOptions,
+  checkListSaveOptions,
+  checkPage,
+  checkTruncateOptions,
+} from '../contract/turns.js';
 import type {
   AppendOptions,
   CommitRequest,
@@ -437,15 +442,8 @@ class UserStore implements SessionStore {
 
   async appendList(sessionId: string, key: string, items: readonly unknown[], options: AppendOptions) {
     this.ids(sessionId, key);
-    checkToken(options.token, 'optional');
     checkItems(items, 1, MAX_APPEND_ITEMS, this.ctx.maxValueBytes);
-    const { expectedCount, writeId } = options;
-    if (!Number.isSafeInteger(expectedCount) || expectedCount < 0) {
-      throw new ValidationError('expectedCount', 'must be a non-negative integer');
-    }
-    if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
-      throw new ValidationError('writeId', WRITE_ID_RULE);
-    const { expectedHash } = options;
+    const { expectedCount, expectedHash, writeId } = checkAppendOptions(options);
     return this.lists.append(sessionId, key, items, {
       expectedCount,
       ...(expectedHash !== undefined ? { expectedHash } : {}),
@@ -459,10 +457,8 @@ class UserStore implements SessionStore {
 
   async saveList(sessionId: string, key: string, items: readonly unknown[], options: ListSaveOptions = {}) {
     this.ids(sessionId, key);
-    checkToken(options.token, 'optional');
     checkItems(items, 0, Number.MAX_SAFE_INTEGER, this.ctx.maxValueBytes);
-    if (options.ifHash !== undefined && !isHash(options.ifHash))
-      throw new ValidationError('ifHash', 'must be a list hash (sha256:<64 hex>)');
+    checkListSaveOptions(options);
     return this.lists.save(sessionId, key, items, {
       ...(options.ifHash !== undefined ? { ifHash: options.ifHash } : {}),
       fence: this.fence(sessionId, options.token),
@@ -471,15 +467,7 @@ class UserStore implements SessionStore {
 
   async truncateList(sessionId: string, key: string, options: TruncateOptions) {
     this.ids(sessionId, key);
-    if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'required');
-    checkToken(options.token, 'optional');
-    const { count, expectedHash, writeId } = options;
-    if (!Number.isSafeInteger(count) || count < 0)
-      throw new ValidationError('count', 'must be a non-negative integer');
-    if (!isHash(expectedHash))
-      throw new ValidationError('expectedHash', 'must be a list hash (sha256:<64 hex>)');
-    if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
-      throw new ValidationError('writeId', WRITE_ID_RULE);
+    const { count, expectedHash, writeId } = checkTruncateOptions(options);
     return this.lists.truncate(sessionId, key, {
       count,
       expectedHash,

@@ -2,17 +2,15 @@ import {
   AppendConflictError,
   ListPreconditionFailedError,
   ListTooShortError,
-  ValidationError,
 } from '../../contract/errors.js';
-import { chainHash, EMPTY_HASH, isHash, requestDigest } from '../../contract/hash.js';
+import { chainHash, EMPTY_HASH, requestDigest } from '../../contract/hash.js';
+import { ARCHIVE_ID_PATTERN, MAX_APPEND_ITEMS } from '../../contract/limits.js';
 import {
-  ARCHIVE_ID_PATTERN,
-  MAX_APPEND_ITEMS,
-  WRITE_ID_PATTERN,
-  WRITE_ID_RULE,
-} from '../../contract/limits.js';
-import { checkToken } from '../../contract/lock.js';
-import { checkPage } from '../../contract/turns.js';
+  checkAppendOptions,
+  checkListSaveOptions,
+  checkPage,
+  checkTruncateOptions,
+} from '../../contract/turns.js';
 import type {
   AppendOptions,
   ArchiveInfo,
@@ -58,15 +56,8 @@ import { rowsOf } from './sql.js';
 export class ListOps extends UserScope {
   async appendList(sessionId: string, key: string, items: readonly unknown[], options: AppendOptions) {
     const ids = this.ids(sessionId, key);
-    checkToken(options.token, 'optional');
     const bodies = checkItems(items, 1, MAX_APPEND_ITEMS, this.ctx.maxValueBytes);
-    const { expectedCount, expectedHash, writeId } = options;
-    if (!Number.isSafeInteger(expectedCount) || expectedCount < 0)
-      throw new ValidationError('expectedCount', 'must be a non-negative integer');
-    if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
-      throw new ValidationError('writeId', WRITE_ID_RULE);
-    if (expectedHash !== undefined && !isHash(expectedHash))
-      throw new ValidationError('expectedHash', 'must be a list hash (sha256:<64 hex>)');
+    const { expectedCount, expectedHash, writeId } = checkAppendOptions(options);
     // The key is bound to the request: the same key with another request is refused, not replayed.
     const digest = requestDigest({ append: items, expectedCount, expectedHash });
     const { t } = this.ctx;
@@ -129,10 +120,8 @@ export class ListOps extends UserScope {
 
   async saveList(sessionId: string, key: string, items: readonly unknown[], options: ListSaveOptions = {}) {
     const ids = this.ids(sessionId, key);
-    checkToken(options.token, 'optional');
     const bodies = checkItems(items, 0, Number.MAX_SAFE_INTEGER, this.ctx.maxValueBytes);
-    if (options.ifHash !== undefined && !isHash(options.ifHash))
-      throw new ValidationError('ifHash', 'must be a list hash (sha256:<64 hex>)');
+    checkListSaveOptions(options);
     const { t } = this.ctx;
     const k = utf8(key);
     const fence = this.fence(sessionId, ids, options.token);
@@ -158,15 +147,7 @@ export class ListOps extends UserScope {
 
   async truncateList(sessionId: string, key: string, options: TruncateOptions) {
     const ids = this.ids(sessionId, key);
-    if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'required');
-    checkToken(options.token, 'optional');
-    const { count: keep, expectedHash, writeId } = options;
-    if (!Number.isSafeInteger(keep) || keep < 0)
-      throw new ValidationError('count', 'must be a non-negative integer');
-    if (!isHash(expectedHash))
-      throw new ValidationError('expectedHash', 'must be a list hash (sha256:<64 hex>)');
-    if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
-      throw new ValidationError('writeId', WRITE_ID_RULE);
+    const { count: keep, expectedHash, writeId } = checkTruncateOptions(options);
     const digest = requestDigest({ truncate: keep, expectedHash });
     const { t } = this.ctx;
     const k = utf8(key);

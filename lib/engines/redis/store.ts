@@ -32,7 +32,6 @@ import {
   chainLeaves,
   commitDigest,
   EMPTY_HASH,
-  isHash,
   leafHash,
   recordId,
   requestDigest,
@@ -56,8 +55,6 @@ import {
   HASH_PREFIX,
   MAX_APPEND_ITEMS,
   MAX_SESSION_PAGE,
-  WRITE_ID_PATTERN,
-  WRITE_ID_RULE,
 } from '../../contract/limits.js';
 import {
   checkLeaseMs,
@@ -69,7 +66,14 @@ import {
   waitFor,
 } from '../../contract/lock.js';
 import { checkRevision } from '../../contract/revisions.js';
-import { checkCommit, checkPage, checkSnapshot } from '../../contract/turns.js';
+import {
+  checkAppendOptions,
+  checkCommit,
+  checkListSaveOptions,
+  checkPage,
+  checkSnapshot,
+  checkTruncateOptions,
+} from '../../contract/turns.js';
 import type {
   AppendOptions,
   ArchiveInfo,
@@ -377,15 +381,8 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
 
   async appendList(sessionId: string, key: string, items: readonly unknown[], options: AppendOptions) {
     this.ids(sessionId, key);
-    checkToken(options.token, 'optional');
     checkItems(items, 1, MAX_APPEND_ITEMS, this.ctx.maxValueBytes);
-    const { expectedCount, expectedHash, writeId } = options;
-    if (!Number.isSafeInteger(expectedCount) || expectedCount < 0)
-      throw new ValidationError('expectedCount', 'must be a non-negative integer');
-    if (expectedHash !== undefined && !isHash(expectedHash))
-      throw new ValidationError('expectedHash', 'must be a list hash (sha256:<64 hex>)');
-    if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
-      throw new ValidationError('writeId', WRITE_ID_RULE);
+    const { expectedCount, expectedHash, writeId } = checkAppendOptions(options);
     const bodies = items.map((item) => jsonBody(item));
     const common = await this.common(sessionId, options.token);
     const wid =
@@ -438,10 +435,8 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
 
   async saveList(sessionId: string, key: string, items: readonly unknown[], options: ListSaveOptions = {}) {
     this.ids(sessionId, key);
-    checkToken(options.token, 'optional');
     checkItems(items, 0, Number.MAX_SAFE_INTEGER, this.ctx.maxValueBytes);
-    if (options.ifHash !== undefined && !isHash(options.ifHash))
-      throw new ValidationError('ifHash', 'must be a list hash (sha256:<64 hex>)');
+    checkListSaveOptions(options);
     const request = {
       ...(await this.common(sessionId, options.token)),
       key,
@@ -462,15 +457,7 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
 
   async truncateList(sessionId: string, key: string, options: TruncateOptions) {
     this.ids(sessionId, key);
-    if (typeof options !== 'object' || options === null) throw new ValidationError('options', 'required');
-    checkToken(options.token, 'optional');
-    const { count, expectedHash, writeId } = options;
-    if (!Number.isSafeInteger(count) || count < 0)
-      throw new ValidationError('count', 'must be a non-negative integer');
-    if (!isHash(expectedHash))
-      throw new ValidationError('expectedHash', 'must be a list hash (sha256:<64 hex>)');
-    if (writeId !== undefined && (typeof writeId !== 'string' || !WRITE_ID_PATTERN.test(writeId)))
-      throw new ValidationError('writeId', WRITE_ID_RULE);
+    const { count, expectedHash, writeId } = checkTruncateOptions(options);
     const wid =
       writeId === undefined ? undefined : recordId(writeId, requestDigest({ truncate: count, expectedHash }));
     const common = await this.common(sessionId, options.token);
