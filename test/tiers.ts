@@ -70,7 +70,7 @@ export const TIERS: readonly Tier[] = [
     // Counted on s3rver, beside the other budgets.
     exclude: ['test/adapters/langgraph-store-budgets.test.ts'],
     servers: 'none',
-    seconds: 120,
+    seconds: 110,
   },
   {
     name: 'servers',
@@ -105,7 +105,7 @@ export const TIERS: readonly Tier[] = [
     // Pure library code, no backend: run once, in the fast tier.
     exclude: ['test/workspaces/snapshot-library.test.ts'],
     servers: 'local',
-    seconds: 300,
+    seconds: 320,
   },
   {
     name: 'rgw',
@@ -123,13 +123,13 @@ export const TIERS: readonly Tier[] = [
     ],
     exclude: ['test/workspaces/snapshot-library.test.ts', 'test/workspaces/sweep.test.ts'],
     servers: 'local+rgw',
-    seconds: 240,
+    seconds: 270,
   },
   { name: 'java', files: ['test/java/'], servers: 'none', seconds: 40 },
   // The session console in Debian's chromium against the local server it starts itself.
   { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 30 },
   // Debian's redis-server, standalone and a Cluster of three masters, started by the tests themselves.
-  { name: 'redis', files: ['test/engines/redis/'], servers: 'none', seconds: 50 },
+  { name: 'redis', files: ['test/engines/redis/'], servers: 'none', seconds: 40 },
   {
     name: 'deploy',
     // Packaging and deployment: the npm package (and its framework peer matrix), the templates,
@@ -143,7 +143,7 @@ export const TIERS: readonly Tier[] = [
     ],
     exclude: ['test/deploy/rgw-lifecycle.test.ts'],
     servers: 'local',
-    seconds: 110,
+    seconds: 100,
   },
   // MariaDB 10.11 from Debian, started by the tests themselves (and a real MySQL when MYSQL_URL is set).
   {
@@ -156,7 +156,7 @@ export const TIERS: readonly Tier[] = [
       'test/engines/mysql-bench.test.ts',
     ],
     servers: 'none',
-    seconds: 45,
+    seconds: 35,
   },
 ];
 
