@@ -136,6 +136,22 @@ export interface WorkspaceSweepResult {
   readonly deadObjects: number;
 }
 
+/** The sum of sweep results (of no sweep at all: every count 0). */
+export function sumSweeps(results: readonly Partial<WorkspaceSweepResult>[]): WorkspaceSweepResult {
+  const sum = {
+    workspaces: 0,
+    packs: 0,
+    referenced: 0,
+    unreferenced: 0,
+    tagged: 0,
+    rescued: 0,
+    deleted: 0,
+    deadObjects: 0,
+  };
+  for (const r of results) for (const k of Object.keys(sum) as Array<keyof typeof sum>) sum[k] += r[k] ?? 0;
+  return sum;
+}
+
 /** Options of a sweep. */
 export interface WorkspaceSweepOptions {
   /**

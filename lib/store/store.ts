@@ -49,11 +49,12 @@ import type {
   WorkspaceUploadRequest,
   WriteOptions,
 } from '../contract/types.js';
-import type {
-  WorkspaceSnapshotCommitRequest,
-  WorkspaceSnapshotStartRequest,
-  WorkspaceSweepOptions,
-  WorkspaceSweepResult,
+import {
+  sumSweeps,
+  type WorkspaceSnapshotCommitRequest,
+  type WorkspaceSnapshotStartRequest,
+  type WorkspaceSweepOptions,
+  type WorkspaceSweepResult,
 } from '../contract/workspace-snapshots.js';
 import { ObjectConditionFailedError } from '../drivers/errors.js';
 import type { ObjectStoreDriver, StoredObject } from '../drivers/types.js';
@@ -660,22 +661,9 @@ class UserStore implements SessionStore {
         // not a session folder of this store
       }
     }
-    const totals: Record<string, number> = {};
-    for (const id of ids) {
-      const r = await this.snapshots.sweep(id, rest);
-      for (const [k, v] of Object.entries(r)) totals[k] = (totals[k] ?? 0) + v;
-    }
-    return {
-      workspaces: 0,
-      packs: 0,
-      referenced: 0,
-      unreferenced: 0,
-      tagged: 0,
-      rescued: 0,
-      deleted: 0,
-      deadObjects: 0,
-      ...totals,
-    } as WorkspaceSweepResult;
+    const results: WorkspaceSweepResult[] = [];
+    for (const id of ids) results.push(await this.snapshots.sweep(id, rest));
+    return sumSweeps(results);
   }
 
   async createValueUpload(sessionId: string, key: string, request: { size: number; md5: string }) {

@@ -25,6 +25,7 @@ import {
   MAX_SNAPSHOT_PACKS,
   SNAPSHOT_ID,
   type SnapshotDirectRequest,
+  sumSweeps,
   type WorkspaceManifestDeclaration,
   type WorkspacePackDeclaration,
   type WorkspaceSnapshotCommitRequest,
@@ -412,22 +413,10 @@ export class WorkspaceSnapshots {
     }
     // Read after the listing: an incarnation listed with objects has its marker written already.
     const live = (await this.sessions.read(s)).live?.inc;
-    const totals = {
-      workspaces: 0,
-      packs: 0,
-      referenced: 0,
-      unreferenced: 0,
-      tagged: 0,
-      rescued: 0,
-      deleted: 0,
-      deadObjects: 0,
-    };
-    for (const [root, { inc, objects: listed }] of roots) {
-      const r = await this.sweepRoot(root, inc === live, listed, options);
-      totals.workspaces++;
-      for (const k of Object.keys(r) as Array<keyof typeof r>) totals[k] += r[k];
-    }
-    return totals;
+    const results = [];
+    for (const [root, { inc, objects: listed }] of roots)
+      results.push({ workspaces: 1, ...(await this.sweepRoot(root, inc === live, listed, options)) });
+    return sumSweeps(results);
   }
 
   /** The packs a live workspace's records reference (each record lists its packs). */
