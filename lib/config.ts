@@ -243,6 +243,15 @@ export function logLevelOf(config: Config): LogLevel {
   return config.AWS_LAMBDA_LOG_LEVEL ?? config.POWERTOOLS_LOG_LEVEL ?? config.LOG_LEVEL;
 }
 
+/**
+ * Whether the store and the lock are engines of their own (lib/engines/<name>/: Redis, MySQL), made
+ * by lib/http/backends/engines.ts, rather than the object store's driver and a lock of lib/lock/.
+ */
+export function enginesOf(config: Config): { readonly store: boolean; readonly lock: boolean } {
+  const engine = (backend: string) => backend === 'redis' || backend === 'mysql';
+  return { store: engine(config.STORE_BACKEND), lock: engine(config.LOCK_BACKEND) };
+}
+
 /** Where the code runs. */
 export function platformOf(config: Config): 'aws' | 'fc' | 'local' {
   if (config.AWS_LAMBDA_FUNCTION_NAME) return 'aws';

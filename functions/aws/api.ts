@@ -1,12 +1,24 @@
-/** AWS Lambda entry point (API Gateway HTTP API, payload 2.0): S3 + DynamoDB, the router behind middy. No logic here. */
-import { loadConfigOrExit } from '../../lib/config.js';
+/**
+ * AWS Lambda entry point (API Gateway HTTP API, payload 2.0): S3 + DynamoDB, or an engine the
+ * configuration names (Redis, MySQL: loaded only then), the router behind middy. No logic here.
+ */
+import { enginesOf, loadConfigOrExit } from '../../lib/config.js';
 import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
 import { createApp } from '../../lib/http/app.js';
 import { dynamoDbLockFrom, s3DriverFrom } from '../../lib/http/backends/aws.js';
 
 const config = loadConfigOrExit();
+const engines = enginesOf(config);
+const engine =
+  engines.store || engines.lock
+    ? (await import('../../lib/http/backends/engines.js')).engineFrom(config)
+    : undefined;
 const api = createApiGatewayHandler(
-  createApp(config, { driver: s3DriverFrom(config), lock: dynamoDbLockFrom(config) }),
+  createApp(config, {
+    ...(engines.store ? {} : { driver: s3DriverFrom(config) }),
+    ...(engines.lock ? {} : { lock: dynamoDbLockFrom(config) }),
+    ...(engine ? { engine } : {}),
+  }),
 );
 
 /**

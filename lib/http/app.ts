@@ -7,10 +7,8 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { type Config, configuredBy, logLevelOf, platformOf } from '../config.js';
 import { MisconfiguredBackendError } from '../contract/errors.js';
 import type { SessionLock } from '../contract/lock.js';
-import type { StateStore } from '../contract/types.js';
+import type { MetricsSink, StateStore } from '../contract/types.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
-import { mysqlEngine } from '../engines/mysql/index.js';
-import { redisEngine } from '../engines/redis/index.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
@@ -34,14 +32,26 @@ export interface App {
 }
 
 /**
- * The backends, made by the entry point (each platform bundles only its own SDKs; see
- * lib/http/backends.ts), and optionally the authenticator and logger (tests).
+ * An engine of its own (lib/engines/<name>/; STORE_BACKEND or LOCK_BACKEND = redis or mysql): its
+ * store and lock, made on one client with the app's metrics (lib/http/backends/engines.ts).
+ */
+export type EngineParts = (metrics: MetricsSink) => {
+  readonly store?: StateStore;
+  readonly lock?: SessionLock;
+};
+
+/**
+ * The backends, made by the entry point (each platform bundles only its own SDKs, and loads an
+ * engine only when the configuration names one; see lib/http/backends/), and optionally the
+ * authenticator and logger (tests).
  */
 export interface AppParts {
-  /** The object store's driver (not with an engine of its own: STORE_BACKEND=redis or mysql). */
+  /** The object store's driver (not with an engine's store: STORE_BACKEND=redis or mysql). */
   readonly driver?: ObjectStoreDriver;
-  /** The lock (the engine's own when LOCK_BACKEND=redis or mysql). */
+  /** The lock, when not the engine's (LOCK_BACKEND=redis or mysql). */
   readonly lock?: SessionLock;
+  /** The engine the configuration names, if any. */
+  readonly engine?: EngineParts;
   readonly auth?: Authenticator;
   readonly logger?: Logger;
 }
@@ -81,35 +91,11 @@ export function createApp(config: Config, parts: AppParts): App {
         })
       : undefined;
   const recorder = metricsRecorder(metrics);
-  // An engine of its own (lib/engines/<name>/) when the configuration names one; else the object
-  // store over the driver the entry point made.
-  const redis =
-    config.STORE_BACKEND === 'redis' || config.LOCK_BACKEND === 'redis'
-      ? redisEngine({
-          url: config.REDIS_URL,
-          clusterNodes: config.REDIS_CLUSTER_NODES,
-          prefix: config.STATE_PREFIX,
-          retentionDays: config.RETENTION_DAYS,
-          keepAliveMs: config.KEEPALIVE_MS,
-          maxValueBytes: config.MAX_VALUE_BYTES,
-          metrics: recorder.sink,
-          store: config.STORE_BACKEND === 'redis',
-          lock: config.LOCK_BACKEND === 'redis',
-        })
-      : undefined;
-  const mysql =
-    config.STORE_BACKEND === 'mysql' || config.LOCK_BACKEND === 'mysql'
-      ? mysqlEngine({
-          url: config.MYSQL_URL as string,
-          retentionDays: config.RETENTION_DAYS,
-          maxValueBytes: config.MAX_VALUE_BYTES,
-          metrics: recorder.sink,
-          store: config.STORE_BACKEND === 'mysql',
-          lock: config.LOCK_BACKEND === 'mysql',
-        })
-      : undefined;
-  const engine = redis?.store ?? mysql?.store;
-  const lock = parts.lock ?? redis?.lock ?? mysql?.lock;
+  // An engine of its own when the configuration names one; else the object store over the driver
+  // the entry point made.
+  const engineParts = parts.engine?.(recorder.sink);
+  const engine = engineParts?.store;
+  const lock = parts.lock ?? engineParts?.lock;
   if (!lock) throw new Error(`no lock for LOCK_BACKEND=${config.LOCK_BACKEND}`);
   const driver = engine ? undefined : objectDriver(config, parts, recorder, logger);
   const store =

@@ -480,7 +480,7 @@ describe('AWS: serverless package', () => {
     const sourcesOf = async (file: string): Promise<string[]> =>
       JSON.parse(await readFile(path.join(unpacked, `${file}.map`), 'utf8')).sources;
 
-    it('keeps the entry chunk ≤ 1,000,000 bytes, the Tracer, bowser and the SSO/STS/ini providers out of what it loads', async () => {
+    it('keeps the entry chunk ≤ 1,000,000 bytes, the Tracer, bowser, the SSO/STS/ini providers and the Redis and MySQL engines out of what it loads', async () => {
       const bytes = (await stat(path.join(unpacked, entry))).size;
       console.log(`packaged Lambda entry chunk: ${bytes} bytes`);
       expect(bytes).toBeLessThanOrEqual(1_000_000);
@@ -503,13 +503,21 @@ describe('AWS: serverless package', () => {
         expect(chunks.map((c) => `functions/aws/chunks/${c}`).concat(entry)).toContain(f);
       const lazyOnly = [...lazy].filter((f) => !loaded.has(f));
       const heavy =
-        /powertools\/tracer\/|aws-xray-sdk|\/bowser\/|credential-provider-(sso|ini)\/|nested-clients\/dist-es\/submodules\/(sts|sso)\//;
+        /powertools\/tracer\/|aws-xray-sdk|\/bowser\/|credential-provider-(sso|ini)\/|nested-clients\/dist-es\/submodules\/(sts|sso)\/|\/ioredis\/|\/mysql2\/|lib\/engines\//;
       const eagerSources = (await Promise.all([...loaded].map(sourcesOf))).flat();
       expect(eagerSources.filter((s) => heavy.test(s))).toEqual([]);
       // They are there, behind a dynamic import (bowser, the SDK's browser user agent parser, is
       // in a chunk of its own that nothing on Node imports).
       const lazySources = (await Promise.all(lazyOnly.map(sourcesOf))).flat();
-      for (const name of ['powertools/tracer/', 'credential-provider-sso/', 'credential-provider-ini/'])
+      for (const name of [
+        'powertools/tracer/',
+        'credential-provider-sso/',
+        'credential-provider-ini/',
+        '/ioredis/',
+        '/mysql2/',
+        'lib/engines/redis/',
+        'lib/engines/mysql/',
+      ])
         expect(
           lazySources.some((s) => s.includes(name)),
           name,

@@ -1,12 +1,14 @@
 /** Backends of the local server: any the configuration names. */
-import type { Config } from '../../config.js';
+import { type Config, enginesOf } from '../../config.js';
 import type { SessionLock } from '../../contract/lock.js';
 import { createFsDriver, type FsDriver } from '../../drivers/fs.js';
 import { createMemoryDriver } from '../../drivers/memory.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
 import { createMemoryLock } from '../../lock/memory.js';
+import type { EngineParts } from '../app.js';
 import { ossDriverFrom } from './aliyun.js';
 import { dynamoDbLockFrom, s3DriverFrom } from './aws.js';
+import { engineFrom } from './engines.js';
 
 /**
  * Any backend the configuration names (the local server: every SDK is there). The fs driver signs
@@ -15,23 +17,23 @@ import { dynamoDbLockFrom, s3DriverFrom } from './aws.js';
 export function backendsFrom(
   config: Config,
   baseUrl: () => string = () => config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`,
-): { driver?: FsDriver | ObjectStoreDriver; lock?: SessionLock } {
-  // Redis and MySQL are engines of their own, store and lock: the app builds them (lib/http/app.ts).
-  const driver =
-    config.STORE_BACKEND === 'redis' || config.STORE_BACKEND === 'mysql'
-      ? undefined
-      : config.STORE_BACKEND === 'fs'
-        ? createFsDriver({ root: config.DATA_DIR, presign: { baseUrl } })
-        : config.STORE_BACKEND === 'memory'
-          ? createMemoryDriver()
-          : config.STORE_BACKEND === 's3'
-            ? s3DriverFrom(config)
-            : ossDriverFrom(config);
-  const lock =
-    config.LOCK_BACKEND === 'redis' || config.LOCK_BACKEND === 'mysql'
-      ? undefined
-      : config.LOCK_BACKEND === 'memory'
-        ? createMemoryLock()
-        : dynamoDbLockFrom(config);
-  return { ...(driver ? { driver } : {}), ...(lock ? { lock } : {}) };
+): { driver?: FsDriver | ObjectStoreDriver; lock?: SessionLock; engine?: EngineParts } {
+  // Redis and MySQL are engines of their own, store and lock (engines.ts).
+  const engines = enginesOf(config);
+  const driver = engines.store
+    ? undefined
+    : config.STORE_BACKEND === 'fs'
+      ? createFsDriver({ root: config.DATA_DIR, presign: { baseUrl } })
+      : config.STORE_BACKEND === 'memory'
+        ? createMemoryDriver()
+        : config.STORE_BACKEND === 's3'
+          ? s3DriverFrom(config)
+          : ossDriverFrom(config);
+  const lock = engines.lock
+    ? undefined
+    : config.LOCK_BACKEND === 'memory'
+      ? createMemoryLock()
+      : dynamoDbLockFrom(config);
+  const engine = engineFrom(config);
+  return { ...(driver ? { driver } : {}), ...(lock ? { lock } : {}), ...(engine ? { engine } : {}) };
 }
