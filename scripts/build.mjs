@@ -59,10 +59,25 @@ async function writeWhole(file, contents) {
   await rename(partial, file);
 }
 
+/**
+ * Bundles split into an entry and chunks (`chunks/` beside it, all in the code package), so what a
+ * module reaches only through a dynamic `import()` loads only when used: the FC handler's engines
+ * (Redis, MySQL) and their client libraries. (Lambda's bundle is split by serverless-esbuild.)
+ */
+const SPLIT = new Set(['aliyun/api']);
+
 async function bundle(name) {
+  const split = SPLIT.has(name);
   const { outputFiles } = await build({
-    entryPoints: [ENTRIES[name]],
-    outfile: `dist/${name}.mjs`,
+    ...(split
+      ? {
+          entryPoints: { [path.basename(name)]: ENTRIES[name] },
+          outdir: `dist/${path.dirname(name)}`,
+          splitting: true,
+          chunkNames: `chunks/${path.basename(name)}-[name]-[hash]`,
+          outExtension: { '.js': '.mjs' },
+        }
+      : { entryPoints: [ENTRIES[name]], outfile: `dist/${name}.mjs` }),
     bundle: true,
     platform: 'node',
     target: 'node20',
@@ -86,8 +101,21 @@ async function bundle(name) {
   });
   for (const file of outputFiles) {
     await writeWhole(file.path, file.contents);
-    const note = file.path.endsWith('.map') ? 'source map' : 'bundle';
+    const note = file.path.endsWith('.map')
+      ? 'source map'
+      : file.path.includes('/chunks/')
+        ? 'chunk'
+        : 'bundle';
     lines.push([path.relative(process.cwd(), file.path), file.contents.length, note]);
+  }
+  if (split) {
+    // Chunks of an earlier build that this one no longer emits are not shipped.
+    const chunks = path.resolve(`dist/${path.dirname(name)}/chunks`);
+    const emitted = new Set(outputFiles.map((f) => f.path));
+    const prefix = `${path.basename(name)}-`;
+    for (const f of await readdir(chunks).catch(() => []))
+      if (f.startsWith(prefix) && !emitted.has(path.join(chunks, f)))
+        await rm(path.join(chunks, f), { force: true });
   }
 }
 

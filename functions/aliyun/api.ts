@@ -12,12 +12,12 @@ const config = loadConfigOrExit();
 const engines = enginesOf(config);
 const engine =
   engines.store || engines.lock
-    ? (await import('../../lib/http/backends/engines.js')).engineFrom(config)
+    ? await (await import('../../lib/http/backends/engines.js')).loadEngine(config)
     : undefined;
 export const handler = createFunctionComputeHandler(
   createApp(config, {
     ...(engines.store ? {} : { driver: ossDriverFrom(config) }),
     ...(engines.lock ? {} : { lock: dynamoDbLockFrom(config) }),
-    ...(engine ? { engine } : {}),
+    engine,
   }),
 );

@@ -11,13 +11,13 @@ const config = loadConfigOrExit();
 const engines = enginesOf(config);
 const engine =
   engines.store || engines.lock
-    ? (await import('../../lib/http/backends/engines.js')).engineFrom(config)
+    ? await (await import('../../lib/http/backends/engines.js')).loadEngine(config)
     : undefined;
 const api = createApiGatewayHandler(
   createApp(config, {
     ...(engines.store ? {} : { driver: s3DriverFrom(config) }),
     ...(engines.lock ? {} : { lock: dynamoDbLockFrom(config) }),
-    ...(engine ? { engine } : {}),
+    engine,
   }),
 );
 

@@ -8,7 +8,8 @@
 export { type Config, ConfigError, loadConfig } from '../config.js';
 export { createFunctionComputeHandler, type FcHttpEvent, type FcHttpResult } from '../http/adapters/fc.js';
 export { type BlobServer, createNodeServer, type NodeServerOptions } from '../http/adapters/node.js';
-export { type App, type AppParts, createApp } from '../http/app.js';
+export { type App, type AppParts, createApp, type EngineParts } from '../http/app.js';
 export { type Authenticator, type AuthOptions, bearerJwtAuth, platformClaimsAuth } from '../http/auth.js';
+export { type EngineLibraries, engineFrom, loadEngine } from '../http/backends/engines.js';
 export { createRouter } from '../http/router.js';
 export type { HttpHandler, HttpRequest, HttpResponse } from '../http/types.js';

@@ -51,7 +51,7 @@ export interface AppParts {
   /** The lock, when not the engine's (LOCK_BACKEND=redis or mysql). */
   readonly lock?: SessionLock;
   /** The engine the configuration names, if any. */
-  readonly engine?: EngineParts;
+  readonly engine?: EngineParts | undefined;
   readonly auth?: Authenticator;
   readonly logger?: Logger;
 }

@@ -9,7 +9,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -25,6 +25,7 @@ import { lifecycleRules, renderCloudFormation } from '../../lib/lifecycle/index.
 import { PATHS } from '../../lib/protocol/paths.js';
 import { ACCESS_LOG_FORMAT, BACKEND_PROBLEMS } from '../../scripts/deployment-guards.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
+import { startRedis } from '../servers/redis.js';
 
 const run = promisify(execFile);
 const SLS_ENV = { ...process.env, SLS_TELEMETRY_DISABLED: '1', SLS_NOTIFICATIONS_MODE: 'off' };
@@ -61,14 +62,15 @@ interface Answer {
 
 /**
  * A fresh node process importing the handler `file` and sending it `events` one after the other
- * (an FC handler gets each as the trigger's bytes): their answers, in order.
+ * (an FC handler gets each as the trigger's bytes): their answers, in order. The process exits
+ * once they are written (an engine's client would keep it alive, as a warm function's does).
  */
 async function invokeAll(file: string, cloud: 'aws' | 'fc', events: unknown[], env: NodeJS.ProcessEnv) {
   const call =
     cloud === 'aws'
       ? `m.handler(e, { functionName: 'f', awsRequestId: 'r1', getRemainingTimeInMillis: () => 10000 })`
       : 'm.handler(Buffer.from(JSON.stringify(e)))';
-  const script = `const m = await import(${JSON.stringify(pathToFileURL(file).href)}); const out = []; for (const e of JSON.parse(process.env.EVENTS)) out.push(await ${call}); console.log(JSON.stringify({ answers: out }));`;
+  const script = `const m = await import(${JSON.stringify(pathToFileURL(file).href)}); const out = []; for (const e of JSON.parse(process.env.EVENTS)) out.push(await ${call}); process.stdout.write(JSON.stringify({ answers: out }) + '\\n', () => process.exit(0));`;
   const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
     env: { ...env, EVENTS: JSON.stringify(events) },
     cwd: path.dirname(file),
@@ -76,6 +78,25 @@ async function invokeAll(file: string, cloud: 'aws' | 'fc', events: unknown[], e
   const line = stdout.split('\n').find((l) => l.startsWith('{"answers"'));
   if (line === undefined) throw new Error(`no answers from ${file}: ${stdout}`);
   return (JSON.parse(line) as { answers: Answer[] }).answers;
+}
+
+/** The modules a bundled file under `root` imports statically (`import … from "./x.mjs"`, `import "./x.mjs"`) and dynamically. */
+async function importsIn(root: string, file: string) {
+  const code = await readFile(path.join(root, file), 'utf8');
+  const resolve = (spec: string) => path.posix.join(path.posix.dirname(file), spec);
+  return {
+    static: [...code.matchAll(/(?:from|import)\s*"(\.\.?\/[^"]+\.mjs)"/g)].map((m) =>
+      resolve(m[1] as string),
+    ),
+    dynamic: [...code.matchAll(/import\(\s*"(\.\.?\/[^"]+\.mjs)"\s*\)/g)].map((m) => resolve(m[1] as string)),
+  };
+}
+
+/** `entry` under `root` and the files it imports statically, transitively: what a cold start reads. */
+async function loadedAtStart(root: string, entry: string): Promise<Set<string>> {
+  const loaded = new Set([entry]);
+  for (const file of loaded) for (const f of (await importsIn(root, file)).static) loaded.add(f);
+  return loaded;
 }
 
 describe('AWS: serverless package', () => {
@@ -463,19 +484,7 @@ describe('AWS: serverless package', () => {
       await run('unzip', ['-q', '.serverless/agent-state.zip', '-d', unpacked]);
     });
     const entry = 'functions/aws/api.mjs';
-    /** The modules a file imports statically (`import … from "./x.mjs"`, `import "./x.mjs"`) and dynamically. */
-    const importsOf = async (file: string) => {
-      const code = await readFile(path.join(unpacked, file), 'utf8');
-      const resolve = (spec: string) => path.posix.join(path.posix.dirname(file), spec);
-      return {
-        static: [...code.matchAll(/(?:from|import)\s*"(\.\.?\/[^"]+\.mjs)"/g)].map((m) =>
-          resolve(m[1] as string),
-        ),
-        dynamic: [...code.matchAll(/import\(\s*"(\.\.?\/[^"]+\.mjs)"\s*\)/g)].map((m) =>
-          resolve(m[1] as string),
-        ),
-      };
-    };
+    const importsOf = (file: string) => importsIn(unpacked, file);
     /** The source files (under node_modules/ or lib/) a bundled file holds, from its source map. */
     const sourcesOf = async (file: string): Promise<string[]> =>
       JSON.parse(await readFile(path.join(unpacked, `${file}.map`), 'utf8')).sources;
@@ -485,8 +494,7 @@ describe('AWS: serverless package', () => {
       console.log(`packaged Lambda entry chunk: ${bytes} bytes`);
       expect(bytes).toBeLessThanOrEqual(1_000_000);
       // What a cold start reads: the entry and the chunks it imports statically, transitively.
-      const loaded = new Set([entry]);
-      for (const file of loaded) for (const f of (await importsOf(file)).static) loaded.add(f);
+      const loaded = await loadedAtStart(unpacked, entry);
       // Everything else it can reach, through a dynamic import somewhere.
       const lazy = new Set<string>();
       const reached = new Set([entry]);
@@ -527,7 +535,8 @@ describe('AWS: serverless package', () => {
       console.log(`packaged Lambda, read at a cold start: ${loaded.size} files, ${eagerBytes} bytes`);
     });
 
-    it('answers a write and a read from the unpacked zip, its chunks beside it', async () => {
+    /** A PUT then a GET of the value `plan` of a new session, as API Gateway sends them. */
+    const planEvents = () => {
       const session = `zip-${randomUUID()}`;
       const event = (method: string, body?: string) => ({
         version: '2.0',
@@ -544,27 +553,62 @@ describe('AWS: serverless package', () => {
         ...(body === undefined ? {} : { body }),
         isBase64Encoded: false,
       });
+      return [event('PUT', '{"step":1}'), event('GET')];
+    };
+
+    it('answers a write and a read from the unpacked zip, its chunks beside it', async () => {
       const answers = await invokeAll(
         path.join(unpacked, entry),
         'aws',
-        [event('PUT', '{"step":1}'), event('GET')],
+        planEvents(),
         lambdaEnv(inject('servers').bucket),
       );
       expect(answers.map((a) => a.statusCode)).toEqual([200, 200]);
       expect(JSON.parse(answers[1]?.body ?? '{}')).toEqual({ step: 1 });
     });
 
-    it('keeps the FC bundle ≤ 1,900,000 bytes, iconv-lite replaced by the UTF-8 shim', async () => {
-      // What the code package holds (docs/deploying.md), as the package run above built it.
-      const bytes = (await stat('dist/aliyun/api.mjs')).size;
-      console.log(`FC bundle: ${bytes} bytes`);
+    it('answers a write and a read on Redis from the unpacked zip: ioredis ships in it, loaded only then', async () => {
+      const redis = await startRedis();
+      try {
+        const answers = await invokeAll(path.join(unpacked, entry), 'aws', planEvents(), {
+          ...lambdaEnv(inject('servers').bucket),
+          STORE_BACKEND: 'redis',
+          LOCK_BACKEND: 'redis',
+          REDIS_URL: redis.url,
+        });
+        expect(
+          answers.map((a) => a.statusCode),
+          answers[0]?.body,
+        ).toEqual([200, 200]);
+        expect(JSON.parse(answers[1]?.body ?? '{}')).toEqual({ step: 1 });
+      } finally {
+        await redis.close();
+      }
+    });
+
+    it('keeps what an FC cold start reads ≤ 1,900,000 bytes, the engines out of it, iconv-lite replaced by the UTF-8 shim', async () => {
+      // What the code package holds (docs/deploying.md), as the package run above built it: the
+      // handler and its chunks.
+      const loaded = await loadedAtStart('dist/aliyun', 'api.mjs');
+      let bytes = 0;
+      for (const f of loaded) bytes += (await stat(path.join('dist/aliyun', f))).size;
+      console.log(`FC bundle, read at a cold start: ${loaded.size} files, ${bytes} bytes`);
       expect(bytes).toBeLessThanOrEqual(1_900_000);
-      const sources: string[] = JSON.parse(await readFile('dist/aliyun/api.mjs.map', 'utf8')).sources;
+      const sourcesOf = async (f: string): Promise<string[]> =>
+        JSON.parse(await readFile(path.join('dist/aliyun', `${f}.map`), 'utf8')).sources;
+      const eager = (await Promise.all([...loaded].map(sourcesOf))).flat();
+      expect(eager.filter((s) => /\/ioredis\/|\/mysql2\/|lib\/engines\//.test(s))).toEqual([]);
+      const shipped = [
+        'api.mjs',
+        ...(await readdir('dist/aliyun/chunks')).filter((f) => f.endsWith('.mjs')).map((f) => `chunks/${f}`),
+      ];
+      const sources = (await Promise.all(shipped.map(sourcesOf))).flat();
+      expect(sources.some((s) => s.includes('/ioredis/'))).toBe(true);
       expect(sources.filter((s) => s.includes('/iconv-lite/'))).toEqual([]);
       expect(sources.some((s) => s.endsWith('scripts/shims/iconv-lite.cjs'))).toBe(true);
     });
 
-    it("the FC bundle still decodes OSS's XML and error bodies (the local OSS front)", async () => {
+    it("the FC bundle still decodes OSS's XML and error bodies (the local OSS front), and runs on Redis", async () => {
       const { publicKey, privateKey } = await generateKeyPair('ES256');
       const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
       const jwks = createServer((_req, res) => {
@@ -635,6 +679,28 @@ describe('AWS: serverless package', () => {
         );
         expect(noBucket?.statusCode).toBe(503);
         expect(JSON.parse(text(noBucket))).toMatchObject({ code: 'backend-misconfigured' });
+        // On an engine, the handler and its chunks alone in a folder (as the code package is
+        // unpacked): ioredis is in them.
+        const alone = await mkdtemp(path.join(tmpdir(), 'agent-state-fc-'));
+        await cp('dist/aliyun', alone, { recursive: true, filter: (f) => !f.endsWith('.map') });
+        const redis = await startRedis();
+        try {
+          const [put2, read2] = await invokeAll(
+            path.join(alone, 'api.mjs'),
+            'fc',
+            [event('PUT', `${state}/plan`, '{"step":2}'), event('GET', `${state}/plan`)],
+            {
+              ...env(inject('servers').bucket),
+              STORE_BACKEND: 'redis',
+              LOCK_BACKEND: 'redis',
+              REDIS_URL: redis.url,
+            },
+          );
+          expect(put2?.statusCode, text(put2)).toBe(200);
+          expect(JSON.parse(text(read2))).toEqual({ step: 2 });
+        } finally {
+          await redis.close();
+        }
       } finally {
         await new Promise<void>((r) => jwks.close(() => r()));
       }

@@ -9,6 +9,9 @@ import { requirePeer } from '../../util/peer.js';
 import { checkSqlName, DEFAULT_TABLE_PREFIX, schemaStatements, type Tables, tablesOf } from './schema.js';
 import { CONNECTION_SETUP, type RoundTripObserver, rowsOf, Sql } from './sql.js';
 
+/** mysql2's promise API. */
+export type Mysql2 = typeof import('mysql2/promise');
+
 /** Options of `connectMysql`. */
 export interface MysqlConnectionOptions {
   /** `mysql://user:password@host:port/database` (MYSQL_URL); the database name is checked. */
@@ -19,6 +22,11 @@ export interface MysqlConnectionOptions {
   readonly connectionLimit?: number;
   /** Sees every round trip (tests). */
   readonly observer?: RoundTripObserver;
+  /**
+   * mysql2's promise API, when the caller bundles it (the function entries); else it is loaded as an
+   * optional peer on first use.
+   */
+  readonly mysql2?: Mysql2;
 }
 
 /** An open pool and the tables it works on. */
@@ -42,8 +50,6 @@ export function databaseOf(url: string): string {
   return checkSqlName('MYSQL_URL database', decodeURIComponent(parsed.pathname.replace(/^\//, '')));
 }
 
-type Mysql2 = typeof import('mysql2/promise');
-
 /**
  * Opens a pool (no connection is made until the first statement). mysql2 is loaded synchronously
  * on first use, as the Redis engine loads ioredis: a `MissingPeerError` names it when it is not installed.
@@ -51,10 +57,9 @@ type Mysql2 = typeof import('mysql2/promise');
 export function connectMysql(options: MysqlConnectionOptions): MysqlConnection {
   const database = databaseOf(options.url);
   const tables = tablesOf(options.tablePrefix ?? DEFAULT_TABLE_PREFIX);
-  const loaded = requirePeer<Mysql2 & { default?: Mysql2 }>(
-    'agent-state-store (STORE_BACKEND=mysql)',
-    'mysql2/promise',
-  );
+  const loaded =
+    (options.mysql2 as (Mysql2 & { default?: Mysql2 }) | undefined) ??
+    requirePeer<Mysql2 & { default?: Mysql2 }>('agent-state-store (STORE_BACKEND=mysql)', 'mysql2/promise');
   const mysql = loaded.default ?? loaded;
   const config: PoolOptions = {
     uri: options.url,

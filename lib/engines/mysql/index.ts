@@ -6,11 +6,16 @@
  */
 import type { SessionLock } from '../../contract/lock.js';
 import type { MetricsSink } from '../../contract/types.js';
-import { connectMysql, type MysqlConnection } from './connection.js';
+import { connectMysql, type Mysql2, type MysqlConnection } from './connection.js';
 import { createMysqlLock } from './lock.js';
 import { createMysqlStateStore, type MysqlStateStore } from './store.js';
 
-export { connectMysql, type MysqlConnection, type MysqlConnectionOptions } from './connection.js';
+export {
+  connectMysql,
+  type Mysql2,
+  type MysqlConnection,
+  type MysqlConnectionOptions,
+} from './connection.js';
 export { createMysqlLock, type MysqlLockOptions } from './lock.js';
 export { checkSqlName, DEFAULT_TABLE_PREFIX, SQL_NAME, schemaStatements, tablesOf } from './schema.js';
 export type { RoundTripObserver } from './sql.js';
@@ -25,6 +30,8 @@ export {
 export interface MysqlEngineOptions {
   /** MYSQL_URL. */
   readonly url: string;
+  /** mysql2's promise API, when the caller bundles it; else loaded as an optional peer. */
+  readonly mysql2?: Mysql2;
   readonly retentionDays: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
@@ -40,7 +47,10 @@ export function mysqlEngine(options: MysqlEngineOptions): {
   store?: MysqlStateStore;
   lock?: SessionLock;
 } {
-  const connection = connectMysql({ url: options.url });
+  const connection = connectMysql({
+    url: options.url,
+    ...(options.mysql2 ? { mysql2: options.mysql2 } : {}),
+  });
   const lock = options.lock ? createMysqlLock({ connection }) : undefined;
   const store = options.store
     ? createMysqlStateStore({

@@ -11,17 +11,21 @@ import { requirePeer } from '../../util/peer.js';
 /** A Standalone or Cluster client. */
 export type RedisClient = Redis | Cluster;
 
+/** ioredis's module. */
+export type IoRedis = typeof import('ioredis');
+
 /** Where Redis is: a URL (Standalone) or Cluster seed nodes (`host:port`). */
 export interface RedisConnection {
   readonly url?: string;
   readonly clusterNodes?: readonly string[];
+  /** ioredis, when the caller bundles it (the function entries); else it is loaded as an optional peer. */
+  readonly ioredis?: IoRedis;
 }
-
-type IoRedis = typeof import('ioredis');
 
 /** Connects to Redis as configured (ioredis loaded on first use). */
 export function connectRedis(connection: RedisConnection): RedisClient {
-  const ioredis = requirePeer<IoRedis>('agent-state-store (STORE_BACKEND=redis)', 'ioredis');
+  const ioredis =
+    connection.ioredis ?? requirePeer<IoRedis>('agent-state-store (STORE_BACKEND=redis)', 'ioredis');
   const options = { maxRetriesPerRequest: 2, enableAutoPipelining: false } as const;
   if (connection.clusterNodes && connection.clusterNodes.length > 0) {
     const nodes = connection.clusterNodes.map((node) => {

@@ -9,7 +9,7 @@ import { connectRedis, type RedisClient, type RedisConnection } from './client.j
 import { createRedisLock } from './lock.js';
 import { createRedisStateStore } from './store.js';
 
-export { connectRedis, type RedisClient, type RedisConnection } from './client.js';
+export { connectRedis, type IoRedis, type RedisClient, type RedisConnection } from './client.js';
 export { createRedisLock, type RedisLockOptions } from './lock.js';
 export { createRedisStateStore, REDIS_CAPABILITIES, type RedisStateStoreOptions } from './store.js';
 

@@ -1,16 +1,38 @@
 /**
  * Engines of their own (STORE_BACKEND or LOCK_BACKEND = redis or mysql; docs/backends.md): their
  * store and lock on one client. The local server imports this module; the Lambda and Function
- * Compute entries import it only when the configuration names an engine, so a deployment on object
- * storage neither loads nor (on Lambda, whose bundle is split) reads ioredis or mysql2.
+ * Compute entries import it only when the configuration names an engine (`loadEngine`, which also
+ * imports the engine's client library, so the bundles carry it), and a deployment on object storage
+ * neither evaluates nor, on Lambda, whose bundle is split, reads any of it.
  */
 import { type Config, enginesOf } from '../../config.js';
-import { mysqlEngine } from '../../engines/mysql/index.js';
-import { redisEngine } from '../../engines/redis/index.js';
+import { type Mysql2, mysqlEngine } from '../../engines/mysql/index.js';
+import { type IoRedis, redisEngine } from '../../engines/redis/index.js';
 import type { EngineParts } from '../app.js';
 
+/** The engines' client libraries, when the caller has them (else each is loaded as an optional peer). */
+export interface EngineLibraries {
+  readonly ioredis?: IoRedis;
+  readonly mysql2?: Mysql2;
+}
+
+/**
+ * The engines the configuration names, with their client libraries imported (a bundler then bundles
+ * them, behind this dynamic import); undefined when the store and the lock are neither.
+ */
+export async function loadEngine(config: Config): Promise<EngineParts | undefined> {
+  const named = [config.STORE_BACKEND, config.LOCK_BACKEND];
+  // CommonJS packages: their `module.exports` (`default`), as require gives it (ioredis's is the
+  // Redis class, with Redis and Cluster on it).
+  const interop = <T>(loaded: { default?: unknown }): T => (loaded.default ?? loaded) as T;
+  return engineFrom(config, {
+    ...(named.includes('redis') ? { ioredis: interop<IoRedis>(await import('ioredis')) } : {}),
+    ...(named.includes('mysql') ? { mysql2: interop<Mysql2>(await import('mysql2/promise')) } : {}),
+  });
+}
+
 /** The engines the configuration names (undefined when the store and the lock are neither). */
-export function engineFrom(config: Config): EngineParts | undefined {
+export function engineFrom(config: Config, libraries: EngineLibraries = {}): EngineParts | undefined {
   const engines = enginesOf(config);
   if (!engines.store && !engines.lock) return undefined;
   const redis = config.STORE_BACKEND === 'redis' || config.LOCK_BACKEND === 'redis';
@@ -20,6 +42,7 @@ export function engineFrom(config: Config): EngineParts | undefined {
       ? redisEngine({
           url: config.REDIS_URL,
           clusterNodes: config.REDIS_CLUSTER_NODES,
+          ...(libraries.ioredis ? { ioredis: libraries.ioredis } : {}),
           prefix: config.STATE_PREFIX,
           retentionDays: config.RETENTION_DAYS,
           keepAliveMs: config.KEEPALIVE_MS,
@@ -32,6 +55,7 @@ export function engineFrom(config: Config): EngineParts | undefined {
     const onMysql = mysql
       ? mysqlEngine({
           url: config.MYSQL_URL as string,
+          ...(libraries.mysql2 ? { mysql2: libraries.mysql2 } : {}),
           retentionDays: config.RETENTION_DAYS,
           maxValueBytes: config.MAX_VALUE_BYTES,
           metrics,
