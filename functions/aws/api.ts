@@ -2,23 +2,15 @@
  * AWS Lambda entry point (API Gateway HTTP API, payload 2.0): S3 + DynamoDB, or an engine the
  * configuration names (Redis, MySQL: loaded only then), the router behind middy. No logic here.
  */
-import { enginesOf, loadConfigOrExit } from '../../lib/config.js';
+import { loadConfigOrExit } from '../../lib/config.js';
 import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
 import { createApp } from '../../lib/http/app.js';
 import { dynamoDbLockFrom, s3DriverFrom } from '../../lib/http/backends/aws.js';
+import { cloudParts } from '../../lib/http/backends/cloud.js';
 
 const config = loadConfigOrExit();
-const engines = enginesOf(config);
-const engine =
-  engines.store || engines.lock
-    ? await (await import('../../lib/http/backends/engines.js')).loadEngine(config)
-    : undefined;
 const api = createApiGatewayHandler(
-  createApp(config, {
-    ...(engines.store ? {} : { driver: s3DriverFrom(config) }),
-    ...(engines.lock ? {} : { lock: dynamoDbLockFrom(config) }),
-    engine,
-  }),
+  createApp(config, await cloudParts(config, { driver: s3DriverFrom, lock: dynamoDbLockFrom })),
 );
 
 /**

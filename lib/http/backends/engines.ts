@@ -5,7 +5,7 @@
  * imports the engine's client library, so the bundles carry it), and a deployment on object storage
  * neither evaluates nor, on Lambda, whose bundle is split, reads any of it.
  */
-import { type Config, enginesOf } from '../../config.js';
+import type { Config } from '../../config.js';
 import { type Mysql2, mysqlEngine } from '../../engines/mysql/index.js';
 import { type IoRedis, redisEngine } from '../../engines/redis/index.js';
 import type { EngineParts } from '../app.js';
@@ -33,10 +33,9 @@ export async function loadEngine(config: Config): Promise<EngineParts | undefine
 
 /** The engines the configuration names (undefined when the store and the lock are neither). */
 export function engineFrom(config: Config, libraries: EngineLibraries = {}): EngineParts | undefined {
-  const engines = enginesOf(config);
-  if (!engines.store && !engines.lock) return undefined;
   const redis = config.STORE_BACKEND === 'redis' || config.LOCK_BACKEND === 'redis';
   const mysql = config.STORE_BACKEND === 'mysql' || config.LOCK_BACKEND === 'mysql';
+  if (!redis && !mysql) return undefined;
   return (metrics) => {
     const onRedis = redis
       ? redisEngine({
