@@ -4,7 +4,8 @@
  * appended to a pack of about `PACK_TARGET` bytes. A pack's name is the SHA-256 of its bytes.
  */
 import { createHash } from 'node:crypto';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 
 /** A pack is closed once it reaches 16 MiB, so a 1 GiB snapshot is tens of PUTs. */
 export const PACK_TARGET = 16 * 1024 * 1024;
@@ -36,17 +37,41 @@ export function chunkHash(data: Uint8Array): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`;
 }
 
-/** A chunk's stored form: gzip when the sample says it pays, the plain bytes otherwise. */
-export function encodeChunk(data: Uint8Array): { bytes: Uint8Array; encoding: ChunkEncoding } {
-  if (data.length === 0) return { bytes: data, encoding: 'identity' };
+/** gzip's level for chunks: 4 keeps text within ~10 % of level 6's size at about twice its speed. */
+export const GZIP_LEVEL = 4;
+
+/** A chunk's stored bytes and how they are encoded. */
+export interface EncodedChunk {
+  readonly bytes: Uint8Array;
+  readonly encoding: ChunkEncoding;
+}
+
+const gzipAsync = promisify(gzip);
+
+/** Whether a chunk is worth compressing: its first 16 KiB, gzipped at level 1, save ≥ 10 %. */
+function worthCompressing(data: Uint8Array): boolean {
+  if (data.length === 0) return false;
   const sample = data.subarray(0, SAMPLE_BYTES);
   // gzip runs at tens of MB/s on incompressible data: a sample at level 1 decides cheaply.
-  if (gzipSync(sample, { level: 1 }).length > sample.length * WORTH_COMPRESSING) {
-    return { bytes: data, encoding: 'identity' };
-  }
-  const packed = gzipSync(data, { level: 6 });
+  return gzipSync(sample, { level: 1 }).length <= sample.length * WORTH_COMPRESSING;
+}
+
+/** The stored form of a chunk compressed to `packed`: gzip when that saved ≥ 10 %. */
+function storedForm(data: Uint8Array, packed: Uint8Array): EncodedChunk {
   if (packed.length > data.length * WORTH_COMPRESSING) return { bytes: data, encoding: 'identity' };
   return { bytes: packed, encoding: 'gzip' };
+}
+
+/** A chunk's stored form: gzip when the sample says it pays, the plain bytes otherwise. */
+export function encodeChunk(data: Uint8Array): EncodedChunk {
+  if (!worthCompressing(data)) return { bytes: data, encoding: 'identity' };
+  return storedForm(data, gzipSync(data, { level: GZIP_LEVEL }));
+}
+
+/** `encodeChunk` with the compression in libuv's thread pool (a push compresses on every core). */
+export async function encodeChunkAsync(data: Uint8Array): Promise<EncodedChunk> {
+  if (!worthCompressing(data)) return { bytes: data, encoding: 'identity' };
+  return storedForm(data, await gzipAsync(data, { level: GZIP_LEVEL }));
 }
 
 /** A chunk's plain bytes from its stored form, checked against its hash. */
@@ -91,11 +116,14 @@ export class PackWriter {
 
   constructor(private readonly target = PACK_TARGET) {}
 
-  /** Adds a chunk (plain bytes); returns its hash. `refOf(hash)` answers once the pack is sealed. */
-  add(data: Uint8Array): string {
-    const hash = chunkHash(data);
+  /**
+   * Adds a chunk (plain bytes), with its hash and stored form when the caller has them; returns
+   * its hash. `refOf(hash)` answers once the pack is sealed.
+   */
+  add(data: Uint8Array, known: { readonly hash?: string; readonly stored?: EncodedChunk } = {}): string {
+    const hash = known.hash ?? chunkHash(data);
     if (this.placed.has(hash) || this.waiting.has(hash)) return hash;
-    const { bytes, encoding } = encodeChunk(data);
+    const { bytes, encoding } = known.stored ?? encodeChunk(data);
     const chunk = { hash, size: data.length, offset: this.size, length: bytes.length, encoding };
     this.parts.push(bytes);
     this.size += bytes.length;

@@ -21,7 +21,13 @@ import {
   restorePath,
   validateWorkspaceManifest,
 } from '../../lib/workspace-snapshots/manifest.js';
-import { chunkHash, decodeChunk, encodeChunk, PackWriter } from '../../lib/workspace-snapshots/packs.js';
+import {
+  chunkHash,
+  decodeChunk,
+  encodeChunk,
+  encodeChunkAsync,
+  PackWriter,
+} from '../../lib/workspace-snapshots/packs.js';
 import { restoreTree, scanTree } from '../../lib/workspace-snapshots/tree.js';
 
 /** Deterministic pseudo-random bytes (xorshift32). */
@@ -121,6 +127,17 @@ describe('chunk encoding and packs', () => {
     expect(
       decodeChunk(encoded.bytes, { hash: chunkHash(text), size: text.length, encoding: 'gzip' }),
     ).toEqual(text);
+  });
+
+  it('encodes in the thread pool exactly as it does inline', async () => {
+    const noise = randomBytes(128 * KiB, 4);
+    const text = new TextEncoder().encode('const plan = { step: 1 };\n'.repeat(4000));
+    for (const data of [noise, text, new Uint8Array(0)]) {
+      const [inline, pooled] = [encodeChunk(data), await encodeChunkAsync(data)];
+      expect(pooled.encoding).toBe(inline.encoding);
+      expect(Buffer.from(pooled.bytes).equals(Buffer.from(inline.bytes))).toBe(true);
+    }
+    expect((await encodeChunkAsync(text)).encoding).toBe('gzip');
   });
 
   it('refuses a chunk whose bytes do not match its hash', () => {

@@ -45,6 +45,8 @@ import {
   type ChunkRef,
   chunkHash,
   decodeChunk,
+  type EncodedChunk,
+  encodeChunkAsync,
   PACK_TARGET,
   PackWriter,
 } from '../../workspace-snapshots/packs.js';
@@ -464,7 +466,7 @@ export class WorkspaceSnapshotClient {
       await pool(started.uploads, o.concurrency ?? 4, async (upload) => {
         const pack = byId.get(upload.pack);
         if (!pack) throw new ProtocolError(`the API asked for an unknown pack ${upload.pack}`, 201);
-        const body = new Uint8Array(await readFile(pack.file));
+        const body = await readFile(pack.file);
         await this.requests.direct(upload, { body, call: o });
         uploadedBytes += body.length;
         o.onProgress?.(uploadedBytes, toSend);
@@ -641,6 +643,38 @@ function batchesOf(
   return out.map((b) => (b.packs.length > 0 ? b : { chunks: b.chunks }));
 }
 
+/** Bytes of files whose new chunks may be compressing at once while the scan reads on. */
+const PACKING_AHEAD = 64 * 1024 * 1024;
+
+/**
+ * The new chunks of each file compressed in libuv's thread pool while the scan reads and hashes
+ * the next files, then handed to `pack` in the files' order (so packs do not depend on timing);
+ * `add` waits while more than `PACKING_AHEAD` bytes are on their way.
+ */
+function packingQueue(
+  pack: (chunks: Array<{ hash: string; piece: Uint8Array; stored: EncodedChunk }>) => Promise<void>,
+) {
+  let chain: Promise<void> = Promise.resolve();
+  let ahead = 0;
+  return {
+    async add(bytes: number, fresh: ReadonlyArray<{ hash: string; piece: Uint8Array }>) {
+      const encoded = Promise.all(fresh.map((f) => encodeChunkAsync(f.piece)));
+      // Awaited in the chain below; marked handled now so a failure waits its turn there.
+      encoded.catch(() => {});
+      ahead += bytes;
+      chain = chain.then(async () => {
+        const stored = await encoded;
+        ahead -= bytes;
+        await pack(fresh.map((f, i) => ({ ...f, stored: stored[i] as EncodedChunk })));
+      });
+      // A failure is thrown by the next wait or by `done`, not left unhandled meanwhile.
+      chain.catch(() => {});
+      if (ahead > PACKING_AHEAD) await chain;
+    },
+    done: () => chain,
+  };
+}
+
 /** A pack sealed during a scan, kept in a temporary file. */
 interface ScannedPack extends WorkspacePackDeclaration {
   readonly file: string;
@@ -673,6 +707,10 @@ async function scanForPush(
       packs.push({ id: sealed.id, size: sealed.bytes.length, md5: sealed.md5, file });
     }
   };
+  const packing = packingQueue(async (chunks) => {
+    for (const { hash, piece, stored } of chunks) writer.add(piece, { hash, stored });
+    await drain();
+  });
   type Pending = {
     entry: Omit<WorkspaceManifestEntry, 'chunks'>;
     chunks?: readonly ChunkRef[];
@@ -708,8 +746,9 @@ async function scanForPush(
           });
           continue;
         }
-        const data = new Uint8Array(await readFile(full));
+        const data = await readFile(full);
         const hashes: string[] = [];
+        const fresh: Array<{ hash: string; piece: Uint8Array }> = [];
         for (const [at, len] of chunkBoundaries(data)) {
           const piece = data.subarray(at, at + len);
           const hash = chunkHash(piece);
@@ -717,15 +756,20 @@ async function scanForPush(
           if (known.has(hash) || added.has(hash)) continue;
           added.add(hash);
           newChunks.push(hash);
-          writer.add(piece);
+          fresh.push({ hash, piece });
         }
-        const sha256 = `sha256:${createHash('sha256').update(data).digest('hex')}`;
+        // A file of one chunk: its hash is the chunk's.
+        const sha256 =
+          hashes.length === 1
+            ? (hashes[0] as string)
+            : `sha256:${createHash('sha256').update(data).digest('hex')}`;
         pending.push({ entry: { ...common, type: 'file', size: data.length, ino: st.ino, sha256 }, hashes });
-        await drain();
+        if (fresh.length > 0) await packing.add(data.length, fresh);
       }
     }
   };
   await walk(dir, '');
+  await packing.done();
   writer.flush();
   await drain();
   const entries = pending.map(({ entry, chunks, hashes }): WorkspaceManifestEntry => {
