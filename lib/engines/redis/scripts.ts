@@ -18,6 +18,8 @@ local B = ARGV[1]
 local req = cjson.decode(ARGV[2])
 local t = redis.call('TIME')
 local NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- A ttl of 0 is the memory session's, which never expires: its keys carry no deadline.
+local function expire_at(name, exp) if (req.ttl or 0) > 0 then redis.call('PEXPIREAT', name, exp) end end
 local EMPTY = '${'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'}'
 local K = B .. 'k'
 local CS = B .. 'cs'
@@ -121,18 +123,14 @@ local function touch(written)
   if NOW - lr >= req.keep then
     local exp = NOW + req.ttl
     redis.call('HSET', M, 'lr', int(NOW), 'exp', int(exp))
-    redis.call('PEXPIREAT', M, exp)
-    redis.call('PEXPIREAT', K, exp)
-    redis.call('PEXPIREAT', CS, exp)
-    redis.call('PEXPIREAT', WS, exp)
-    for _, name in ipairs(all_owned()) do redis.call('PEXPIREAT', name, exp) end
+    for _, name in ipairs({ M, K, CS, WS }) do expire_at(name, exp) end
+    for _, name in ipairs(all_owned()) do expire_at(name, exp) end
     return 1
   end
   local exp = num(redis.call('HGET', M, 'exp'), NOW + req.ttl)
-  for _, name in ipairs(written) do redis.call('PEXPIREAT', name, exp) end
+  for _, name in ipairs(written) do expire_at(name, exp) end
   return 0
 end
-local function exp_of() return num(redis.call('HGET', M, 'exp'), NOW + req.ttl) end
 
 -- A list's state.
 local function list_state(key)
@@ -158,7 +156,7 @@ local function record(key, wid, action, n, hash)
   if redis.call('LLEN', WO(key)) > 1000 then redis.call('HDEL', W(key), redis.call('LPOP', WO(key))) end
   redis.call('SADD', WS, key)
   local exp = num(redis.call('HGET', M, 'exp'), NOW + req.ttl)
-  for _, k in ipairs({ W(key), WO(key), WS }) do redis.call('PEXPIREAT', k, exp) end
+  for _, k in ipairs({ W(key), WO(key), WS }) do expire_at(k, exp) end
 end
 local function set_list(key, n, hash)
   local f = { 'n', int(n), 'hash', hash, 'mt', int(NOW) }
@@ -363,7 +361,7 @@ if req.tok ~= nil and req.tok > tok then tok = req.tok end
 redis.call('DEL', M)
 if tok >= 0 then
   redis.call('HSET', M, 'tok', int(tok))
-  redis.call('PEXPIRE', M, req.ttl)
+  if req.ttl > 0 then redis.call('PEXPIRE', M, req.ttl) end
 end
 return { 'ok' }
 `;

@@ -42,6 +42,7 @@ import {
   cursorOf,
   decodeId,
   encodeId,
+  isMemorySession,
   keyOfCursor,
   keyPageOptions,
   namedUser,
@@ -226,10 +227,15 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
 
   // ---- calls -----------------------------------------------------------------------------------
 
+  /** The TTL of a session's keys: 0 (none) for the memory session, which never expires. */
+  private ttlOf(sessionId: string): number {
+    return isMemorySession(sessionId) ? 0 : this.ctx.ttlMs;
+  }
+
   /** What every write's request carries: the token and how it is fenced, the expiry, the incarnation. */
   private async common(sessionId: string, token: number | undefined): Promise<Record<string, unknown>> {
     const out: Record<string, unknown> = {
-      ttl: this.ctx.ttlMs,
+      ttl: this.ttlOf(sessionId),
       keep: this.ctx.keepAliveMs,
       inc: randomUUID().slice(0, 8),
     };
@@ -774,7 +780,7 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
     const waitMs = checkWaitMs(lease.waitMs);
     const owner = lease.owner === undefined ? randomUUID() : checkOwner(lease.owner);
     const body = {
-      ttl: this.ctx.ttlMs,
+      ttl: this.ttlOf(sessionId),
       lease: { owner, explicit: lease.owner !== undefined, ms: leaseMs },
       ...snapshotRequest(checked),
     };

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { EMPTY_HASH } from '../../../lib/contract/hash.js';
+import { encodeId, MEMORY_SESSION } from '../../../lib/contract/ids.js';
 import { createRedisStateStore } from '../../../lib/engines/redis/store.js';
 import { type RedisUnderTest, startTopology } from './harness.js';
 
@@ -49,4 +50,28 @@ it('every key of a session expires at one deadline, moved at most once per keep-
   // No key without a deadline; an absent list's append creates none either.
   expect([...moved.values()].every((t) => t > 0)).toBe(true);
   expect((await alice.getList('s', 'm')).hash).not.toBe(EMPTY_HASH);
+});
+
+it('the memory session never expires: none of its keys carries a deadline', async () => {
+  const prefix = `x-${randomUUID().slice(0, 8)}/`;
+  const client = redis.client as Redis;
+  const alice = createRedisStateStore({ client, prefix, retentionDays: 1, keepAliveMs: 1 }).forUser('alice');
+  const base = `${prefix}{alice/${encodeId('sessionId', MEMORY_SESSION)}}:`;
+  await alice.save(MEMORY_SESSION, 'i:a', { note: 1 });
+  await alice.appendList(MEMORY_SESSION, 'm', [1], { expectedCount: 0, writeId: 'w1' });
+  await alice.saveList(MEMORY_SESSION, 'r', [1]);
+  await alice.saveList(MEMORY_SESSION, 'r', [2]); // archived
+  await new Promise((r) => setTimeout(r, 5)); // past the keep-alive interval: a refresh
+  await alice.commit(MEMORY_SESSION, { commitId: 'c1', values: [{ key: 'i:b', value: 2 }] });
+  const keys = await client.keys(`${base}*`);
+  expect(keys.length).toBeGreaterThanOrEqual(8);
+  for (const k of keys) expect(await client.pexpiretime(k), k).toBe(-1);
+  // An ordinary session beside it still expires.
+  await alice.save('s', 'plan', 1);
+  expect(await client.pexpiretime(`${prefix}{alice/s}:v:plan`)).toBeGreaterThan(Date.now());
+  // Deleted, its fencing tombstone stays too, without a deadline.
+  await alice.delete(MEMORY_SESSION, { token: 5 });
+  const left = await client.keys(`${base}*`);
+  expect(left).toEqual([`${base}m`]);
+  expect(await client.pexpiretime(left[0] as string)).toBe(-1);
 });
