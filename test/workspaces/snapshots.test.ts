@@ -258,6 +258,33 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(await describeTree(out)).toEqual(await describeTree(src));
   });
 
+  it('uploads packs while it still scans: a start call per 8 sealed packs, the manifest in the last', async () => {
+    const s = sid();
+    const src = await temp();
+    // 20 incompressible files of 256 KiB, one pack each.
+    for (let i = 0; i < 20; i++) await writeFile(path.join(src, `f${i}.bin`), noise(256 * 1024, 200 + i));
+    const { client, requests } = counted('alice');
+    const pushed = await client.workspaces.push(s, 'w', src, { packBytes: 256 * 1024 });
+    expect(pushed.packs).toHaveLength(20);
+    const starts = requests.flatMap((r, i) =>
+      r.method === 'POST' && r.url.endsWith('/workspaces/w/snapshots') ? [i] : [],
+    );
+    const packPuts = requests.flatMap((r, i) =>
+      r.method === 'PUT' && !r.url.startsWith(`${api.baseUrl}/v1/sessions`) ? [i] : [],
+    );
+    // Two calls of 8 packs while scanning, the last with the 4 left and the manifest.
+    expect(starts).toHaveLength(3);
+    expect(packPuts).toHaveLength(21); // 20 packs and the manifest
+    // The first packs went up before the scan ended (before the last start call).
+    expect(packPuts[0]).toBeLessThan(starts.at(-1) as number);
+    // The manifest is uploaded after the last start call, and the commit comes last.
+    expect(packPuts.at(-1)).toBeGreaterThan(starts.at(-1) as number);
+    expect(requests.at(-1)?.url).toContain(`/workspaces/w/snapshots/${pushed.snapshotId}`);
+    const out = path.join(await temp(), 'out');
+    await client.workspaces.pull(s, 'w', pushed.snapshotId, out);
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+  });
+
   it('commits two pushes of one workspace at once, and a session delete takes every snapshot along', async () => {
     const alice = api.client('alice');
     const s = sid();

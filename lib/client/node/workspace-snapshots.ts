@@ -6,8 +6,10 @@
  *
  * - `push`: reads the tree (a file whose size, mtime and inode match the parent's entry is not
  *   read: its chunks are the parent's), chunks, hashes and compresses the new chunks into packs of
- *   ~16 MiB (kept in a temporary folder), asks which are missing, uploads only the packs not stored
- *   yet and the gzip manifest, and commits. Three calls to the API for a push with a parent.
+ *   ~16 MiB (kept in a temporary folder); while it reads on, start calls declare the new chunks
+ *   and the sealed packs (one per 8 packs, or per request body) and the packs not stored yet
+ *   upload; the last call declares the gzip manifest, which uploads, then the push commits. Three
+ *   calls to the API for a push with a parent and few changes.
  * - `pull`: restores a snapshot into an empty folder, every chunk and file checked against its
  *   SHA-256, the chunks read with ranged GETs of their packs (neighbours read together).
  * - `diff`: two manifests compared, no pack read; `readFile`: ranged GETs of exactly one file's chunks.
@@ -26,7 +28,6 @@ import {
   type SnapshotDirectRequest,
   type WorkspacePackDeclaration,
   type WorkspaceSnapshotInfo,
-  type WorkspaceSnapshotStart,
   type WorkspaceSnapshotSummary,
 } from '../../contract/workspace-snapshots.js';
 import { paths } from '../../protocol/paths.js';
@@ -430,56 +431,54 @@ export class WorkspaceSnapshotClient {
     const parent = parentLocated ? await this.readManifest(parentLocated, o) : undefined;
     const temp = await mkdtemp(path.join(tmpdir(), 'ws-push-'));
     try {
-      const scan = await scanForPush(dir, parent, temp, o.statCache ?? true, o.packBytes ?? PACK_TARGET);
+      const base = parentLocated ? { parent: parentLocated.info.snapshotId } : {};
+      let uploadedBytes = 0;
+      let toSend = 0;
+      let uploadedPacks = 0;
+      const files = new Map<string, ScannedPack>();
+      const uploads = taskQueue(o.concurrency ?? 4);
+      const sent = (bytes: number) => {
+        uploadedBytes += bytes;
+        o.onProgress?.(uploadedBytes, toSend);
+      };
+      // The start calls go out while the scan reads on, and each one's packs upload at once.
+      const batches = new PushBatches(this.requests.bodyLimit, base.parent, async (body) => {
+        const started = await this.start(sessionId, name, body, o);
+        for (const upload of started.uploads) {
+          const pack = files.get(upload.pack);
+          if (!pack) throw new ProtocolError(`the API asked for an unknown pack ${upload.pack}`, 201);
+          uploadedPacks++;
+          toSend += pack.size;
+          uploads.push(async () => {
+            const body = await readFile(pack.file);
+            await this.requests.direct(upload, { body, call: o });
+            sent(body.length);
+          });
+        }
+        return started;
+      });
+      const scan = await scanForPush(dir, parent, temp, o.statCache ?? true, o.packBytes ?? PACK_TARGET, {
+        chunk: (hash) => batches.chunk(hash),
+        pack: (pack) => {
+          files.set(pack.id, pack);
+          batches.pack({ id: pack.id, size: pack.size, md5: pack.md5 });
+        },
+      });
       const manifestBytes = gzipSync(Buffer.from(JSON.stringify(scan.manifest)));
       const manifest = { size: manifestBytes.length, md5: md5Of(manifestBytes) };
+      const last = await batches.finish(manifest);
+      if (last.manifestUpload) toSend += manifestBytes.length;
+      o.onProgress?.(uploadedBytes, toSend);
+      await uploads.drained();
+      if (last.manifestUpload) {
+        await this.requests.direct(last.manifestUpload, { body: manifestBytes, call: o });
+        sent(manifestBytes.length);
+      }
       const packs = scan.packs.map(({ id, size, md5 }) => ({ id, size, md5 }));
-      const base = {
-        ...(parentLocated ? { parent: parentLocated.info.snapshotId } : {}),
-      };
-      // Batches that fit a request body (and the API's 10,000 hashes, 1,000 packs): the chunks,
-      // then the packs; the last batch carries the manifest. A small push is one batch.
-      const batches = batchesOf(scan.newChunks, packs, this.requests.bodyLimit, base.parent);
-      let snapshotId: string | undefined;
-      const uploads: Array<WorkspaceSnapshotStart['uploads'][number]> = [];
-      let manifestUpload: SnapshotDirectRequest | undefined;
-      for (const [i, batch] of batches.entries()) {
-        const last = i === batches.length - 1;
-        const body = {
-          ...base,
-          ...(snapshotId ? { snapshotId } : {}),
-          ...batch,
-          ...(last ? { manifest } : {}),
-        };
-        const started = await this.start(sessionId, name, body, o);
-        snapshotId = started.snapshotId;
-        uploads.push(...started.uploads);
-        if (started.manifestUpload) manifestUpload = started.manifestUpload;
-      }
-      const started = { uploads, manifestUpload };
-      const byId = new Map(scan.packs.map((p) => [p.id, p]));
-      let uploadedBytes = 0;
-      const toSend =
-        started.uploads.reduce((n, u) => n + (byId.get(u.pack)?.size ?? 0), 0) +
-        (started.manifestUpload ? manifestBytes.length : 0);
-      o.onProgress?.(0, toSend);
-      await pool(started.uploads, o.concurrency ?? 4, async (upload) => {
-        const pack = byId.get(upload.pack);
-        if (!pack) throw new ProtocolError(`the API asked for an unknown pack ${upload.pack}`, 201);
-        const body = await readFile(pack.file);
-        await this.requests.direct(upload, { body, call: o });
-        uploadedBytes += body.length;
-        o.onProgress?.(uploadedBytes, toSend);
-      });
-      if (started.manifestUpload) {
-        await this.requests.direct(started.manifestUpload, { body: manifestBytes, call: o });
-        uploadedBytes += manifestBytes.length;
-        o.onProgress?.(uploadedBytes, toSend);
-      }
-      const info = await this.commit(sessionId, name, snapshotId as string, { ...base, packs, manifest }, o);
+      const info = await this.commit(sessionId, name, last.snapshotId, { ...base, packs, manifest }, o);
       return {
         ...info,
-        uploadedPacks: started.uploads.length,
+        uploadedPacks,
         uploadedBytes,
         unchangedFiles: scan.unchanged,
       };
@@ -609,38 +608,110 @@ export class WorkspaceSnapshotClient {
   }
 }
 
+/** Sealed packs a start call waits for before it goes out during a scan (128 MiB of 16 MiB packs). */
+const PACKS_PER_CALL = 8;
+
 /**
- * The start calls of a push: chunk hashes, then pack declarations, each call's JSON within 90 % of
- * `bodyLimit` and the API's caps (10,000 hashes, 1,000 packs); at least one call.
+ * The start calls of a push, sent as the scan goes: its new chunks' hashes and its packs'
+ * declarations, a call whenever the next item would take its JSON past 90 % of `bodyLimit` or the
+ * API's caps (10,000 hashes, 1,000 packs), or `PACKS_PER_CALL` packs are waiting; the last call
+ * (`finish`) carries the manifest. One call after another (the first answers the snapshot id), each
+ * answered by `start`, which sets its packs uploading.
  */
-function batchesOf(
-  chunks: readonly string[],
-  packs: readonly WorkspacePackDeclaration[],
-  bodyLimit: number,
-  parent: string | undefined,
-): Array<{ chunks: string[]; packs?: WorkspacePackDeclaration[] }> {
-  // Room for the snapshot id, the parent and the manifest's declaration besides the lists.
-  const room = Math.floor(bodyLimit * 0.9) - 160 - (parent?.length ?? 0);
-  const out: Array<{ chunks: string[]; packs: WorkspacePackDeclaration[] }> = [];
-  let current = { chunks: [] as string[], packs: [] as WorkspacePackDeclaration[] };
-  let size = 0;
-  const add = (cost: number, full: boolean, put: () => void) => {
-    if ((size + cost > room || full) && (current.chunks.length > 0 || current.packs.length > 0)) {
-      out.push(current);
-      current = { chunks: [], packs: [] };
-      size = 0;
+class PushBatches<Answer extends { readonly snapshotId: string }> {
+  private chunks: string[] = [];
+  private packs: WorkspacePackDeclaration[] = [];
+  private size = 0;
+  private snapshotId: string | undefined;
+  private last: Answer | undefined;
+  private calls: Promise<void> = Promise.resolve();
+  /** Room for the snapshot id, the parent and the manifest's declaration besides the lists. */
+  private readonly room: number;
+
+  constructor(
+    bodyLimit: number,
+    private readonly parent: string | undefined,
+    private readonly start: (body: Record<string, unknown>) => Promise<Answer>,
+  ) {
+    this.room = Math.floor(bodyLimit * 0.9) - 160 - (parent?.length ?? 0);
+  }
+
+  chunk(hash: string): void {
+    this.make(hash.length + 3, this.chunks.length >= MAX_SNAPSHOT_CHUNKS);
+    this.chunks.push(hash);
+  }
+
+  pack(pack: WorkspacePackDeclaration): void {
+    this.make(JSON.stringify(pack).length + 1, this.packs.length >= MAX_SNAPSHOT_PACKS);
+    this.packs.push(pack);
+    if (this.packs.length >= PACKS_PER_CALL) this.send(undefined);
+  }
+
+  /** Sends what is left with the manifest's declaration; answers the last call's answer. */
+  async finish(manifest: { size: number; md5: string }): Promise<Answer> {
+    this.send(manifest);
+    await this.calls;
+    return this.last as Answer;
+  }
+
+  /** Room for an item of `cost`: the waiting items go out first when it would not fit. */
+  private make(cost: number, full: boolean): void {
+    if ((this.size + cost > this.room || full) && (this.chunks.length > 0 || this.packs.length > 0))
+      this.send(undefined);
+    this.size += cost;
+  }
+
+  private send(manifest: { size: number; md5: string } | undefined): void {
+    const { chunks, packs } = this;
+    this.chunks = [];
+    this.packs = [];
+    this.size = 0;
+    this.calls = this.calls.then(async () => {
+      this.last = await this.start({
+        ...(this.parent ? { parent: this.parent } : {}),
+        ...(this.snapshotId ? { snapshotId: this.snapshotId } : {}),
+        chunks,
+        ...(packs.length > 0 ? { packs } : {}),
+        ...(manifest ? { manifest } : {}),
+      });
+      this.snapshotId = this.last.snapshotId;
+    });
+    // A failure is thrown by `finish`, not left unhandled meanwhile.
+    this.calls.catch(() => {});
+  }
+}
+
+/** Work run as it is pushed, at most `limit` at a time; `drained` waits for all (rejects with the first failure). */
+function taskQueue(limit: number) {
+  const waiting: Array<() => Promise<void>> = [];
+  let active = 0;
+  let failure: { error: unknown } | undefined;
+  let wake: (() => void) | undefined;
+  const next = () => {
+    while (active < limit && waiting.length > 0 && !failure) {
+      const task = waiting.shift() as () => Promise<void>;
+      active++;
+      task()
+        .catch((error: unknown) => {
+          failure ??= { error };
+        })
+        .finally(() => {
+          active--;
+          next();
+          wake?.();
+        });
     }
-    put();
-    size += cost;
   };
-  for (const h of chunks)
-    add(h.length + 3, current.chunks.length >= MAX_SNAPSHOT_CHUNKS, () => current.chunks.push(h));
-  for (const p of packs)
-    add(JSON.stringify(p).length + 1, current.packs.length >= MAX_SNAPSHOT_PACKS, () =>
-      current.packs.push(p),
-    );
-  out.push(current);
-  return out.map((b) => (b.packs.length > 0 ? b : { chunks: b.chunks }));
+  return {
+    push(task: () => Promise<void>): void {
+      waiting.push(task);
+      next();
+    },
+    async drained(): Promise<void> {
+      while (active > 0 || (waiting.length > 0 && !failure)) await new Promise<void>((r) => (wake = r));
+      if (failure) throw failure.error;
+    },
+  };
 }
 
 /** Bytes of files whose new chunks may be compressing at once while the scan reads on. */
@@ -691,20 +762,22 @@ async function scanForPush(
   temp: string,
   statCache: boolean,
   packBytes: number,
-): Promise<{ manifest: WorkspaceManifest; newChunks: string[]; packs: ScannedPack[]; unchanged: number }> {
+  found: { chunk(hash: string): void; pack(pack: ScannedPack): void },
+): Promise<{ manifest: WorkspaceManifest; packs: ScannedPack[]; unchanged: number }> {
   const before = new Map((parent?.entries ?? []).map((e) => [e.path, e]));
   const known = new Map<string, ChunkRef>();
   for (const e of parent?.entries ?? []) for (const c of e.chunks ?? []) known.set(c.hash, c);
   const writer = new PackWriter(packBytes);
   const packs: ScannedPack[] = [];
-  const newChunks: string[] = [];
   const added = new Set<string>();
   let unchanged = 0;
   const drain = async () => {
     for (const sealed of writer.sealed.splice(0)) {
       const file = path.join(temp, sealed.id);
       await writeFile(file, sealed.bytes);
-      packs.push({ id: sealed.id, size: sealed.bytes.length, md5: sealed.md5, file });
+      const pack = { id: sealed.id, size: sealed.bytes.length, md5: sealed.md5, file };
+      packs.push(pack);
+      found.pack(pack);
     }
   };
   const packing = packingQueue(async (chunks) => {
@@ -755,7 +828,7 @@ async function scanForPush(
           hashes.push(hash);
           if (known.has(hash) || added.has(hash)) continue;
           added.add(hash);
-          newChunks.push(hash);
+          found.chunk(hash);
           fresh.push({ hash, piece });
         }
         // A file of one chunk: its hash is the chunk's.
@@ -777,5 +850,5 @@ async function scanForPush(
     const refs = chunks ?? (hashes ?? []).map((h) => known.get(h) ?? writer.refOf(h));
     return { ...entry, chunks: refs };
   });
-  return { manifest: validateWorkspaceManifest({ format: 1, entries }), newChunks, packs, unchanged };
+  return { manifest: validateWorkspaceManifest({ format: 1, entries }), packs, unchanged };
 }
