@@ -3,13 +3,17 @@
  * identity mechanism of its platform, so one contract suite runs the routes through all three.
  */
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { createLocalJWKSet, exportJWK, SignJWT } from 'jose';
 import { loadConfig } from '../../lib/config.js';
 import type { SessionLock } from '../../lib/contract/lock.js';
 import type { StoreCapabilities } from '../../lib/contract/types.js';
+import { createFsDriver } from '../../lib/drivers/fs.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
 import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
@@ -353,6 +357,26 @@ export function contractHarnesses(backend: ContractBackend): ContractHarness[] {
       };
     },
   }));
+}
+
+/** The fs driver with presigned URLs (at a port nothing answers: the suites only read them) and the memory lock. */
+export const fsBackend: ContractBackend = {
+  name: 'fs (presigned URLs)',
+  capabilities: storeCapabilities(fsPresignDriver('.').capabilities),
+  deleteFaults: false,
+  make: async (options = {}) => {
+    const root = await mkdtemp(path.join(tmpdir(), 'fs-contract-'));
+    const lock = createMemoryLock(options.now ? { now: options.now } : {});
+    return {
+      parts: { driver: fsPresignDriver(root), lock },
+      lock,
+      close: () => rm(root, { recursive: true, force: true }),
+    };
+  },
+};
+
+function fsPresignDriver(root: string) {
+  return createFsDriver({ root, presign: { baseUrl: 'http://127.0.0.1:9' } });
 }
 
 /** The memory driver and lock (deletes can be made to fail). */

@@ -31,6 +31,12 @@ export function routesSuite(h: ContractHarness): void {
       expect(Object.keys(doc.paths)).toContain('/v1/sessions/{sessionId}/lists/{key}/items');
     });
 
+    it('capabilities answer what the backend declares (the suites skip by them)', async () => {
+      const answer = await api.call(null, 'GET', '/v1/capabilities');
+      expect(answer.status).toBe(200);
+      expect(answer.json()).toEqual(h.backend.capabilities);
+    });
+
     it('single values: PUT, GET with ETag, conditional writes, DELETE', async () => {
       const s = sid();
       const put = await api.call('alice', 'PUT', `/v1/sessions/${s}/state/plan`, json({ steps: [1] }));

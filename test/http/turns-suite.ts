@@ -293,11 +293,12 @@ export function turnsSuite(h: ContractHarness): void {
       expect(one.status).toBe(200);
       const other = await post('alice', s, 'commits', { commitId: 'c-1', values: [{ key: 'v', value: 2 }] });
       expect(other.status).toBe(409);
+      // Where the other body was found (CommitMismatchError): a backend whose commits are atomic
+      // records each commit whole, and names its own record; per-key atomic storage, the value's.
       expect(other.json()).toMatchObject({
         code: 'commit-mismatch',
         commitId: 'c-1',
-        kind: 'value',
-        key: 'v',
+        ...(h.backend.capabilities.atomicCommits ? { kind: 'commit', key: '' } : { kind: 'value', key: 'v' }),
       });
       expect((await getValue(s, 'v')).json()).toBe(1);
     });
@@ -370,6 +371,66 @@ export function turnsSuite(h: ContractHarness): void {
       });
       expect(lost.status).toBe(409);
       expect(lost.json().code).toBe('lock-lost');
+    });
+
+    it('over the answer cap: a long list answers its most recent items that fit, with their offset; a value too large is a download where the backend presigns, else 501 unsupported; small values stay inline', async () => {
+      const s = sid();
+      const call = (method: string, p: string, body: unknown) =>
+        api.call('alice', method, `/v1/sessions/${s}${p}`, json(body));
+      // Each fits a request body (64 KiB); together over the answer cap: the larger is a download.
+      const big = 'x'.repeat(45 * 1024);
+      const bigEtag = (await call('PUT', '/state/big', big)).json().etag;
+      const medium = 'z'.repeat(30 * 1024);
+      await call('PUT', '/state/medium', medium);
+      await call('PUT', '/state/small', 'tiny');
+      const items = Array.from({ length: 120 }, (_, i) => ({ i, text: 'y'.repeat(1000) }));
+      for (let i = 0; i < items.length; i += 40) {
+        const at = items.slice(0, i);
+        await call('POST', '/lists/log/items', {
+          items: items.slice(i, i + 40),
+          expectedCount: i,
+          expectedHash: chainHash(EMPTY_HASH, at),
+        });
+      }
+      const all = await call('POST', '/snapshot', {
+        values: ['big', 'medium', 'small'],
+        lists: [{ key: 'log' }],
+      });
+      if (h.backend.capabilities.presignedTransfer) {
+        expect(all.status).toBe(200);
+        expect(all.body.length).toBeLessThanOrEqual(64 * 1024);
+        expect(all.json().values[0]).toEqual({
+          key: 'big',
+          etag: bigEtag,
+          revision: 1,
+          size: Buffer.byteLength(JSON.stringify(big)),
+          download: { method: 'GET', url: expect.any(String), headers: expect.any(Object) },
+          expiresAt: expect.any(String),
+        });
+      } else {
+        // As a GET of the value would: the backend cannot hand it out of band (never `absent`).
+        expect(all.status).toBe(501);
+        expect(all.json()).toMatchObject({ code: 'unsupported', status: 501 });
+      }
+      const answer = await call('POST', '/snapshot', {
+        values: ['medium', 'small'],
+        lists: [{ key: 'log' }],
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.body.length).toBeLessThanOrEqual(64 * 1024);
+      const snap = answer.json();
+      expect(snap.values).toEqual([
+        { key: 'medium', value: medium, etag: expect.any(String), revision: 1 },
+        { key: 'small', value: 'tiny', etag: expect.any(String), revision: 1 },
+      ]);
+      const log = snap.lists[0];
+      expect(log.count).toBe(120);
+      expect(log.hash).toBe(chainHash(EMPTY_HASH, items));
+      expect(log.items.length).toBeGreaterThan(20);
+      expect(log.items.length).toBeLessThan(120);
+      expect(log.offset).toBe(120 - log.items.length);
+      expect(log.items).toEqual(items.slice(log.offset));
+      expect(log.baseHash).toBe(chainHash(EMPTY_HASH, items.slice(0, log.offset)));
     });
   });
 }

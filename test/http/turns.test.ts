@@ -1,14 +1,11 @@
 /**
  * Over HTTP: `POST …/snapshot`, `POST …/turns` (the lease, then the
  * snapshot) and `POST …/commits` (every change, the lease released or renewed; turns-suite.ts),
- * through each adapter (local node:http, API Gateway v2 events, FC 3 events) on memory; a snapshot
- * over the answer cap on fs; then the typed client's
+ * through each adapter (local node:http, API Gateway v2 events, FC 3 events) on memory and on fs
+ * with presigned URLs; then the typed client's
  * `beginTurn` → buffered changes → `commit`, retried with the same commitId after a lost answer.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpClientOptions } from '../../lib/client/index.js';
 import {
@@ -18,87 +15,13 @@ import {
   LockConflictError,
 } from '../../lib/contract/errors.js';
 import { chainHash, EMPTY_HASH } from '../../lib/contract/hash.js';
-import { createFsDriver } from '../../lib/drivers/fs.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import { createMemoryLock } from '../../lib/lock/memory.js';
 import { localApi } from '../client/helpers.js';
 import { counting, withFaults } from '../store/wrappers.js';
-import { type ApiHarness, contractHarnesses, memoryBackend, nodeHarness } from './harness.js';
+import { contractHarnesses, fsBackend, memoryBackend } from './harness.js';
 import { turnsSuite } from './turns-suite.js';
 
-const sid = () => `t-${randomUUID()}`;
-const json = (value: unknown) => ({
-  body: JSON.stringify(value),
-  headers: { 'content-type': 'application/json' },
-});
-
-for (const h of contractHarnesses(memoryBackend)) turnsSuite(h);
-
-describe('snapshot over the answer cap (node, fs driver with presigned URLs)', () => {
-  let api: ApiHarness;
-  let root: string;
-  beforeAll(async () => {
-    root = await mkdtemp(path.join(tmpdir(), 'turns-'));
-    api = await nodeHarness({
-      driver: createFsDriver({ root, presign: { baseUrl: 'http://127.0.0.1:9' } }),
-      lock: createMemoryLock(),
-    });
-  });
-  afterAll(async () => {
-    await api.close();
-    await rm(root, { recursive: true, force: true });
-  });
-
-  it('a big value becomes a download, a long list its most recent items that fit with their offset; small values stay inline', async () => {
-    const s = sid();
-    const call = (method: string, p: string, body: unknown) =>
-      api.call('alice', method, `/v1/sessions/${s}${p}`, json(body));
-    // Each fits a request body (64 KiB); together over the answer cap: the larger is a download.
-    const big = 'x'.repeat(45 * 1024);
-    const bigEtag = (await call('PUT', '/state/big', big)).json().etag;
-    const medium = 'z'.repeat(30 * 1024);
-    await call('PUT', '/state/medium', medium);
-    await call('PUT', '/state/small', 'tiny');
-    const items = Array.from({ length: 120 }, (_, i) => ({ i, text: 'y'.repeat(1000) }));
-    for (let i = 0; i < items.length; i += 40) {
-      const at = items.slice(0, i);
-      await call('POST', '/lists/log/items', {
-        items: items.slice(i, i + 40),
-        expectedCount: i,
-        expectedHash: chainHash(EMPTY_HASH, at),
-      });
-    }
-    const answer = await call('POST', '/snapshot', {
-      values: ['big', 'medium', 'small'],
-      lists: [{ key: 'log' }],
-    });
-    expect(answer.status).toBe(200);
-    expect(answer.body.length).toBeLessThanOrEqual(64 * 1024);
-    const snap = answer.json();
-    expect(snap.values[0]).toEqual({
-      key: 'big',
-      etag: bigEtag,
-      revision: 1,
-      size: Buffer.byteLength(JSON.stringify(big)),
-      download: {
-        method: 'GET',
-        url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:9\//),
-        headers: expect.any(Object),
-      },
-      expiresAt: expect.any(String),
-    });
-    expect(snap.values[1]).toEqual({ key: 'medium', value: medium, etag: expect.any(String), revision: 1 });
-    expect(snap.values[2]).toEqual({ key: 'small', value: 'tiny', etag: expect.any(String), revision: 1 });
-    const log = snap.lists[0];
-    expect(log.count).toBe(120);
-    expect(log.hash).toBe(chainHash(EMPTY_HASH, items));
-    expect(log.items.length).toBeGreaterThan(20);
-    expect(log.items.length).toBeLessThan(120);
-    expect(log.offset).toBe(120 - log.items.length);
-    expect(log.items).toEqual(items.slice(log.offset));
-    expect(log.baseHash).toBe(chainHash(EMPTY_HASH, items.slice(0, log.offset)));
-  });
-});
+for (const backend of [memoryBackend, fsBackend]) for (const h of contractHarnesses(backend)) turnsSuite(h);
 
 describe('typed client: snapshot, beginTurn → Turn → commit', () => {
   let api: Awaited<ReturnType<typeof localApi>>;
