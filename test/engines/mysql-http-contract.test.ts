@@ -3,9 +3,11 @@
  * and truncate) on the MySQL engine — a MariaDB the test starts, and a real MySQL when MYSQL_URL is
  * set — with the store and the lock on the engine (STORE_BACKEND=mysql, LOCK_BACKEND=mysql: one
  * pool, fencing inside the store's transactions), through each adapter (local node:http, API
- * Gateway v2 events, FC 3 events). Each API gets tables of its own on the file's server.
+ * Gateway v2 events, FC 3 events). The file's APIs share one set of tables per server, each case
+ * its own sessions.
  */
 import { afterAll, beforeAll } from 'vitest';
+import type { MysqlConnection } from '../../lib/engines/mysql/connection.js';
 import { createMysqlLock } from '../../lib/engines/mysql/lock.js';
 import { createMysqlStateStore, MYSQL_CAPABILITIES } from '../../lib/engines/mysql/store.js';
 import { type ContractBackend, contractHarnesses } from '../http/harness.js';
@@ -16,25 +18,32 @@ import { turnsSuite } from '../http/turns-suite.js';
 import { writePathSuite } from '../http/write-path-suite.js';
 import { type MysqlServer, type MysqlTarget, mysqlTargets, openTables } from './mysql-target.js';
 
-const servers = new Map<MysqlTarget, MysqlServer>();
 const targets = mysqlTargets();
+/** Per target: its server, and the tables (bootstrapped) every API of the file shares. */
+const opened = new Map<MysqlTarget, { server: MysqlServer; connection: MysqlConnection }>();
 beforeAll(async () => {
-  for (const target of targets) servers.set(target, await target.open());
+  for (const target of targets) {
+    const server = await target.open();
+    const { conn, admin } = await openTables(server.url);
+    await admin.end();
+    opened.set(target, { server, connection: conn });
+  }
 });
 afterAll(async () => {
-  for (const server of servers.values()) await server.stop();
+  for (const { server, connection } of opened.values()) {
+    await connection.close();
+    await server.stop();
+  }
 });
 
-/** The engine as lib/engines/mysql/index.ts wires it (the lock the store's authority), on fresh tables. */
+/** The engine as lib/engines/mysql/index.ts wires it: one pool, the lock the store's authority. */
 const mysqlBackend = (target: MysqlTarget): ContractBackend => ({
   name: `mysql (${target.name})`,
   capabilities: MYSQL_CAPABILITIES,
   deleteFaults: false,
   make: async (options = {}) => {
-    const server = servers.get(target);
-    if (!server) throw new Error(`${target.name} is not open`);
-    const { conn: connection, admin } = await openTables(server.url);
-    await admin.end();
+    const connection = opened.get(target)?.connection;
+    if (!connection) throw new Error(`${target.name} is not open`);
     const lock = createMysqlLock({ connection, ...(options.now ? { now: options.now } : {}) });
     return {
       parts: {
@@ -44,7 +53,7 @@ const mysqlBackend = (target: MysqlTarget): ContractBackend => ({
         }),
       },
       lock,
-      close: () => connection.close(),
+      close: async () => {},
     };
   },
 });

@@ -5,10 +5,10 @@
  * written; a malformed one 400 naming the header), `revision` in key listings, snapshots and commit
  * results; another user's value of the same names has revisions of its own.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ContractApi, ContractHarness } from './harness.js';
 
-const VALUE = '/v1/sessions/s1/state/plan';
 const REVISION = 'agent-state-revision';
 
 /** Revisions through one adapter over one backend (a fresh backend per case). */
@@ -19,8 +19,14 @@ export function revisionsSuite(h: ContractHarness): void {
       await api?.close();
       api = undefined;
     });
+    // A session of its own per case (the backend's tables or keys may be shared by the file).
+    let session = '';
+    beforeEach(() => {
+      session = `r-${randomUUID()}`;
+    });
+    const at = (p: string) => `/v1/sessions/${session}${p}`;
     const put = (user: string, body: string, headers: Record<string, string> = {}) =>
-      (api as ContractApi).call(user, 'PUT', VALUE, {
+      (api as ContractApi).call(user, 'PUT', at('/state/plan'), {
         body,
         headers: { 'content-type': 'application/json', ...headers },
       });
@@ -31,21 +37,21 @@ export function revisionsSuite(h: ContractHarness): void {
       expect([first.status, first.headers[REVISION], first.json().revision]).toEqual([200, '1', 1]);
       const same = await put('alice', '{"a":1}');
       expect([same.headers[REVISION], same.json()]).toEqual(['2', { etag: expect.any(String), revision: 2 }]);
-      const got = await api.call('alice', 'GET', VALUE);
+      const got = await api.call('alice', 'GET', at('/state/plan'));
       expect([got.status, got.headers[REVISION], got.headers.etag]).toEqual([
         200,
         '2',
         `"${same.json().etag}"`,
       ]);
-      const head = await api.call('alice', 'HEAD', VALUE);
+      const head = await api.call('alice', 'HEAD', at('/state/plan'));
       expect([head.status, head.headers[REVISION]]).toEqual([200, '2']);
-      const unchanged = await api.call('alice', 'GET', VALUE, {
+      const unchanged = await api.call('alice', 'GET', at('/state/plan'), {
         headers: { 'if-none-match': got.headers.etag ?? '' },
       });
       expect([unchanged.status, unchanged.headers[REVISION]]).toEqual([304, '2']);
       // Another user's value of the same session id and key is its own.
       expect((await put('bob', '{"b":1}')).headers[REVISION]).toBe('1');
-      const keys = await api.call('alice', 'GET', '/v1/sessions/s1/keys');
+      const keys = await api.call('alice', 'GET', at('/keys'));
       expect(keys.json().values).toEqual([expect.objectContaining({ key: 'plan', revision: 2 })]);
     });
 
@@ -61,8 +67,8 @@ export function revisionsSuite(h: ContractHarness): void {
         currentEtag: over.json().etag,
         currentRevision: 2,
       });
-      expect((await api.call('alice', 'GET', VALUE)).json()).toEqual({ a: 2 });
-      const absent = await api.call('alice', 'PUT', '/v1/sessions/s1/state/none', {
+      expect((await api.call('alice', 'GET', at('/state/plan'))).json()).toEqual({ a: 2 });
+      const absent = await api.call('alice', 'PUT', at('/state/none'), {
         body: '1',
         headers: { 'content-type': 'application/json', 'if-revision': '1' },
       });
@@ -71,21 +77,21 @@ export function revisionsSuite(h: ContractHarness): void {
         const refused = await put('alice', '{"a":9}', { 'if-revision': bad });
         expect([refused.status, refused.json().field], bad).toEqual([400, 'If-Revision']);
       }
-      expect((await api.call('alice', 'GET', VALUE)).headers[REVISION]).toBe('2');
+      expect((await api.call('alice', 'GET', at('/state/plan'))).headers[REVISION]).toBe('2');
       expect(first.json().revision).toBe(1);
     });
 
     it('snapshots and commits answer revisions; a commit’s ifRevision is its precondition', async () => {
       api = await h.make();
       await put('alice', '{"a":1}');
-      const snap = await api.call('alice', 'POST', '/v1/sessions/s1/snapshot', {
+      const snap = await api.call('alice', 'POST', at('/snapshot'), {
         body: JSON.stringify({ values: ['plan'] }),
         headers: { 'content-type': 'application/json' },
       });
       const seen = snap.json().values[0];
       expect(seen).toMatchObject({ key: 'plan', revision: 1 });
       const commit = (body: unknown) =>
-        (api as ContractApi).call('alice', 'POST', '/v1/sessions/s1/commits', {
+        (api as ContractApi).call('alice', 'POST', at('/commits'), {
           body: JSON.stringify(body),
           headers: { 'content-type': 'application/json' },
         });
