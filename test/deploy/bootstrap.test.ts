@@ -742,8 +742,15 @@ describe.runIf(onTier('rgw'))('bootstrap: Ceph RGW [rgw]', () => {
   /** The local server on `bucket` (its own client, as a deployment's), and the ERROR lines it logs. */
   const serverOn = async (bucket: string) => {
     const api = await nodeHarness(
-      createS3Driver({ bucket, endpoint: rgw?.endpoint, credentials: rgw ?? undefined, dialect: 'ceph-rgw' }),
-      createMemoryLock(),
+      {
+        driver: createS3Driver({
+          bucket,
+          endpoint: rgw?.endpoint,
+          credentials: rgw ?? undefined,
+          dialect: 'ceph-rgw',
+        }),
+        lock: createMemoryLock(),
+      },
       { S3_BUCKET: bucket },
     );
     return { api, errors: vi.spyOn(api.app.logger, 'error') };

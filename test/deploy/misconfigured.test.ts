@@ -38,7 +38,7 @@ async function attempt(
   lock: SessionLock = createMemoryLock(),
   env: Record<string, string> = {},
 ) {
-  api = await nodeHarness(driver, lock, env);
+  api = await nodeHarness({ driver, lock }, env);
   const errors = vi.spyOn(api.app.logger, 'error');
   const write = await api.call('alice', 'PUT', '/v1/sessions/s/state/plan', { body: '{"a":1}' });
   const read = await api.call('alice', 'GET', '/v1/sessions/s/state/plan');
@@ -157,7 +157,7 @@ describe('GET /v1/ready on real protocols, through each adapter', () => {
   for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
     it(`${make.name}: ready on s3rver and dynalite; a missing bucket names the store, a missing table the lock, both 503 backend-misconfigured without Retry-After`, async () => {
       const table = `ready-${randomUUID()}`;
-      api = await make(s3(servers().bucket), await dynamo(table, true));
+      api = await make({ driver: s3(servers().bucket), lock: await dynamo(table, true) });
       const ok = await api.call(null, 'GET', '/v1/ready');
       expect([ok.status, ok.json()]).toEqual([200, { status: 'ok' }]);
       await api.close();
@@ -165,7 +165,7 @@ describe('GET /v1/ready on real protocols, through each adapter', () => {
         [s3('no-such-bucket'), await dynamo(table, false), 'store'],
         [s3(servers().bucket), await dynamo('no-such-table', false), 'lock'],
       ] as const) {
-        api = await make(driver, lock);
+        api = await make({ driver, lock });
         const errors = vi.spyOn(api.app.logger, 'error');
         const answer = await api.call(null, 'GET', '/v1/ready');
         expectMisconfigured(answer);

@@ -26,7 +26,7 @@ describe('answers that say what happened', () => {
   const { driver, state } = alwaysLosing(createMemoryDriver());
   let api: ApiHarness;
   beforeAll(async () => {
-    api = await nodeHarness(driver, createMemoryLock());
+    api = await nodeHarness({ driver, lock: createMemoryLock() });
   });
   afterAll(() => api.close());
 

@@ -39,7 +39,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
 
     it('answers without an identity, cacheable, with what the memory driver can do, reading nothing', async () => {
       const { driver, calls } = counted();
-      api = await make(driver, createMemoryLock());
+      api = await make({ driver, lock: createMemoryLock() });
       const before = calls();
       const answer = await api.call(null, 'GET', '/v1/capabilities');
       expect([answer.status, answer.headers['cache-control']]).toEqual([200, 'public, max-age=300']);
@@ -57,14 +57,14 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
     });
 
     it('a driver without conditional overwrite (as OSS) answers conditionalOverwrite false', async () => {
-      api = await make(counted({ conditionalOverwrite: false }).driver, createMemoryLock());
+      api = await make({ driver: counted({ conditionalOverwrite: false }).driver, lock: createMemoryLock() });
       const answer = await api.call(null, 'GET', '/v1/capabilities');
       expect(answer.status).toBe(200);
       expect(answer.json()).toMatchObject({ versioning: true, conditionalOverwrite: false });
     });
 
     it('answers only GET: a PUT is 405', async () => {
-      api = await make(counted().driver, createMemoryLock());
+      api = await make({ driver: counted().driver, lock: createMemoryLock() });
       const answer = await api.call('alice', 'PUT', '/v1/capabilities', { body: '{}' });
       expect([answer.status, answer.json().code]).toEqual([405, 'method-not-allowed']);
     });

@@ -74,9 +74,9 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
       const driver = createMemoryDriver();
       const lock = createMemoryLock();
       [api, off, any] = await Promise.all([
-        make(driver, lock, { CORS_ORIGINS: ORIGINS }),
-        make(driver, lock),
-        make(driver, lock, { CORS_ORIGINS: '*' }),
+        make({ driver, lock }, { CORS_ORIGINS: ORIGINS }),
+        make({ driver, lock }),
+        make({ driver, lock }, { CORS_ORIGINS: '*' }),
       ]);
     });
     afterAll(async () => {

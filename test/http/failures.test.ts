@@ -20,7 +20,7 @@ function failing(retryable: boolean): ObjectStoreDriver {
 
 describe('backend failures over HTTP', () => {
   it('a retryable backend failure is 503 backend-unavailable with Retry-After', async () => {
-    const api = await nodeHarness(failing(true), createMemoryLock());
+    const api = await nodeHarness({ driver: failing(true), lock: createMemoryLock() });
     const res = await api.call('alice', 'GET', '/v1/sessions/s/state/k');
     expect(res.status).toBe(503);
     expect(res.headers['retry-after']).toBe('1');
@@ -29,7 +29,7 @@ describe('backend failures over HTTP', () => {
   });
 
   it('an unexpected failure is 500 internal with the request id and no internals', async () => {
-    const api = await nodeHarness(failing(false), createMemoryLock());
+    const api = await nodeHarness({ driver: failing(false), lock: createMemoryLock() });
     const res = await api.call('alice', 'PUT', '/v1/sessions/s/state/k', { body: '1' });
     expect(res.status).toBe(500);
     const body = res.json();

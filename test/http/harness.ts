@@ -3,20 +3,25 @@
  * identity mechanism of its platform, so one contract suite runs the routes through all three.
  */
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { APIGatewayProxyEventV2WithJWTAuthorizer, Context } from 'aws-lambda';
 import { createLocalJWKSet, exportJWK, SignJWT } from 'jose';
 import { loadConfig } from '../../lib/config.js';
 import type { SessionLock } from '../../lib/contract/lock.js';
+import type { StoreCapabilities } from '../../lib/contract/types.js';
+import { createFsDriver } from '../../lib/drivers/fs.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
-import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
 import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
-import { type App, createApp } from '../../lib/http/app.js';
+import { type App, type AppParts, createApp } from '../../lib/http/app.js';
 import { bearerJwtAuth, platformClaimsAuth } from '../../lib/http/auth.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
+import { storeCapabilities } from '../../lib/store/capabilities.js';
 
 export interface Answer {
   status: number;
@@ -47,6 +52,15 @@ export interface ApiHarness {
   call(user: string | null, method: string, path: string, options?: CallOptions): Promise<Answer>;
   close(): Promise<void>;
 }
+
+/**
+ * The backends an API under test runs on, as an entry point hands them to `createApp`: an object
+ * store's driver or an engine (lib/http/backends/), and the lock when it is not the engine's.
+ */
+export type BackendParts = Pick<AppParts, 'driver' | 'lock' | 'engine'>;
+
+/** One way to call the API (an adapter) over the backends given. */
+export type HarnessMaker = (parts: BackendParts, env?: Record<string, string>) => Promise<ApiHarness>;
 
 export const SECRET = 'test-secret-for-hs256-tokens-0123456789';
 const BODY_LIMIT = 64 * 1024;
@@ -105,12 +119,11 @@ function rawCall(url: string, method: string, headers: Record<string, string>, b
 }
 
 export async function nodeHarness(
-  driver: ObjectStoreDriver,
-  lock: SessionLock,
+  parts: BackendParts,
   env: Record<string, string> = {},
 ): Promise<ApiHarness> {
   const c = config(env);
-  const app = createApp(c, { driver, lock });
+  const app = createApp(c, parts);
   const server = createNodeServer(app.handle, c.BODY_LIMIT_BYTES);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -135,11 +148,10 @@ export async function nodeHarness(
 }
 
 export async function apiGatewayHarness(
-  driver: ObjectStoreDriver,
-  lock: SessionLock,
+  parts: BackendParts,
   env: Record<string, string> = {},
 ): Promise<ApiHarness> {
-  const app = createApp(config(env), { driver, lock, auth: platformClaimsAuth() });
+  const app = createApp(config(env), { ...parts, auth: platformClaimsAuth() });
   const handler = createApiGatewayHandler(app);
   const context = {
     functionName: 'agent-state-api',
@@ -198,8 +210,7 @@ export async function apiGatewayHarness(
 }
 
 export async function functionComputeHarness(
-  driver: ObjectStoreDriver,
-  lock: SessionLock,
+  parts: BackendParts,
   env: Record<string, string> = {},
 ): Promise<ApiHarness> {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -208,7 +219,7 @@ export async function functionComputeHarness(
     { getKey: createLocalJWKSet({ keys: [jwk] }) },
     { issuer: 'https://idp.example.com', audience: 'agent-state' },
   );
-  const app = createApp(config(env), { driver, lock, auth });
+  const app = createApp(config(env), { ...parts, auth });
   const handler = createFunctionComputeHandler(app);
   const token = (sub: string) =>
     new SignJWT({ sub })
@@ -276,3 +287,116 @@ export function platformApp(throws = false): App {
 }
 
 export { BODY_LIMIT };
+
+/** The adapters, each with its platform's identity mechanism. */
+export const ADAPTERS: readonly HarnessMaker[] = [nodeHarness, apiGatewayHarness, functionComputeHarness];
+
+/** How a contract suite asks for its backend. */
+export interface BackendOptions {
+  /** The lock's clock instead of the real one (a suite moves it to expire a lease). */
+  readonly now?: () => number;
+}
+
+/** A backend made for one API: the parts, the lock the app serves, and the faults it can inject. */
+export interface MadeBackend {
+  readonly parts: BackendParts;
+  readonly lock: SessionLock;
+  /** Deletes of names containing the text fail (AccessDenied, as a raced RGW DeleteObjects can); undefined: none fails. */
+  readonly failDeletes?: (containing: string | undefined) => void;
+  close(): Promise<void>;
+}
+
+/**
+ * A backend the contract suites (test/http/*-suite.ts) run on. A suite skips a case by what the
+ * backend declares, never by its name.
+ */
+export interface ContractBackend {
+  readonly name: string;
+  /** What its store declares (`GET /v1/capabilities`). */
+  readonly capabilities: StoreCapabilities;
+  /** Whether it can be made to fail deletes (`MadeBackend.failDeletes`): a store of objects that a DELETE may leave behind. */
+  readonly deleteFaults: boolean;
+  /** Fresh parts (their own prefix, tables or memory): one API's. */
+  make(options?: BackendOptions): Promise<MadeBackend>;
+}
+
+/** An API the suites call: a harness, and its backend's lock and faults. */
+export interface ContractApi extends ApiHarness {
+  readonly lock: SessionLock;
+  readonly failDeletes?: (containing: string | undefined) => void;
+}
+
+/** An adapter over a backend: what a suite is given. */
+export interface ContractHarness {
+  /** `<adapter> on <backend>`. */
+  readonly name: string;
+  readonly backend: ContractBackend;
+  /** A fresh API on fresh parts of the backend; `close()` releases both. */
+  make(options?: BackendOptions): Promise<ContractApi>;
+}
+
+/** The backend through each adapter. */
+export function contractHarnesses(backend: ContractBackend): ContractHarness[] {
+  return ADAPTERS.map((adapter) => ({
+    name: `${adapter.name} on ${backend.name}`,
+    backend,
+    async make(options) {
+      const made = await backend.make(options);
+      const api = await adapter(made.parts).catch(async (error: unknown) => {
+        await made.close();
+        throw error;
+      });
+      return {
+        ...api,
+        lock: made.lock,
+        ...(made.failDeletes ? { failDeletes: made.failDeletes } : {}),
+        close: async () => {
+          await api.close();
+          await made.close();
+        },
+      };
+    },
+  }));
+}
+
+/** The fs driver with presigned URLs (at a port nothing answers: the suites only read them) and the memory lock. */
+export const fsBackend: ContractBackend = {
+  name: 'fs (presigned URLs)',
+  capabilities: storeCapabilities(fsPresignDriver('.').capabilities),
+  deleteFaults: false,
+  make: async (options = {}) => {
+    const root = await mkdtemp(path.join(tmpdir(), 'fs-contract-'));
+    const lock = createMemoryLock(options.now ? { now: options.now } : {});
+    return {
+      parts: { driver: fsPresignDriver(root), lock },
+      lock,
+      close: () => rm(root, { recursive: true, force: true }),
+    };
+  },
+};
+
+function fsPresignDriver(root: string) {
+  return createFsDriver({ root, presign: { baseUrl: 'http://127.0.0.1:9' } });
+}
+
+/** The memory driver and lock (deletes can be made to fail). */
+export const memoryBackend: ContractBackend = {
+  name: 'memory',
+  capabilities: storeCapabilities(createMemoryDriver().capabilities),
+  deleteFaults: true,
+  make: async (options = {}) => {
+    let failing: string | undefined;
+    const driver = createMemoryDriver({
+      deleteFault: (name) => (failing && name.includes(failing) ? 'AccessDenied' : undefined),
+    });
+    const lock = createMemoryLock(options.now ? { now: options.now } : {});
+    return {
+      parts: { driver, lock },
+      lock,
+      failDeletes: (containing) => {
+        failing = containing;
+      },
+      close: () => driver.close(),
+    };
+  },
+};

@@ -77,7 +77,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
   describe(`X-Request-Id on every router answer via ${make.name}`, () => {
     let api: ApiHarness;
     beforeAll(async () => {
-      api = await make(createMemoryDriver(), createMemoryLock());
+      api = await make({ driver: createMemoryDriver(), lock: createMemoryLock() });
     });
     afterAll(() => api.close());
 

@@ -46,7 +46,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
 
     it('answers 200 without an identity, with one GET of the probe name for the 5 s that follow', async () => {
       const { driver, seen } = watched();
-      api = await make(driver, createMemoryLock());
+      api = await make({ driver, lock: createMemoryLock() });
       for (let i = 0; i < 3; i++) {
         const answer = await api.call(null, 'GET', '/v1/ready');
         expect([answer.status, answer.json(), answer.headers['cache-control']]).toEqual([
@@ -60,7 +60,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
 
     it('a missing bucket: 503 backend-misconfigured naming the store, no Retry-After, the failure cached too', async () => {
       const { driver, seen } = watched(missingBucket);
-      api = await make(driver, createMemoryLock());
+      api = await make({ driver, lock: createMemoryLock() });
       for (let i = 0; i < 2; i++) {
         const answer = await api.call(null, 'GET', '/v1/ready');
         expect(answer.status).toBe(503);
@@ -80,7 +80,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
           throw new BackendError('dynamodb: socket hang up', true);
         },
       };
-      api = await make(watched().driver, flaky);
+      api = await make({ driver: watched().driver, lock: flaky });
       const answer = await api.call(null, 'GET', '/v1/ready');
       expect(answer.status).toBe(503);
       expect(answer.json()).toMatchObject({ code: 'backend-unavailable', dependency: 'lock' });

@@ -20,7 +20,7 @@ const harnesses = [
 describe.each(harnesses)('X-Request-Id through $make.name', ({ make, platformId }) => {
   let api: ApiHarness;
   beforeAll(async () => {
-    api = await make(createMemoryDriver(), createMemoryLock(), { LOG_LEVEL: 'INFO' });
+    api = await make({ driver: createMemoryDriver(), lock: createMemoryLock() }, { LOG_LEVEL: 'INFO' });
   });
   afterAll(() => api.close());
 
@@ -86,7 +86,7 @@ describe.each(harnesses)('X-Request-Id through $make.name', ({ make, platformId 
 describe('X-Request-Id in events only a platform sends', () => {
   it('a control character below the tab (API Gateway and FC pass it through): replaced', async () => {
     for (const make of [apiGatewayHarness, functionComputeHarness]) {
-      const api = await make(createMemoryDriver(), createMemoryLock());
+      const api = await make({ driver: createMemoryDriver(), lock: createMemoryLock() });
       const answer = await api.call(null, 'GET', '/v1/health', { headers: { 'x-request-id': 'a\u0001b' } });
       expect(answer.headers['x-request-id'], make.name).toMatch(UUID);
     }

@@ -43,7 +43,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
     });
 
     it("the token's own user is accepted, as is no header", async () => {
-      api = await make(createMemoryDriver(), createMemoryLock());
+      api = await make({ driver: createMemoryDriver(), lock: createMemoryLock() });
       const put = await api.call('alice', 'PUT', VALUE, { body: '{"a":1}', headers: { [USER]: 'alice' } });
       expect(put.status).toBe(200);
       const got = await api.call('alice', 'GET', VALUE);
@@ -52,7 +52,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
 
     it("another user's name: 403 user-mismatch, nothing read or written, nothing said of either user", async () => {
       const { driver, calls } = counted();
-      api = await make(driver, createMemoryLock());
+      api = await make({ driver, lock: createMemoryLock() });
       expect((await api.call('bob', 'PUT', VALUE, { body: '{"b":1}' })).status).toBe(200);
       const before = calls();
       const write = await api.call('alice', 'PUT', VALUE, { body: '{"a":1}', headers: { [USER]: 'bob' } });
@@ -72,13 +72,13 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
     });
 
     it('a refused token is 401 before the header is looked at', async () => {
-      api = await make(createMemoryDriver(), createMemoryLock());
+      api = await make({ driver: createMemoryDriver(), lock: createMemoryLock() });
       const answer = await api.call(null, 'GET', VALUE, { headers: { [USER]: 'bob' } });
       expect([answer.status, answer.json().code]).toEqual([401, 'unauthorized']);
     });
 
     it('a non-plain user is sent in its URL id form and accepted', async () => {
-      api = await make(createMemoryDriver(), createMemoryLock());
+      api = await make({ driver: createMemoryDriver(), lock: createMemoryLock() });
       for (const user of ['用户-ü', 'a/b', '__anon__']) {
         const headers = { [USER]: encodeUrlId(user) };
         const put = await api.call(user, 'PUT', VALUE, { body: '{"u":1}', headers });
@@ -89,7 +89,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
 
     it('a malformed header is 400 invalid-request naming it, nothing written', async () => {
       const { driver, calls } = counted();
-      api = await make(driver, createMemoryLock());
+      api = await make({ driver, lock: createMemoryLock() });
       const before = calls();
       // Not an id form; a raw non-plain id; a plain id's needless ~ form; two users joined.
       for (const value of ['~!!', 'a/b', encodeUrlId('alice').replace('alice', '~YWxpY2U'), 'alice, bob']) {
@@ -104,7 +104,7 @@ for (const make of [nodeHarness, apiGatewayHarness, functionComputeHarness]) {
     });
 
     it('routes that need no identity ignore it', async () => {
-      api = await make(createMemoryDriver(), createMemoryLock());
+      api = await make({ driver: createMemoryDriver(), lock: createMemoryLock() });
       const answer = await api.call(null, 'GET', '/v1/health', { headers: { [USER]: 'bob' } });
       expect(answer.status).toBe(200);
     });

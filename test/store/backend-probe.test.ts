@@ -87,7 +87,7 @@ function ignoringPosition(inner: ObjectStoreDriver): ObjectStoreDriver {
 
 /** The local server over `driver`, with its logger's ERROR calls recorded. */
 async function serverOver(driver: ObjectStoreDriver) {
-  const api = await nodeHarness(driver, createMemoryLock());
+  const api = await nodeHarness({ driver, lock: createMemoryLock() });
   const errors = vi.spyOn(api.app.logger, 'error');
   return { api, errors };
 }

@@ -72,7 +72,7 @@ for (const backend of backends()) {
     it("answers what the backend's driver can do", async () => {
       const made = await backend.make();
       close = made.close;
-      api = await nodeHarness(made.driver, createMemoryLock());
+      api = await nodeHarness({ driver: made.driver, lock: createMemoryLock() });
       const answer = await api.call(null, 'GET', '/v1/capabilities');
       expect(answer.status).toBe(200);
       expect(answer.json()).toEqual(EXPECTED[backend.name]);
@@ -83,10 +83,10 @@ for (const backend of backends()) {
 describe.runIf(onTier('fast'))('GET /v1/capabilities on fs with presign (the local server)', () => {
   it('answers presignedTransfer true: the server signs its own blob URLs', async () => {
     const root = await mkdtemp(path.join(tmpdir(), 'capabilities-fs-'));
-    const api = await nodeHarness(
-      createFsDriver({ root, presign: { baseUrl: () => 'http://127.0.0.1:1' } }),
-      createMemoryLock(),
-    );
+    const api = await nodeHarness({
+      driver: createFsDriver({ root, presign: { baseUrl: () => 'http://127.0.0.1:1' } }),
+      lock: createMemoryLock(),
+    });
     try {
       const answer = await api.call(null, 'GET', '/v1/capabilities');
       expect(answer.json()).toEqual({ ...EXPECTED.fs, presignedTransfer: true });

@@ -326,9 +326,14 @@ class MysqlUserStore extends TurnOps implements SessionStore {
   async commitValueUpload(): Promise<never> {
     throw new UnsupportedOperationError('direct transfer', NO_BLOBS);
   }
+  /**
+   * A value is read inline: one too large for an answer has no URL to be read from, so it is
+   * `unsupported` (501, as on object storage that cannot presign), never answered as absent.
+   */
   async locateValue(sessionId: string, key: string) {
     this.ids(sessionId, key);
-    return undefined;
+    if ((await this.getVersioned(sessionId, key)) === undefined) return undefined;
+    throw new UnsupportedOperationError('direct transfer', NO_BLOBS);
   }
   async locateListItem(sessionId: string, key: string) {
     this.ids(sessionId, key);

@@ -899,9 +899,14 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
     this.ids(sessionId, key);
     return undefined;
   }
+  /**
+   * A value is read inline: one too large for an answer has no URL to be read from, so it is
+   * `unsupported` (501, as on object storage that cannot presign), never answered as absent.
+   */
   async locateValue(sessionId: string, key: string) {
     this.ids(sessionId, key);
-    return undefined;
+    if ((await this.getVersioned(sessionId, key)) === undefined) return undefined;
+    return this.unsupported('direct transfer');
   }
 }
 
