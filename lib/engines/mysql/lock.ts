@@ -73,7 +73,6 @@ async function tryAcquire(
   owner: string,
   explicit: boolean,
   leaseMs: number,
-  attempt = 0,
 ): Promise<Lease> {
   const { sql, t, now } = leases;
   const at = now();
@@ -119,10 +118,12 @@ async function tryAcquire(
   if (token > 0) return { owner, token, expiresAt: expires, leaseMs };
   const row = (await readLease(leases, key))[0];
   const holds = row?.owner !== null && row !== undefined && (row.expires_at as Date).getTime() >= now();
-  // Freed between the two statements: try again (a server that answers no token at all is refused).
   if (!holds) {
-    if (attempt >= 3) throw new BackendError('mysql: the lease statement answered no token', false);
-    return tryAcquire(leases, key, owner, explicit, leaseMs, attempt + 1);
+    // Ours, yet no token: a server whose statement answers no insert id is refused.
+    if (row?.owner === owner) throw new BackendError('mysql: the lease statement answered no token', false);
+    // Released by its holder between the two statements (each time another caller made
+    // progress, so under any contention this ends): try again.
+    return tryAcquire(leases, key, owner, explicit, leaseMs);
   }
   throw new LockConflictError(String(row.owner), row.expires_at as Date);
 }
