@@ -3,7 +3,7 @@
  * bytes) and gzip-compressed on its own unless a sample shows gzip saves less than 10 %, then
  * appended to a pack of about `PACK_TARGET` bytes. A pack's name is the SHA-256 of its bytes.
  */
-import { createHash } from 'node:crypto';
+import { createHash, webcrypto } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 
@@ -35,6 +35,11 @@ export interface ChunkRef {
 /** `sha256:<hex>` of some bytes. */
 export function chunkHash(data: Uint8Array): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`;
+}
+
+/** `chunkHash` computed in libuv's thread pool (Web Crypto's digest), off the main thread. */
+export async function chunkHashAsync(data: Uint8Array): Promise<string> {
+  return `sha256:${Buffer.from(await webcrypto.subtle.digest('SHA-256', data)).toString('hex')}`;
 }
 
 /** gzip's level for chunks: 4 keeps text within ~10 % of level 6's size at about twice its speed. */

@@ -45,6 +45,7 @@ import {
 import {
   type ChunkRef,
   chunkHash,
+  chunkHashAsync,
   decodeChunk,
   type EncodedChunk,
   encodeChunkAsync,
@@ -714,29 +715,27 @@ function taskQueue(limit: number) {
   };
 }
 
-/** Bytes of files whose new chunks may be compressing at once while the scan reads on. */
+/** Bytes of files being hashed and compressed at once while the scan reads on. */
 const PACKING_AHEAD = 64 * 1024 * 1024;
 
 /**
- * The new chunks of each file compressed in libuv's thread pool while the scan reads and hashes
- * the next files, then handed to `pack` in the files' order (so packs do not depend on timing);
- * `add` waits while more than `PACKING_AHEAD` bytes are on their way.
+ * The scan's files in order: each file's work is started by the caller (hashing and compressing
+ * in libuv's thread pool while the main thread reads and cuts the next files) and `finish`ed in
+ * the files' order (so packs do not depend on timing); `add` waits while more than
+ * `PACKING_AHEAD` bytes are on their way.
  */
-function packingQueue(
-  pack: (chunks: Array<{ hash: string; piece: Uint8Array; stored: EncodedChunk }>) => Promise<void>,
-) {
+function orderedQueue() {
   let chain: Promise<void> = Promise.resolve();
   let ahead = 0;
   return {
-    async add(bytes: number, fresh: ReadonlyArray<{ hash: string; piece: Uint8Array }>) {
-      const encoded = Promise.all(fresh.map((f) => encodeChunkAsync(f.piece)));
+    async add<T>(bytes: number, prepared: Promise<T>, finish: (value: T) => Promise<void>) {
       // Awaited in the chain below; marked handled now so a failure waits its turn there.
-      encoded.catch(() => {});
+      prepared.catch(() => {});
       ahead += bytes;
       chain = chain.then(async () => {
-        const stored = await encoded;
+        const value = await prepared;
         ahead -= bytes;
-        await pack(fresh.map((f, i) => ({ ...f, stored: stored[i] as EncodedChunk })));
+        await finish(value);
       });
       // A failure is thrown by the next wait or by `done`, not left unhandled meanwhile.
       chain.catch(() => {});
@@ -744,6 +743,12 @@ function packingQueue(
     },
     done: () => chain,
   };
+}
+
+/** A promise whose failure is left to whoever awaits it (not reported as unhandled meanwhile). */
+function awaitedLater<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
 }
 
 /** A pack sealed during a scan, kept in a temporary file. */
@@ -780,16 +785,14 @@ async function scanForPush(
       found.pack(pack);
     }
   };
-  const packing = packingQueue(async (chunks) => {
-    for (const { hash, piece, stored } of chunks) writer.add(piece, { hash, stored });
-    await drain();
-  });
+  const packing = orderedQueue();
   type Pending = {
     entry: Omit<WorkspaceManifestEntry, 'chunks'>;
     chunks?: readonly ChunkRef[];
     hashes?: string[];
   };
-  const pending: Pending[] = [];
+  // In walk order; a read file's slot is filled when its hashes are in (`packing`).
+  const pending: Array<Pending | undefined> = [];
   const walk = async (abs: string, rel: string): Promise<void> => {
     for (const entryName of (await readdir(abs)).sort()) {
       const full = path.join(abs, entryName);
@@ -820,24 +823,31 @@ async function scanForPush(
           continue;
         }
         const data = await readFile(full);
-        const hashes: string[] = [];
-        const fresh: Array<{ hash: string; piece: Uint8Array }> = [];
-        for (const [at, len] of chunkBoundaries(data)) {
-          const piece = data.subarray(at, at + len);
-          const hash = chunkHash(piece);
-          hashes.push(hash);
-          if (known.has(hash) || added.has(hash)) continue;
-          added.add(hash);
-          found.chunk(hash);
-          fresh.push({ hash, piece });
-        }
-        // A file of one chunk: its hash is the chunk's.
-        const sha256 =
-          hashes.length === 1
-            ? (hashes[0] as string)
-            : `sha256:${createHash('sha256').update(data).digest('hex')}`;
-        pending.push({ entry: { ...common, type: 'file', size: data.length, ino: st.ino, sha256 }, hashes });
-        if (fresh.length > 0) await packing.add(data.length, fresh);
+        const pieces = chunkBoundaries(data).map(([at, len]) => data.subarray(at, at + len));
+        const slot = pending.push(undefined) - 1;
+        const entry = { ...common, type: 'file' as const, size: data.length, ino: st.ino };
+        // Hashes, then the stored form of each chunk the parent lacks, in the thread pool.
+        const prepared = Promise.all([
+          Promise.all(pieces.map(chunkHashAsync)),
+          // A file of one chunk: its hash is the chunk's.
+          pieces.length === 1 ? undefined : chunkHashAsync(data),
+        ]).then(([hashes, whole]) => ({
+          hashes,
+          sha256: whole ?? (hashes[0] as string),
+          stored: hashes.map((h, i) =>
+            known.has(h) ? undefined : awaitedLater(encodeChunkAsync(pieces[i] as Uint8Array)),
+          ),
+        }));
+        await packing.add(data.length, prepared, async ({ hashes, sha256, stored }) => {
+          pending[slot] = { entry: { ...entry, sha256 }, hashes };
+          for (const [i, hash] of hashes.entries()) {
+            if (known.has(hash) || added.has(hash)) continue;
+            added.add(hash);
+            found.chunk(hash);
+            writer.add(pieces[i] as Uint8Array, { hash, stored: await (stored[i] as Promise<EncodedChunk>) });
+          }
+          await drain();
+        });
       }
     }
   };
@@ -845,7 +855,8 @@ async function scanForPush(
   await packing.done();
   writer.flush();
   await drain();
-  const entries = pending.map(({ entry, chunks, hashes }): WorkspaceManifestEntry => {
+  const entries = pending.map((slot): WorkspaceManifestEntry => {
+    const { entry, chunks, hashes } = slot as Pending;
     if (entry.type !== 'file') return entry;
     const refs = chunks ?? (hashes ?? []).map((h) => known.get(h) ?? writer.refOf(h));
     return { ...entry, chunks: refs };
