@@ -9,8 +9,10 @@ import { MisconfiguredBackendError } from '../contract/errors.js';
 import type { SessionLock } from '../contract/lock.js';
 import type { MetricsSink, StateStore } from '../contract/types.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
+import type { BlobStore, BlobUserStore } from '../engines/blobs.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
+import { DAY_MS } from '../util/units.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
 import { metricsLog, metricsRecorder } from './metrics.js';
 import { openApiDocument } from './openapi.js';
@@ -35,7 +37,11 @@ export interface App {
  * An engine of its own (lib/engines/<name>/; STORE_BACKEND or LOCK_BACKEND = redis or mysql): its
  * store and lock, made on one client with the app's metrics (lib/http/backends/engines.ts).
  */
-export type EngineParts = (metrics: MetricsSink) => {
+export type EngineParts = (
+  metrics: MetricsSink,
+  /** Where the engine store keeps workspaces and snapshots (BLOB_BACKEND; lib/engines/blobs.ts). */
+  blobs?: BlobStore,
+) => {
   readonly store?: StateStore;
   readonly lock?: SessionLock;
 };
@@ -52,6 +58,8 @@ export interface AppParts {
   readonly lock?: SessionLock;
   /** The engine the configuration names, if any. */
   readonly engine?: EngineParts | undefined;
+  /** An engine store's blob driver (BLOB_BACKEND; lib/http/backends/blobs.ts). */
+  readonly blobDriver?: ObjectStoreDriver | undefined;
   readonly auth?: Authenticator;
   readonly logger?: Logger;
 }
@@ -93,7 +101,8 @@ export function createApp(config: Config, parts: AppParts): App {
   const recorder = metricsRecorder(metrics);
   // An engine of its own when the configuration names one; else the object store over the driver
   // the entry point made.
-  const engineParts = parts.engine?.(recorder.sink);
+  const blobs = parts.blobDriver ? blobStore(config, parts.blobDriver, recorder, logger) : undefined;
+  const engineParts = parts.engine?.(recorder.sink, blobs);
   const engine = engineParts?.store;
   const lock = parts.lock ?? engineParts?.lock;
   if (!lock) throw new Error(`no lock for LOCK_BACKEND=${config.LOCK_BACKEND}`);
@@ -145,10 +154,40 @@ export function createApp(config: Config, parts: AppParts): App {
   return { handle, logger, metrics, driver, store };
 }
 
+/**
+ * An engine store's blob side (lib/engines/blobs.ts): the object store over BLOB_BACKEND's driver,
+ * under the same prefix. It outlives the engine's session by at most twice the keep-alive interval
+ * (the engine's writes touch it at most once per interval), never expiring before it.
+ */
+function blobStore(
+  config: Config,
+  driver: ObjectStoreDriver,
+  recorder: ReturnType<typeof metricsRecorder>,
+  logger: Logger,
+): BlobStore {
+  const store = createStateStore({
+    driver: objectDriver(config, { driver }, recorder, logger),
+    prefix: config.STATE_PREFIX,
+    retentionDays: config.RETENTION_DAYS + (2 * config.KEEPALIVE_MS) / DAY_MS,
+    keepAliveMs: config.KEEPALIVE_MS,
+    stateGraceDays: config.STATE_GRACE_DAYS,
+    archiveEncoding: config.ARCHIVE_ENCODING,
+    presignExpiresIn: config.PRESIGN_EXPIRES_SECONDS,
+    restoreDays: config.RESTORE_DAYS,
+    maxValueBytes: config.MAX_VALUE_BYTES,
+    metrics: recorder.sink,
+  });
+  // The object store's user store has the workspace snapshot, sweep and touch calls too.
+  return {
+    forUser: (userId, options) => store.forUser(userId, options) as BlobUserStore,
+    keepAliveMs: config.KEEPALIVE_MS,
+  };
+}
+
 /** The object store's driver, verified before its first write (probe.ts). */
 function objectDriver(
   config: Config,
-  parts: AppParts,
+  parts: Pick<AppParts, 'driver'>,
   recorder: ReturnType<typeof metricsRecorder>,
   logger: Logger,
 ): VerifiedDriver {

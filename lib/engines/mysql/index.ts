@@ -6,6 +6,7 @@
  */
 import type { SessionLock } from '../../contract/lock.js';
 import type { MetricsSink } from '../../contract/types.js';
+import type { BlobStore } from '../blobs.js';
 import { connectMysql, type Mysql2, type MysqlConnection } from './connection.js';
 import { createMysqlLock } from './lock.js';
 import { createMysqlStateStore, type MysqlStateStore } from './store.js';
@@ -35,6 +36,8 @@ export interface MysqlEngineOptions {
   readonly retentionDays: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
+  /** Where the store keeps workspaces and snapshots (BLOB_BACKEND; lib/engines/blobs.ts). */
+  readonly blobs?: BlobStore;
   /** Make the store (STORE_BACKEND=mysql). */
   readonly store: boolean;
   /** Make the lock (LOCK_BACKEND=mysql). */
@@ -59,6 +62,7 @@ export function mysqlEngine(options: MysqlEngineOptions): {
         maxValueBytes: options.maxValueBytes,
         metrics: options.metrics,
         ...(lock ? { authority: lock } : {}),
+        ...(options.blobs ? { blobs: options.blobs } : {}),
       })
     : undefined;
   return { connection, ...(store ? { store } : {}), ...(lock ? { lock } : {}) };

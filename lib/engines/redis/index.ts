@@ -5,6 +5,7 @@
  */
 import type { SessionLock } from '../../contract/lock.js';
 import type { MetricsSink, StateStore } from '../../contract/types.js';
+import type { BlobStore } from '../blobs.js';
 import { connectRedis, type RedisClient, type RedisConnection } from './client.js';
 import { createRedisLock } from './lock.js';
 import { createRedisStateStore } from './store.js';
@@ -20,6 +21,8 @@ export interface RedisEngineOptions extends RedisConnection {
   readonly keepAliveMs: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
+  /** Where the store keeps workspaces and snapshots (BLOB_BACKEND; lib/engines/blobs.ts). */
+  readonly blobs?: BlobStore;
   /** Make the store (STORE_BACKEND=redis). */
   readonly store: boolean;
   /** Make the lock (LOCK_BACKEND=redis). */
@@ -45,6 +48,7 @@ export function redisEngine(options: RedisEngineOptions): {
         maxValueBytes: options.maxValueBytes,
         metrics: options.metrics,
         ...(lock ? { authority: lock } : {}),
+        ...(options.blobs ? { blobs: options.blobs } : {}),
       })
     : undefined;
   return { client, ...(store ? { store } : {}), ...(lock ? { lock } : {}) };

@@ -89,7 +89,6 @@ import type {
   PageOptions,
   SaveOptions,
   SessionPage,
-  SessionStore,
   Snapshot,
   SnapshotList,
   SnapshotRequest,
@@ -101,6 +100,7 @@ import type {
   WriteOptions,
 } from '../../contract/types.js';
 import { DAY_MS } from '../../util/units.js';
+import { type BlobStore, EngineBlobs, type EngineUserStore } from '../blobs.js';
 import { callScript, defineScripts, type RedisClient, redisError } from './client.js';
 import { LIST_SESSIONS, SESSION_SCRIPTS, sessionScript, TOUCH_USER } from './scripts.js';
 
@@ -122,9 +122,9 @@ export interface RedisStateStoreOptions {
   readonly metrics?: MetricsSink;
   /** The lock as the authority over tokens (as `createStateStore`'s); a Redis lock on the same client is checked inside the scripts. */
   readonly authority?: TokenAuthority;
+  /** Where workspaces and snapshots live (BLOB_BACKEND; lib/engines/blobs.ts); without it they are 501. */
+  readonly blobs?: BlobStore;
 }
-
-const UNSUPPORTED_BACKEND = 'redis (BLOB_BACKEND=none)';
 
 /** The capabilities of the Redis engine. */
 export const REDIS_CAPABILITIES: StoreCapabilities = {
@@ -157,10 +157,15 @@ export function createRedisStateStore(options: RedisStateStoreOptions): StateSto
     keepAliveMs: options.keepAliveMs ?? DEFAULTS.keepAliveMs,
     maxValueBytes: options.maxValueBytes ?? DEFAULTS.maxValueBytes,
     metrics: options.metrics ?? { count: () => {} },
+    blobs: new EngineBlobs(options.blobs, 'redis'),
   };
   return {
     capabilities: REDIS_CAPABILITIES,
-    forUser: (userId, o = {}) => new RedisUserStore(ctx, namedUser(userId), o.authority ?? options.authority),
+    forUser: (userId, o = {}) => {
+      const user = namedUser(userId);
+      const authority = o.authority ?? options.authority;
+      return ctx.blobs.wrap(new RedisUserStore(ctx, user, authority), user, authority);
+    },
     checkReady: async () => {
       try {
         await client.ping();
@@ -178,6 +183,7 @@ interface Ctx {
   readonly keepAliveMs: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
+  readonly blobs: EngineBlobs;
 }
 
 type Reply = Array<string | number | null>;
@@ -196,7 +202,7 @@ function chainStates(from: string, items: readonly unknown[]): string[] {
   return out;
 }
 
-class RedisUserStore implements SessionStore, TurnsOnOneEngine {
+class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
   private readonly user: string;
 
   constructor(
@@ -854,32 +860,16 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
     };
   }
 
-  // ---- workspaces and direct transfers: the blob store's (not configured) ----------------------
+  // ---- direct transfers (workspaces are the blob store's: lib/engines/blobs.ts) ----------------
 
+  /** Values live in Redis, up to the request body limit: no direct transfer of them. */
   private unsupported(operation: string): never {
-    throw new UnsupportedOperationError(operation, UNSUPPORTED_BACKEND);
+    throw new UnsupportedOperationError(
+      operation,
+      this.ctx.blobs.configured ? 'redis (values live in Redis)' : this.ctx.blobs.backend,
+    );
   }
 
-  async createWorkspaceUpload(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
-  async completeWorkspaceUpload(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
-  async listWorkspaces(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
-  async getWorkspace(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
-  async deleteWorkspace(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
   async createValueUpload(sessionId: string, key: string): Promise<never> {
     this.ids(sessionId, key);
     return this.unsupported('direct transfer');
