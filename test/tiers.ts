@@ -154,6 +154,7 @@ export const TIERS: readonly Tier[] = [
       'test/engines/mysql-store-suite.test.ts',
       'test/engines/mysql-server.test.ts',
       'test/engines/mysql-bench.test.ts',
+      'test/engines/mysql-blobs.test.ts',
     ],
     servers: 'none',
     seconds: 35,
