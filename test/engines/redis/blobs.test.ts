@@ -4,7 +4,10 @@
  * workspace snapshots, through the same routes and client as on object storage; another user stays
  * isolated; BLOB_BACKEND=none answers 501 `unsupported` naming it.
  */
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../lib/config.js';
+import { createS3Client } from '../../../lib/drivers/s3.js';
+import { bootstrap, bucketBackendOf } from '../../../lib/lifecycle/bootstrap.js';
 import { startLocalBackends } from '../../servers/local-backends.js';
 import { startRedis } from '../../servers/redis.js';
 import {
@@ -38,10 +41,12 @@ describe('Redis with BLOB_BACKEND=fs', () => {
 describe('Redis with BLOB_BACKEND=s3 (s3rver behind the S3 front)', () => {
   let api: EngineWithBlobs;
   let stop: () => Promise<void>;
+  let endpoint = '';
   const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
   beforeAll(async () => {
     const bucket = 'engine-blobs';
     const local = await startLocalBackends(bucket);
+    endpoint = local.s3Front.endpoint;
     // s3rver's own key pair, read by the SDK's default credentials (s3DriverFrom passes none).
     process.env.AWS_ACCESS_KEY_ID = 'S3RVER';
     process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER';
@@ -50,7 +55,7 @@ describe('Redis with BLOB_BACKEND=s3 (s3rver behind the S3 front)', () => {
       REDIS_URL: redis.url,
       BLOB_BACKEND: 's3',
       S3_BUCKET: bucket,
-      S3_ENDPOINT: local.s3Front.endpoint,
+      S3_ENDPOINT: endpoint,
       S3_REGION: 'us-east-1',
     });
     stop = async () => {
@@ -65,6 +70,30 @@ describe('Redis with BLOB_BACKEND=s3 (s3rver behind the S3 front)', () => {
   it('uploads and downloads a workspace, isolated from another user, deleted with its session', () =>
     workspaceRoundTrip(api));
   it('pushes and pulls a workspace snapshot', () => snapshotRoundTrip(api));
+
+  it('npm run bootstrap creates the blob bucket (the bucket step of STORE_BACKEND=s3)', async () => {
+    const client = createS3Client({ endpoint, region: 'us-east-1' });
+    try {
+      const config = loadConfig({
+        ...onRedis,
+        REDIS_URL: redis.url,
+        BLOB_BACKEND: 's3',
+        S3_BUCKET: 'engine-blobs-new',
+        S3_ENDPOINT: endpoint,
+        ALLOW_ANONYMOUS: 'true',
+      });
+      expect(bucketBackendOf(config)).toBe('s3');
+      const steps = await bootstrap({ config, clients: { s3: client } });
+      expect(steps[0]).toEqual({ step: 'bucket s3://engine-blobs-new', status: 'created' });
+      const again = await bootstrap({ config, clients: { s3: client } });
+      expect(again[0]).toEqual({ step: 'bucket s3://engine-blobs-new', status: 'already there' });
+      // Without a blob bucket, the step is skipped.
+      const none = await bootstrap({ config: { ...config, BLOB_BACKEND: 'none' }, clients: {} });
+      expect(none[0]?.status).toBe('skipped');
+    } finally {
+      client.destroy();
+    }
+  });
 });
 
 describe('Redis with BLOB_BACKEND=none', () => {
