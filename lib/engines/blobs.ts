@@ -11,7 +11,7 @@
  */
 import { UnsupportedOperationError } from '../contract/errors.js';
 import type { TokenAuthority } from '../contract/lock.js';
-import type { SessionStore } from '../contract/types.js';
+import type { SessionPage, SessionStore } from '../contract/types.js';
 import type { WorkspacePackSweeper, WorkspaceSnapshotStore } from '../contract/workspace-snapshots.js';
 
 /** A user's store on the blob side: what an engine delegates to it. */
@@ -27,6 +27,13 @@ export interface BlobStore {
   forUser(userId: string | null, options?: { readonly authority?: TokenAuthority }): BlobUserStore;
   /** The keep-alive interval: the blob side is touched at most once per interval per session. */
   readonly keepAliveMs: number;
+  /**
+   * Writes an archive's body (Redis: an archived list, offloaded from RAM) create-only under its
+   * content's SHA-256, in the session's blob folder; answers that id (an existing one is the same).
+   */
+  putArchive(userId: string | null, sessionId: string, key: string, body: string): Promise<string>;
+  /** An archive's body, or undefined when it is not there. */
+  getArchive(userId: string | null, sessionId: string, key: string, id: string): Promise<string | undefined>;
 }
 
 /** What an engine's user store delegates to the blob side. */
@@ -87,6 +94,11 @@ export class EngineBlobs {
     return this.store.forUser(userId, authority ? { authority } : {});
   }
 
+  /** The blob store's archive calls (undefined without a blob store). */
+  get archives(): Pick<BlobStore, 'putArchive' | 'getArchive'> | undefined {
+    return this.store;
+  }
+
   /** The blob side's marker of a session kept fresh, at most once per interval here; best effort. */
   async touch(userId: string | null, sessionId: string): Promise<void> {
     if (!this.store) return;
@@ -135,8 +147,20 @@ export class EngineBlobs {
           };
         if (name === 'deleteAllSessions' && this.store)
           return async () => {
+            // The engine's sessions first (a blob folder may have no marker of its own: archives).
+            const ids: string[] = [];
+            let cursor: string | null = null;
+            do {
+              const page: SessionPage = await (obj as EngineUserStore).listSessionIds({
+                ...(cursor ? { cursor } : {}),
+              });
+              ids.push(...page.sessions.map((x) => x.sessionId));
+              cursor = page.nextCursor;
+            } while (cursor);
             await value.call(obj);
-            await this.side(userId, authority, 'workspaces').deleteAllSessions();
+            const side = this.side(userId, authority, 'workspaces');
+            for (const id of ids) await side.delete(id);
+            await side.deleteAllSessions();
           };
         if (WRITES.has(name) && this.store)
           return (sessionId: string, ...rest: unknown[]) => {

@@ -9,11 +9,11 @@ import { MisconfiguredBackendError } from '../contract/errors.js';
 import type { SessionLock } from '../contract/lock.js';
 import type { MetricsSink, StateStore } from '../contract/types.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
-import type { BlobStore, BlobUserStore } from '../engines/blobs.js';
+import type { BlobStore } from '../engines/blobs.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
-import { DAY_MS } from '../util/units.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
+import { blobStoreOn } from './backends/blobs.js';
 import { metricsLog, metricsRecorder } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { createRouter } from './router.js';
@@ -101,7 +101,9 @@ export function createApp(config: Config, parts: AppParts): App {
   const recorder = metricsRecorder(metrics);
   // An engine of its own when the configuration names one; else the object store over the driver
   // the entry point made.
-  const blobs = parts.blobDriver ? blobStore(config, parts.blobDriver, recorder, logger) : undefined;
+  const blobs = parts.blobDriver
+    ? blobStoreOn(config, objectDriver(config, { driver: parts.blobDriver }, recorder, logger), recorder.sink)
+    : undefined;
   const engineParts = parts.engine?.(recorder.sink, blobs);
   const engine = engineParts?.store;
   const lock = parts.lock ?? engineParts?.lock;
@@ -152,36 +154,6 @@ export function createApp(config: Config, parts: AppParts): App {
     },
   });
   return { handle, logger, metrics, driver, store };
-}
-
-/**
- * An engine store's blob side (lib/engines/blobs.ts): the object store over BLOB_BACKEND's driver,
- * under the same prefix. It outlives the engine's session by at most twice the keep-alive interval
- * (the engine's writes touch it at most once per interval), never expiring before it.
- */
-function blobStore(
-  config: Config,
-  driver: ObjectStoreDriver,
-  recorder: ReturnType<typeof metricsRecorder>,
-  logger: Logger,
-): BlobStore {
-  const store = createStateStore({
-    driver: objectDriver(config, { driver }, recorder, logger),
-    prefix: config.STATE_PREFIX,
-    retentionDays: config.RETENTION_DAYS + (2 * config.KEEPALIVE_MS) / DAY_MS,
-    keepAliveMs: config.KEEPALIVE_MS,
-    stateGraceDays: config.STATE_GRACE_DAYS,
-    archiveEncoding: config.ARCHIVE_ENCODING,
-    presignExpiresIn: config.PRESIGN_EXPIRES_SECONDS,
-    restoreDays: config.RESTORE_DAYS,
-    maxValueBytes: config.MAX_VALUE_BYTES,
-    metrics: recorder.sink,
-  });
-  // The object store's user store has the workspace snapshot, sweep and touch calls too.
-  return {
-    forUser: (userId, options) => store.forUser(userId, options) as BlobUserStore,
-    keepAliveMs: config.KEEPALIVE_MS,
-  };
 }
 
 /** The object store's driver, verified before its first write (probe.ts). */

@@ -13,6 +13,8 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { createHttpClient, type NodeHttpSessionStore } from '../../lib/client/node/index.js';
 import { loadConfig } from '../../lib/config.js';
+import { EMPTY_HASH } from '../../lib/contract/hash.js';
+import type { ArchiveInfo } from '../../lib/contract/types.js';
 import type { FsDriver } from '../../lib/drivers/fs.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
@@ -168,4 +170,49 @@ export async function refusedWithoutBlobs(api: EngineWithBlobs): Promise<void> {
     expect(problem.code).toBe('unsupported');
     expect(problem.detail).toContain('BLOB_BACKEND');
   }
+}
+
+/**
+ * Redis: a list's archives (a rewrite, a truncate) go to the blob store and read back there, pages
+ * included, nothing of their items left in RAM; another user reads none of them.
+ */
+export async function redisArchivesInBlobs(
+  api: EngineWithBlobs,
+  redisKeys: (pattern: string) => Promise<string[]>,
+): Promise<void> {
+  const alice = api.client('alice');
+  const s = sid();
+  const items = Array.from({ length: 12 }, (_, n) => ({ n, text: `item ${n} ☕` }));
+  await alice.appendList(s, 'm', items, { expectedCount: 0, expectedHash: EMPTY_HASH });
+  // A rewrite archives the whole list; a truncate archives what it removes.
+  const rewritten = await alice.saveList(s, 'm', [{ n: 'new' }, { n: 'newer' }, { n: 'newest' }]);
+  expect(rewritten.action).toBe('rewritten');
+  await alice.truncateList(s, 'm', { count: 1, expectedHash: rewritten.hash });
+  const archives = await alice.listArchives(s, 'm');
+  expect(archives.map((a) => [a.count, a.offset])).toEqual([
+    [12, 0],
+    [2, 1],
+  ]);
+  const [whole, cut] = archives as [ArchiveInfo, ArchiveInfo];
+  expect((await alice.getArchive(s, 'm', whole.archiveId))?.items).toEqual(items);
+  const paged = await alice.getArchive(s, 'm', whole.archiveId, { offset: 4, limit: 3 });
+  expect(paged).toMatchObject({ count: 12, offset: 4, hash: whole.hash, items: items.slice(4, 7) });
+  // The page's base hash is the chain's hash after item 3: the hash of the first 4 items.
+  const four = await alice.saveList(sid(), 'x', items.slice(0, 4));
+  expect(paged?.baseHash).toBe(four.hash);
+  expect((await alice.getArchive(s, 'm', whole.archiveId, { last: 2 }))?.items).toEqual(items.slice(10));
+  expect((await alice.getArchive(s, 'm', cut.archiveId))?.items).toEqual([{ n: 'newer' }, { n: 'newest' }]);
+  // In the blob store, content-named; no archived item left in Redis.
+  const stored = (await blobNames(api)).filter((n) => n.includes(s) && n.includes('.list~a~engine~'));
+  expect(stored).toHaveLength(2);
+  expect(stored.every((n) => /~[0-9a-f]{64}$/.test(n))).toBe(true);
+  expect(await redisKeys(`*${s}*:a:*`)).toEqual([]);
+  expect(await redisKeys(`*${s}*:ah:*`)).toEqual([]);
+  // Another user: no such archive.
+  const bob = api.client('bob');
+  expect(await bob.listArchives(s, 'm')).toEqual([]);
+  expect(await bob.getArchive(s, 'm', whole.archiveId)).toBeUndefined();
+  // The session's delete takes them.
+  await alice.delete(s);
+  expect((await blobNames(api)).filter((n) => n.includes(s))).toEqual([]);
 }

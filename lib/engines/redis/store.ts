@@ -457,7 +457,10 @@ class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
       4,
     );
     if (reply[0] !== 'ok') throw this.refusal(reply, options.token);
-    if (reply[1] === 'rewritten') this.ctx.metrics.count('listRewrites');
+    if (reply[1] === 'rewritten') {
+      this.ctx.metrics.count('listRewrites');
+      await this.offload(sessionId, [key]);
+    }
     return this.listResult(reply);
   }
 
@@ -484,7 +487,10 @@ class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
       };
       const reply = await this.run('assTruncate', sessionId, request, [], 4);
       if (reply[0] === 'ok') {
-        if (reply[1] === 'truncated') this.ctx.metrics.count('archivedLists');
+        if (reply[1] === 'truncated') {
+          this.ctx.metrics.count('archivedLists');
+          await this.offload(sessionId, [key]);
+        }
         return this.listResult(reply);
       }
       if (reply[0] === 'short') throw new ListTooShortError(count, int(reply[1]));
@@ -514,6 +520,7 @@ class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
       key,
     });
     if (reply[0] !== 'ok') throw this.refusal(reply, options.token);
+    await this.offload(sessionId, [key]);
     if (int(reply[1]) === 1) await this.unlist(sessionId);
   }
 
@@ -546,6 +553,7 @@ class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
     if (typeof archiveId !== 'string' || !ARCHIVE_ID_PATTERN.test(archiveId)) return undefined;
     const reply = await this.run('assGetArchive', sessionId, { key, id: archiveId, ...page });
     if (int(reply[0]) === 0) return undefined;
+    if (int(reply[0]) === 2) return this.offloadedPage<T>(sessionId, key, str(reply[3]), page);
     return {
       count: int(reply[1]),
       hash: str(reply[2]),
@@ -553,6 +561,63 @@ class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
       baseHash: str(reply[4]),
       items: reply.slice(5).map((item) => this.parse<T>(str(item), key)),
     } satisfies ListPage<T>;
+  }
+
+  // ---- archives in the blob store (docs/DESIGN.md, "What lives where") -------------------------
+
+  /**
+   * Moves the archives of `keys` still in RAM to the blob store (after a write that archived): each
+   * is written there first (create-only, named by its content's SHA-256), then referred to by its
+   * record and its items dropped (OFFLOAD_ARCHIVE). Best effort: an archive not moved stays
+   * readable in Redis, and the next archiving write of its key moves it.
+   */
+  private async offload(sessionId: string, keys: readonly string[]): Promise<void> {
+    const blobs = this.ctx.blobs.archives;
+    if (!blobs || keys.length === 0) return;
+    const base = this.base(sessionId);
+    try {
+      for (const key of new Set(keys)) {
+        const records = await this.ctx.client.lrange(`${base}ar:${key}`, 0, -1);
+        for (const text of records) {
+          const meta = JSON.parse(text) as { archiveId: number | string; blob?: string };
+          if (meta.blob) continue;
+          const id = String(meta.archiveId);
+          const [reply, hashes] = await Promise.all([
+            this.run('assGetArchive', sessionId, { key, id }),
+            this.ctx.client.lrange(`${base}ah:${id}:${key}`, 0, -1),
+          ]);
+          if (int(reply[0]) !== 1) continue;
+          const body = `{"v":1,"count":${int(reply[1])},"hash":${JSON.stringify(str(reply[2]))},"hashes":${JSON.stringify(hashes)},"items":[${reply.slice(5).map(str).join(',')}]}`;
+          const blob = await blobs.putArchive(this.userId, sessionId, key, body);
+          await this.run('assOffloadArchive', sessionId, { key, id, blob });
+        }
+      }
+    } catch {
+      this.ctx.metrics.count('persistenceFailures');
+    }
+  }
+
+  /** A page of an archive in the blob store, as GET_ARCHIVE pages one in RAM. */
+  private async offloadedPage<T>(
+    sessionId: string,
+    key: string,
+    blob: string,
+    page: PageOptions,
+  ): Promise<ListPage<T>> {
+    const body = await this.ctx.blobs.archives?.getArchive(this.userId, sessionId, key, blob);
+    if (body === undefined) throw new CorruptValueError(key);
+    const stored = this.parse<{ count: number; hash: string; hashes: string[]; items: T[] }>(body, key);
+    const n = stored.count;
+    const from = page.last !== undefined ? Math.max(0, n - page.last) : Math.min(page.offset ?? 0, n);
+    const to =
+      page.last !== undefined || page.limit === undefined ? n - 1 : Math.min(n - 1, from + page.limit - 1);
+    return {
+      count: n,
+      hash: stored.hash,
+      offset: from,
+      baseHash: from > 0 ? `${HASH_PREFIX}${stored.hashes[from - 1]}` : EMPTY_HASH,
+      items: to >= from ? stored.items.slice(from, to + 1) : [],
+    };
   }
 
   // ---- keys, snapshots, commits ------------------------------------------------------------
@@ -747,6 +812,12 @@ class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
       );
       const [code] = reply;
       if (code === 'ok' || code === 'replay') {
+        // A replace or a truncate may have archived.
+        if (code === 'ok')
+          await this.offload(
+            sessionId,
+            changes.lists.filter((l) => !('append' in l)).map((l) => l.key),
+          );
         if (code === 'ok' && int(reply[3]) === 1) await this.unlist(sessionId);
         return resultOf(commitId, changes, str(reply[1]));
       }

@@ -4,6 +4,7 @@
  * workspace snapshots, through the same routes and client as on object storage; another user stays
  * isolated; BLOB_BACKEND=none answers 501 `unsupported` naming it.
  */
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../lib/config.js';
 import { createS3Client } from '../../../lib/drivers/s3.js';
@@ -12,6 +13,7 @@ import { startLocalBackends } from '../../servers/local-backends.js';
 import { startRedis } from '../../servers/redis.js';
 import {
   type EngineWithBlobs,
+  redisArchivesInBlobs,
   refusedWithoutBlobs,
   snapshotRoundTrip,
   startEngineWithBlobs,
@@ -24,6 +26,16 @@ beforeAll(async () => {
 });
 afterAll(() => redis.close());
 
+/** The keys of the Redis server matching a pattern. */
+const keysOf = async (pattern: string) => {
+  const client = new Redis(redis.url);
+  try {
+    return await client.keys(pattern);
+  } finally {
+    client.disconnect();
+  }
+};
+
 const onRedis = { STORE_BACKEND: 'redis', LOCK_BACKEND: 'redis' };
 
 describe('Redis with BLOB_BACKEND=fs', () => {
@@ -32,6 +44,9 @@ describe('Redis with BLOB_BACKEND=fs', () => {
     api = await startEngineWithBlobs({ ...onRedis, REDIS_URL: redis.url, BLOB_BACKEND: 'fs' });
   });
   afterAll(() => api.close());
+
+  it("keeps a list's archives in the blob store, read back there, nothing of them in RAM", () =>
+    redisArchivesInBlobs(api, keysOf));
 
   it('uploads and downloads a workspace, isolated from another user, deleted with its session', () =>
     workspaceRoundTrip(api));
@@ -70,6 +85,8 @@ describe('Redis with BLOB_BACKEND=s3 (s3rver behind the S3 front)', () => {
   it('uploads and downloads a workspace, isolated from another user, deleted with its session', () =>
     workspaceRoundTrip(api));
   it('pushes and pulls a workspace snapshot', () => snapshotRoundTrip(api));
+  it("keeps a list's archives in the blob store, read back there, nothing of them in RAM", () =>
+    redisArchivesInBlobs(api, keysOf));
 
   it('npm run bootstrap creates the blob bucket (the bucket step of STORE_BACKEND=s3)', async () => {
     const client = createS3Client({ endpoint, region: 'us-east-1' });
