@@ -5,11 +5,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { type Config, configuredBy, logLevelOf, platformOf } from '../config.js';
+import type { BlobStore } from '../contract/blobs.js';
 import { MisconfiguredBackendError } from '../contract/errors.js';
 import type { SessionLock } from '../contract/lock.js';
 import type { MetricsSink, StateStore } from '../contract/types.js';
 import type { ObjectStoreDriver } from '../drivers/types.js';
-import type { BlobStore } from '../engines/blobs.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
@@ -39,7 +39,7 @@ export interface App {
  */
 export type EngineParts = (
   metrics: MetricsSink,
-  /** Where the engine store keeps workspaces and snapshots (BLOB_BACKEND; lib/engines/blobs.ts). */
+  /** Where the engine store keeps workspaces and snapshots (BLOB_BACKEND; lib/contract/blobs.ts). */
   blobs?: BlobStore,
 ) => {
   readonly store?: StateStore;

@@ -696,7 +696,7 @@ class UserStore implements SessionStore {
   /**
    * Keeps a live session's marker (and state) fresh as a write would, at most once per keep-alive
    * interval, writing nothing else and creating nothing: an engine's blob side, touched by the
-   * engine's writes (lib/engines/blobs.ts).
+   * engine's writes (lib/contract/blobs.ts).
    */
   async touchSession(sessionId: string): Promise<void> {
     this.ids(sessionId);

@@ -4,9 +4,10 @@
  * lock on the same engine, the lock whose lease rows the store's transactions read (fencing inside
  * each transaction, no extra round trip).
  */
+
+import type { BlobStore } from '../../contract/blobs.js';
 import type { SessionLock } from '../../contract/lock.js';
 import type { MetricsSink } from '../../contract/types.js';
-import type { BlobStore } from '../blobs.js';
 import { connectMysql, type Mysql2, type MysqlConnection } from './connection.js';
 import { createMysqlLock } from './lock.js';
 import { createMysqlStateStore, type MysqlStateStore } from './store.js';
@@ -36,7 +37,7 @@ export interface MysqlEngineOptions {
   readonly retentionDays: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
-  /** Where the store keeps workspaces and snapshots (BLOB_BACKEND; lib/engines/blobs.ts). */
+  /** Where the store keeps workspaces and snapshots (BLOB_BACKEND; lib/contract/blobs.ts). */
   readonly blobs?: BlobStore;
   /** Make the store (STORE_BACKEND=mysql). */
   readonly store: boolean;

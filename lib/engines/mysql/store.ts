@@ -1,3 +1,4 @@
+import { type BlobStore, EngineBlobs, type EngineUserStore } from '../../contract/blobs.js';
 import { DEFAULTS } from '../../contract/defaults.js';
 import {
   PreconditionFailedError,
@@ -30,7 +31,6 @@ import type {
   WriteOptions,
 } from '../../contract/types.js';
 import { DAY_MS } from '../../util/units.js';
-import { type BlobStore, EngineBlobs, type EngineUserStore } from '../blobs.js';
 import type { MysqlConnection } from './connection.js';
 import {
   type Ids,
@@ -65,7 +65,7 @@ export interface MysqlStateStoreOptions {
    * shared lock on its row; any other is asked beside the transaction's first round trip.
    */
   readonly authority?: TokenAuthority;
-  /** Where workspaces and snapshots live (BLOB_BACKEND; lib/engines/blobs.ts); without it they are 501. */
+  /** Where workspaces and snapshots live (BLOB_BACKEND; lib/contract/blobs.ts); without it they are 501. */
   readonly blobs?: BlobStore;
 }
 

@@ -3,9 +3,10 @@
  * store over it and, with the lock on the same engine, the lock whose key the store's scripts
  * read (fencing inside the scripts, no extra round trip).
  */
+
+import type { BlobStore } from '../../contract/blobs.js';
 import type { SessionLock } from '../../contract/lock.js';
 import type { MetricsSink, StateStore } from '../../contract/types.js';
-import type { BlobStore } from '../blobs.js';
 import { connectRedis, type RedisClient, type RedisConnection } from './client.js';
 import { createRedisLock } from './lock.js';
 import { createRedisStateStore } from './store.js';
@@ -21,7 +22,7 @@ export interface RedisEngineOptions extends RedisConnection {
   readonly keepAliveMs: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
-  /** Where the store keeps workspaces and snapshots (BLOB_BACKEND; lib/engines/blobs.ts). */
+  /** Where the store keeps workspaces and snapshots (BLOB_BACKEND; lib/contract/blobs.ts). */
   readonly blobs?: BlobStore;
   /** Make the store (STORE_BACKEND=redis). */
   readonly store: boolean;

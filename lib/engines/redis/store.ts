@@ -9,6 +9,7 @@
  * are evaluated inside the scripts.
  */
 import { randomUUID } from 'node:crypto';
+import { type BlobStore, EngineBlobs, type EngineUserStore } from '../../contract/blobs.js';
 import { DEFAULTS } from '../../contract/defaults.js';
 import {
   AppendConflictError,
@@ -100,7 +101,6 @@ import type {
   WriteOptions,
 } from '../../contract/types.js';
 import { DAY_MS } from '../../util/units.js';
-import { type BlobStore, EngineBlobs, type EngineUserStore } from '../blobs.js';
 import { callScript, defineScripts, type RedisClient, redisError } from './client.js';
 import { LIST_SESSIONS, SESSION_SCRIPTS, sessionScript, TOUCH_USER } from './scripts.js';
 
@@ -122,7 +122,7 @@ export interface RedisStateStoreOptions {
   readonly metrics?: MetricsSink;
   /** The lock as the authority over tokens (as `createStateStore`'s); a Redis lock on the same client is checked inside the scripts. */
   readonly authority?: TokenAuthority;
-  /** Where workspaces and snapshots live (BLOB_BACKEND; lib/engines/blobs.ts); without it they are 501. */
+  /** Where workspaces and snapshots live (BLOB_BACKEND; lib/contract/blobs.ts); without it they are 501. */
   readonly blobs?: BlobStore;
 }
 
@@ -931,7 +931,7 @@ class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
     };
   }
 
-  // ---- direct transfers (workspaces are the blob store's: lib/engines/blobs.ts) ----------------
+  // ---- direct transfers (workspaces are the blob store's: lib/contract/blobs.ts) ----------------
 
   /** Values live in Redis, up to the request body limit: no direct transfer of them. */
   private unsupported(operation: string): never {

@@ -3,16 +3,16 @@
  * the driver Redis and MySQL keep workspaces, workspace snapshots and (Redis) archives on — none,
  * the S3 bucket (S3_*), the OSS bucket (OSS_*) or the local server's DATA_DIR (fs). Each entry
  * passes the drivers it bundles; the app makes the blob side's object store over the driver
- * (lib/http/app.ts, lib/engines/blobs.ts). An object store (STORE_BACKEND=fs|memory|s3|oss) keeps
+ * (lib/http/app.ts, lib/contract/blobs.ts). An object store (STORE_BACKEND=fs|memory|s3|oss) keeps
  * its blobs itself: BLOB_BACKEND is then not read.
  */
 import { createHash } from 'node:crypto';
 import { type Config, enginesOf } from '../../config.js';
+import type { BlobStore, BlobUserStore } from '../../contract/blobs.js';
 import { namedUser } from '../../contract/ids.js';
 import type { MetricsSink } from '../../contract/types.js';
 import { ObjectConditionFailedError } from '../../drivers/errors.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
-import type { BlobStore, BlobUserStore } from '../../engines/blobs.js';
 import { backendError, type StoreContext } from '../../store/context.js';
 import { layoutFor } from '../../store/layout.js';
 import { createStateStore } from '../../store/store.js';
@@ -41,7 +41,7 @@ export function blobDriverFrom(config: Config, drivers: BlobDrivers): ObjectStor
 const ENGINE_ARCHIVES = 'engine';
 
 /**
- * An engine store's blob side (lib/engines/blobs.ts) on BLOB_BACKEND's driver (verified first):
+ * An engine store's blob side (lib/contract/blobs.ts) on BLOB_BACKEND's driver (verified first):
  * the object store over it, under the same prefix, whose sessions outlive the engine's by at most
  * twice the keep-alive interval (the engine's writes touch them at most once per interval), never
  * expiring first; and the engine's archives, written create-only under their content's SHA-256.

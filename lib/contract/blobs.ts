@@ -9,10 +9,10 @@
  * so the blobs of an active session never expire before it. Without a blob store every such call
  * is 501 `unsupported`, naming BLOB_BACKEND.
  */
-import { UnsupportedOperationError } from '../contract/errors.js';
-import type { TokenAuthority } from '../contract/lock.js';
-import type { SessionPage, SessionStore } from '../contract/types.js';
-import type { WorkspacePackSweeper, WorkspaceSnapshotStore } from '../contract/workspace-snapshots.js';
+import { UnsupportedOperationError } from './errors.js';
+import type { TokenAuthority } from './lock.js';
+import type { SessionPage, SessionStore } from './types.js';
+import type { WorkspacePackSweeper, WorkspaceSnapshotStore } from './workspace-snapshots.js';
 
 /** A user's store on the blob side: what an engine delegates to it. */
 export type BlobUserStore = SessionStore &
