@@ -30,6 +30,8 @@ export interface EngineWithBlobs {
   readonly blobDriver: ObjectStoreDriver | undefined;
   /** The folder fs blobs are written under (DATA_DIR). */
   readonly dataDir: string;
+  /** STATE_PREFIX. */
+  readonly prefix: string;
   client(user: string): NodeHttpSessionStore;
   /** A raw call as one user. */
   call(user: string, method: string, path: string, body?: unknown): Promise<Response>;
@@ -39,11 +41,12 @@ export interface EngineWithBlobs {
 /** Starts the app on `env` (STORE_BACKEND, LOCK_BACKEND, their URLs, BLOB_BACKEND and its settings). */
 export async function startEngineWithBlobs(env: Record<string, string>): Promise<EngineWithBlobs> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'engine-blobs-'));
+  const prefix = `eb-${randomBytes(4).toString('hex')}/`;
   const config = loadConfig({
     AUTH_JWT_SECRET: SECRET,
     LOG_LEVEL: 'SILENT',
     DATA_DIR: dataDir,
-    STATE_PREFIX: `eb-${randomBytes(4).toString('hex')}/`,
+    STATE_PREFIX: prefix,
     ...env,
   });
   let baseUrl = '';
@@ -63,6 +66,7 @@ export async function startEngineWithBlobs(env: Record<string, string>): Promise
     app,
     blobDriver: backends.blobDriver,
     dataDir,
+    prefix,
     client: (user) => createHttpClient({ baseUrl, token: () => hsToken({ sub: user }) }),
     call: async (user, method, p, body) =>
       fetch(`${baseUrl}${p}`, {

@@ -8,13 +8,16 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../lib/config.js';
 import { createS3Client } from '../../../lib/drivers/s3.js';
+import type { ObjectStoreDriver } from '../../../lib/drivers/types.js';
 import { bootstrap, bucketBackendOf } from '../../../lib/lifecycle/bootstrap.js';
+import { layoutFor } from '../../../lib/store/layout.js';
 import { startLocalBackends } from '../../servers/local-backends.js';
 import { startRedis } from '../../servers/redis.js';
 import {
   type EngineWithBlobs,
   redisArchivesInBlobs,
   refusedWithoutBlobs,
+  sid,
   snapshotRoundTrip,
   startEngineWithBlobs,
   workspaceRoundTrip,
@@ -110,6 +113,35 @@ describe('Redis with BLOB_BACKEND=s3 (s3rver behind the S3 front)', () => {
     } finally {
       client.destroy();
     }
+  });
+});
+
+describe('Redis with BLOB_BACKEND=fs and a keep-alive of 1 s', () => {
+  let api: EngineWithBlobs;
+  beforeAll(async () => {
+    api = await startEngineWithBlobs({
+      ...onRedis,
+      REDIS_URL: redis.url,
+      BLOB_BACKEND: 'fs',
+      KEEPALIVE_MS: '1000',
+    });
+  });
+  afterAll(() => api.close());
+
+  it("an engine write past the interval keeps the blob side's session alive; a read does not", async () => {
+    const alice = api.client('alice');
+    const s = sid();
+    await alice.save(s, 'k', 1);
+    await alice.uploadWorkspace(s, 'w', new Uint8Array(10), { encoding: 'identity' });
+    const marker = layoutFor(api.prefix, 'alice').marker(s);
+    const driver = api.blobDriver as ObjectStoreDriver;
+    const before = (await driver.head(marker)).lastModified.getTime();
+    await new Promise((r) => setTimeout(r, 1100));
+    await alice.get(s, 'k');
+    expect((await driver.head(marker)).lastModified.getTime()).toBe(before);
+    await alice.save(s, 'k', 2);
+    expect((await driver.head(marker)).lastModified.getTime()).toBeGreaterThan(before);
+    expect((await alice.listWorkspaces(s)).map((w) => w.name)).toEqual(['w']);
   });
 });
 
