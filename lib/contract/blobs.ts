@@ -125,6 +125,8 @@ export class EngineBlobs {
     const delegated = new Set<string>(DELEGATED);
     return new Proxy(target, {
       get: (obj, name, receiver) => {
+        // Without a blob store there are no packs to sweep: the sweep skips such a store.
+        if (name === 'sweepWorkspacePacks' && !this.store) return undefined;
         if (typeof name === 'string' && delegated.has(name)) {
           return async (...args: unknown[]) => {
             const side = this.side(

@@ -15,6 +15,7 @@ import { createHttpClient, type NodeHttpSessionStore } from '../../lib/client/no
 import { loadConfig } from '../../lib/config.js';
 import { EMPTY_HASH } from '../../lib/contract/hash.js';
 import type { ArchiveInfo } from '../../lib/contract/types.js';
+import { hasWorkspacePackSweep, type WorkspacePackSweeper } from '../../lib/contract/workspace-snapshots.js';
 import type { FsDriver } from '../../lib/drivers/fs.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
@@ -219,4 +220,22 @@ export async function redisArchivesInBlobs(
   // The session's delete takes them.
   await alice.delete(s);
   expect((await blobNames(api)).filter((n) => n.includes(s))).toEqual([]);
+}
+
+/** The pack sweep: delegated to the blob side with a blob store; absent without one. */
+export async function sweepDelegated(withBlobs: EngineWithBlobs, without: EngineWithBlobs): Promise<void> {
+  const user = withBlobs.app.store.forUser('alice');
+  expect(hasWorkspacePackSweep(user)).toBe(true);
+  const s = sid();
+  const src = await mkdtemp(path.join(tmpdir(), 'engine-sweep-'));
+  try {
+    await writeFile(path.join(src, 'a.txt'), 'a');
+    await withBlobs.client('alice').workspaces.push(s, 'w', src);
+    const swept = await (user as typeof user & WorkspacePackSweeper).sweepWorkspacePacks({ sessionId: s });
+    expect(swept).toMatchObject({ workspaces: 1, referenced: swept.packs, unreferenced: 0 });
+    expect(swept.packs).toBeGreaterThan(0);
+  } finally {
+    await rm(src, { recursive: true, force: true });
+  }
+  expect(hasWorkspacePackSweep(without.app.store.forUser('alice'))).toBe(false);
 }

@@ -15,6 +15,7 @@ import {
   sid,
   snapshotRoundTrip,
   startEngineWithBlobs,
+  sweepDelegated,
   workspaceRoundTrip,
 } from './blob-harness.js';
 
@@ -56,10 +57,18 @@ describe('MySQL with BLOB_BACKEND=fs', () => {
 
 describe('MySQL with BLOB_BACKEND=none', () => {
   let api: EngineWithBlobs;
+  let withBlobs: EngineWithBlobs;
   beforeAll(async () => {
     api = await startEngineWithBlobs(onMysql());
+    withBlobs = await startEngineWithBlobs({ ...onMysql(), BLOB_BACKEND: 'fs' });
   });
-  afterAll(() => api.close());
+  afterAll(async () => {
+    await api.close();
+    await withBlobs.close();
+  });
+
+  it('has the pack sweep only with a blob store (delegated to the blob side)', () =>
+    sweepDelegated(withBlobs, api));
 
   it('answers the blob routes 501 unsupported naming BLOB_BACKEND, never a 500', () =>
     refusedWithoutBlobs(api));
