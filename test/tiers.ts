@@ -129,7 +129,7 @@ export const TIERS: readonly Tier[] = [
   // The session console in Debian's chromium against the local server it starts itself.
   { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 30 },
   // Debian's redis-server, standalone and a Cluster of three masters, started by the tests themselves.
-  { name: 'redis', files: ['test/engines/redis/'], servers: 'none', seconds: 40 },
+  { name: 'redis', files: ['test/engines/redis/'], servers: 'none', seconds: 45 },
   {
     name: 'deploy',
     // Packaging and deployment: the npm package (and its framework peer matrix), the templates,
@@ -157,7 +157,7 @@ export const TIERS: readonly Tier[] = [
       'test/engines/mysql-blobs.test.ts',
     ],
     servers: 'none',
-    seconds: 35,
+    seconds: 40,
   },
 ];
 
