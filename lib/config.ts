@@ -83,6 +83,9 @@ const schema = z
     OSS_ACCESS_KEY_SECRET: z.string().optional(),
     OSS_STS_TOKEN: z.string().optional(),
     LOCK_BACKEND: z.enum(['memory', 'dynamodb', 'redis', 'mysql']).default('memory'),
+    // Where an engine store (redis, mysql) keeps workspaces and, on Redis, archives
+    // (lib/http/backends/blobs.ts): none, the S3 or OSS bucket above, or DATA_DIR (fs, local only).
+    BLOB_BACKEND: z.enum(['none', 's3', 'oss', 'fs']).default('none'),
     // Redis (STORE_BACKEND=redis, LOCK_BACKEND=redis): one server, or the seed nodes of a Cluster.
     REDIS_URL: z
       .string()
@@ -169,6 +172,17 @@ const schema = z
       if (!c.OSS_REGION && !c.OSS_ENDPOINT) need('OSS_REGION', 'when STORE_BACKEND=oss (or OSS_ENDPOINT)');
     }
     if (c.LOCK_BACKEND === 'dynamodb') need('LOCK_TABLE', 'when LOCK_BACKEND=dynamodb');
+    if (c.BLOB_BACKEND === 's3') need('S3_BUCKET', 'when BLOB_BACKEND=s3');
+    if (c.BLOB_BACKEND === 'oss') {
+      need('OSS_BUCKET', 'when BLOB_BACKEND=oss');
+      if (!c.OSS_REGION && !c.OSS_ENDPOINT) need('OSS_REGION', 'when BLOB_BACKEND=oss (or OSS_ENDPOINT)');
+    }
+    if (cloud && c.BLOB_BACKEND === 'fs')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['BLOB_BACKEND'],
+        message: 'fs is refused on Lambda and Function Compute',
+      });
     if ((c.STORE_BACKEND === 'redis' || c.LOCK_BACKEND === 'redis') && !c.REDIS_URL && !c.REDIS_CLUSTER_NODES)
       need('REDIS_URL', 'when STORE_BACKEND or LOCK_BACKEND is redis (or REDIS_CLUSTER_NODES)');
     if ((c.STORE_BACKEND === 'mysql' || c.LOCK_BACKEND === 'mysql') && !c.MYSQL_URL)

@@ -18,6 +18,7 @@ import {
   type BootstrapClients,
   BootstrapError,
   bootstrap,
+  bucketBackendOf,
   deployedLifecycle,
   formatStep,
   summarize,
@@ -30,11 +31,11 @@ const config = loadConfigOrExit({ ...process.env, ALLOW_ANONYMOUS: 'true' });
 
 /** The clients of the configured backends, built as the functions build theirs (lib/http/backends/). */
 function clientsFor(c: Config, mysql: MysqlConnection | undefined): BootstrapClients {
+  // The object store's bucket, or an engine store's blob bucket (BLOB_BACKEND).
+  const bucket = bucketBackendOf(c);
   return {
-    ...(c.STORE_BACKEND === 's3'
-      ? { s3: createS3Client({ endpoint: c.S3_ENDPOINT, region: c.S3_REGION }) }
-      : {}),
-    ...(c.STORE_BACKEND === 'oss'
+    ...(bucket === 's3' ? { s3: createS3Client({ endpoint: c.S3_ENDPOINT, region: c.S3_REGION }) } : {}),
+    ...(bucket === 'oss'
       ? {
           oss: createOssClient(ossOptionsFrom(c)),
         }
@@ -88,7 +89,7 @@ const mysql =
 const clients = clientsFor(config, mysql);
 const driver = driverFor(config, clients);
 try {
-  const backend = config.STORE_BACKEND === 'oss' ? 'oss' : 's3';
+  const backend = bucketBackendOf(config) === 'oss' ? 'oss' : 's3';
   const steps = await bootstrap({
     config,
     clients,

@@ -11,5 +11,12 @@ import { cloudParts } from '../../lib/http/backends/cloud.js';
 
 const config = loadConfigOrExit();
 export const handler = createFunctionComputeHandler(
-  createApp(config, await cloudParts(config, { driver: ossDriverFrom, lock: dynamoDbLockFrom })),
+  createApp(
+    config,
+    await cloudParts(config, {
+      driver: ossDriverFrom,
+      lock: dynamoDbLockFrom,
+      blobs: { oss: ossDriverFrom },
+    }),
+  ),
 );

@@ -10,7 +10,10 @@ import { cloudParts } from '../../lib/http/backends/cloud.js';
 
 const config = loadConfigOrExit();
 const api = createApiGatewayHandler(
-  createApp(config, await cloudParts(config, { driver: s3DriverFrom, lock: dynamoDbLockFrom })),
+  createApp(
+    config,
+    await cloudParts(config, { driver: s3DriverFrom, lock: dynamoDbLockFrom, blobs: { s3: s3DriverFrom } }),
+  ),
 );
 
 /**

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { loadConfigOrExit } from '../../lib/config.js';
 import { consoleHandler } from '../../lib/console/serve.js';
 import { BackendUnsafeError } from '../../lib/contract/errors.js';
+import type { FsDriver } from '../../lib/drivers/fs.js';
 import { logTo } from '../../lib/http/adapters/guard.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
@@ -28,11 +29,12 @@ if (!app.driver)
   app.store
     .checkReady()
     .catch((error: Error) => app.logger.error(`${config.STORE_BACKEND} is not ready: ${error.message}`));
-// With fs storage, the server also answers the presigned URLs of workspaces and large values.
-const blobs =
-  backends.driver && 'serveBlob' in backends.driver && backends.driver.serveBlob
-    ? { serveBlob: backends.driver.serveBlob, limitBytes: config.MAX_BLOB_BYTES }
-    : undefined;
+// With fs storage (or an engine's BLOB_BACKEND=fs), the server also answers the presigned URLs of
+// workspaces and large values.
+const fsDriver = (backends.driver ?? backends.blobDriver) as Partial<FsDriver> | undefined;
+const blobs = fsDriver?.serveBlob
+  ? { serveBlob: fsDriver.serveBlob, limitBytes: config.MAX_BLOB_BYTES }
+  : undefined;
 const server = createNodeServer(app.handle, config.BODY_LIMIT_BYTES, blobs, { onError: logTo(app.logger) });
 // The session console (dist/console/, beside this bundle) at /console/, same origin as the API.
 const consoleFiles = consoleHandler(new URL('../console/', import.meta.url));

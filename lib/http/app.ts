@@ -5,6 +5,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { type Config, configuredBy, logLevelOf, platformOf } from '../config.js';
+import type { BlobStore } from '../contract/blobs.js';
 import { MisconfiguredBackendError } from '../contract/errors.js';
 import type { SessionLock } from '../contract/lock.js';
 import type { MetricsSink, StateStore } from '../contract/types.js';
@@ -12,6 +13,7 @@ import type { ObjectStoreDriver } from '../drivers/types.js';
 import { type VerifiedDriver, verifiedDriver } from '../store/probe.js';
 import { createStateStore } from '../store/store.js';
 import { type Authenticator, bearerJwtAuth, platformClaimsAuth } from './auth.js';
+import { blobStoreOn } from './backends/blobs.js';
 import { metricsLog, metricsRecorder } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { createRouter } from './router.js';
@@ -35,7 +37,11 @@ export interface App {
  * An engine of its own (lib/engines/<name>/; STORE_BACKEND or LOCK_BACKEND = redis or mysql): its
  * store and lock, made on one client with the app's metrics (lib/http/backends/engines.ts).
  */
-export type EngineParts = (metrics: MetricsSink) => {
+export type EngineParts = (
+  metrics: MetricsSink,
+  /** Where the engine store keeps workspaces and snapshots (BLOB_BACKEND; lib/contract/blobs.ts). */
+  blobs?: BlobStore,
+) => {
   readonly store?: StateStore;
   readonly lock?: SessionLock;
 };
@@ -52,6 +58,8 @@ export interface AppParts {
   readonly lock?: SessionLock;
   /** The engine the configuration names, if any. */
   readonly engine?: EngineParts | undefined;
+  /** An engine store's blob driver (BLOB_BACKEND; lib/http/backends/blobs.ts). */
+  readonly blobDriver?: ObjectStoreDriver | undefined;
   readonly auth?: Authenticator;
   readonly logger?: Logger;
 }
@@ -93,7 +101,10 @@ export function createApp(config: Config, parts: AppParts): App {
   const recorder = metricsRecorder(metrics);
   // An engine of its own when the configuration names one; else the object store over the driver
   // the entry point made.
-  const engineParts = parts.engine?.(recorder.sink);
+  const blobs = parts.blobDriver
+    ? blobStoreOn(config, objectDriver(config, { driver: parts.blobDriver }, recorder, logger), recorder.sink)
+    : undefined;
+  const engineParts = parts.engine?.(recorder.sink, blobs);
   const engine = engineParts?.store;
   const lock = parts.lock ?? engineParts?.lock;
   if (!lock) throw new Error(`no lock for LOCK_BACKEND=${config.LOCK_BACKEND}`);
@@ -148,7 +159,7 @@ export function createApp(config: Config, parts: AppParts): App {
 /** The object store's driver, verified before its first write (probe.ts). */
 function objectDriver(
   config: Config,
-  parts: AppParts,
+  parts: Pick<AppParts, 'driver'>,
   recorder: ReturnType<typeof metricsRecorder>,
   logger: Logger,
 ): VerifiedDriver {

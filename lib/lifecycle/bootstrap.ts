@@ -109,7 +109,8 @@ export interface BootstrapOptions {
   readonly config: Pick<
     Config,
     'STORE_BACKEND' | 'S3_BUCKET' | 'OSS_BUCKET' | 'S3_DIALECT' | 'LOCK_BACKEND' | 'LOCK_TABLE'
-  >;
+  > &
+    Partial<Pick<Config, 'BLOB_BACKEND'>>;
   readonly clients: BootstrapClients;
   /**
    * The last step on a bucket: writes, reads back and deletes one object as the service writes its
@@ -181,6 +182,19 @@ export function deployedLifecycle(
 }
 
 /** Sets up the configured bucket and lock table; returns what each step did. */
+/**
+ * The bucket a deployment needs: the object store's (STORE_BACKEND=s3|oss), or an engine store's
+ * blob store (STORE_BACKEND=redis|mysql with BLOB_BACKEND=s3|oss; lib/http/backends/blobs.ts).
+ */
+export function bucketBackendOf(
+  config: Pick<Config, 'STORE_BACKEND'> & Partial<Pick<Config, 'BLOB_BACKEND'>>,
+): 's3' | 'oss' | undefined {
+  if (config.STORE_BACKEND === 's3' || config.STORE_BACKEND === 'oss') return config.STORE_BACKEND;
+  const engine = config.STORE_BACKEND === 'redis' || config.STORE_BACKEND === 'mysql';
+  if (engine && (config.BLOB_BACKEND === 's3' || config.BLOB_BACKEND === 'oss')) return config.BLOB_BACKEND;
+  return undefined;
+}
+
 export async function bootstrap(options: BootstrapOptions): Promise<BootstrapStep[]> {
   const steps: BootstrapStep[] = [];
   const add = (step: string, status: BootstrapStatus, detail?: string) => {
@@ -192,11 +206,12 @@ export async function bootstrap(options: BootstrapOptions): Promise<BootstrapSte
   const lifecycle = options.lifecycle ?? {};
   /** The bucket the write check writes to, and the settings that may refuse the service's writes. */
   let written: { where: string; suspects: Suspect[] } | undefined;
-  if (config.STORE_BACKEND === 's3') {
+  const bucketBackend = bucketBackendOf(config);
+  if (bucketBackend === 's3') {
     const bucket = need(config.S3_BUCKET, 'S3_BUCKET');
     const suspects = await s3Bucket(need(clients.s3, 'S3 client'), bucket, config.S3_DIALECT, lifecycle, add);
     written = { where: `s3://${bucket}`, suspects };
-  } else if (config.STORE_BACKEND === 'oss') {
+  } else if (bucketBackend === 'oss') {
     const bucket = need(config.OSS_BUCKET, 'OSS_BUCKET');
     await ossBucket(need(clients.oss, 'OSS client'), bucket, lifecycle, add);
     written = { where: `oss://${bucket}`, suspects: [] };

@@ -693,6 +693,17 @@ class UserStore implements SessionStore {
 
   // ---- sessions ------------------------------------------------------------------------------
 
+  /**
+   * Keeps a live session's marker (and state) fresh as a write would, at most once per keep-alive
+   * interval, writing nothing else and creating nothing: an engine's blob side, touched by the
+   * engine's writes (lib/contract/blobs.ts).
+   */
+  async touchSession(sessionId: string): Promise<void> {
+    this.ids(sessionId);
+    const read = await this.sessions.read(sessionId);
+    if (read.live) await this.sessions.forWrite(sessionId, read, this.fence(sessionId, undefined), false);
+  }
+
   async exists(sessionId: string): Promise<boolean> {
     this.ids(sessionId);
     const head = await headOrUndefined(this.ctx.driver, this.layout.marker(sessionId));

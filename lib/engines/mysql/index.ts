@@ -4,6 +4,8 @@
  * lock on the same engine, the lock whose lease rows the store's transactions read (fencing inside
  * each transaction, no extra round trip).
  */
+
+import type { BlobStore } from '../../contract/blobs.js';
 import type { SessionLock } from '../../contract/lock.js';
 import type { MetricsSink } from '../../contract/types.js';
 import { connectMysql, type Mysql2, type MysqlConnection } from './connection.js';
@@ -35,6 +37,8 @@ export interface MysqlEngineOptions {
   readonly retentionDays: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
+  /** Where the store keeps workspaces and snapshots (BLOB_BACKEND; lib/contract/blobs.ts). */
+  readonly blobs?: BlobStore;
   /** Make the store (STORE_BACKEND=mysql). */
   readonly store: boolean;
   /** Make the lock (LOCK_BACKEND=mysql). */
@@ -59,6 +63,7 @@ export function mysqlEngine(options: MysqlEngineOptions): {
         maxValueBytes: options.maxValueBytes,
         metrics: options.metrics,
         ...(lock ? { authority: lock } : {}),
+        ...(options.blobs ? { blobs: options.blobs } : {}),
       })
     : undefined;
   return { connection, ...(store ? { store } : {}), ...(lock ? { lock } : {}) };

@@ -1,3 +1,4 @@
+import { type BlobStore, EngineBlobs, type EngineUserStore } from '../../contract/blobs.js';
 import { DEFAULTS } from '../../contract/defaults.js';
 import {
   PreconditionFailedError,
@@ -25,7 +26,6 @@ import type {
   MetricsSink,
   SaveOptions,
   SessionPage,
-  SessionStore,
   StateStore,
   StoreCapabilities,
   WriteOptions,
@@ -65,6 +65,8 @@ export interface MysqlStateStoreOptions {
    * shared lock on its row; any other is asked beside the transaction's first round trip.
    */
   readonly authority?: TokenAuthority;
+  /** Where workspaces and snapshots live (BLOB_BACKEND; lib/contract/blobs.ts); without it they are 501. */
+  readonly blobs?: BlobStore;
 }
 
 /** The MySQL state store: a `StateStore`, and the bounded sweep of expired sessions. */
@@ -83,8 +85,8 @@ export const MYSQL_CAPABILITIES: StoreCapabilities = {
   atomicCommits: true,
 };
 
-/** Where workspaces and direct uploads would go: not yet (501 `unsupported`, naming the setting). */
-const NO_BLOBS = 'mysql without a blob store (BLOB_BACKEND=none)';
+/** Values live in MySQL, up to the request body limit: no direct transfer of them (501 `unsupported`). */
+const NO_BLOBS = 'mysql (values live in MySQL; workspaces in BLOB_BACKEND)';
 
 /** Creates the MySQL state store (the tables must exist: `connection.bootstrap()`). */
 export function createMysqlStateStore(options: MysqlStateStoreOptions): MysqlStateStore {
@@ -98,10 +100,14 @@ export function createMysqlStateStore(options: MysqlStateStoreOptions): MysqlSta
     metrics: options.metrics ?? { count: () => {} },
     maxValueBytes: options.maxValueBytes ?? DEFAULTS.maxValueBytes,
   };
+  const blobs = new EngineBlobs(options.blobs, 'mysql');
   const store: MysqlStateStore = {
     capabilities: MYSQL_CAPABILITIES,
-    forUser: (userId, o = {}) =>
-      guarded(new MysqlUserStore(ctx, namedUser(userId), o.authority ?? options.authority)),
+    forUser: (userId, o = {}) => {
+      const user = namedUser(userId);
+      const authority = o.authority ?? options.authority;
+      return blobs.wrap(guarded(new MysqlUserStore(ctx, user, authority)), user, authority);
+    },
     // Every table of the schema, in one round trip: a missing one is named (run npm run bootstrap).
     checkReady: async () => {
       await ctx.conn.sql.run(
@@ -155,7 +161,7 @@ async function sweep(ctx: Context, limit: number): Promise<number> {
 }
 
 /** Every method's failures as the store's typed errors. */
-function guarded(target: MysqlUserStore): SessionStore {
+function guarded(target: MysqlUserStore): EngineUserStore {
   return new Proxy(target, {
     get(obj, name, receiver) {
       const value = Reflect.get(obj, name, receiver);
@@ -169,7 +175,7 @@ function guarded(target: MysqlUserStore): SessionStore {
 }
 
 /** One user's sessions on MySQL. */
-class MysqlUserStore extends TurnOps implements SessionStore {
+class MysqlUserStore extends TurnOps implements EngineUserStore {
   // ---- single values -------------------------------------------------------------------------
 
   async get<T>(sessionId: string, key: string): Promise<T | undefined> {
@@ -303,23 +309,6 @@ class MysqlUserStore extends TurnOps implements SessionStore {
     };
   }
 
-  async createWorkspaceUpload(): Promise<never> {
-    throw new UnsupportedOperationError('workspaces', NO_BLOBS);
-  }
-  async completeWorkspaceUpload(): Promise<never> {
-    throw new UnsupportedOperationError('workspaces', NO_BLOBS);
-  }
-  async listWorkspaces(sessionId: string) {
-    this.ids(sessionId);
-    return [];
-  }
-  async getWorkspace(sessionId: string) {
-    this.ids(sessionId);
-    return undefined;
-  }
-  async deleteWorkspace(sessionId: string) {
-    this.ids(sessionId);
-  }
   async createValueUpload(): Promise<never> {
     throw new UnsupportedOperationError('direct transfer', NO_BLOBS);
   }

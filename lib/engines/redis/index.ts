@@ -3,6 +3,8 @@
  * store over it and, with the lock on the same engine, the lock whose key the store's scripts
  * read (fencing inside the scripts, no extra round trip).
  */
+
+import type { BlobStore } from '../../contract/blobs.js';
 import type { SessionLock } from '../../contract/lock.js';
 import type { MetricsSink, StateStore } from '../../contract/types.js';
 import { connectRedis, type RedisClient, type RedisConnection } from './client.js';
@@ -20,6 +22,8 @@ export interface RedisEngineOptions extends RedisConnection {
   readonly keepAliveMs: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
+  /** Where the store keeps workspaces and snapshots (BLOB_BACKEND; lib/contract/blobs.ts). */
+  readonly blobs?: BlobStore;
   /** Make the store (STORE_BACKEND=redis). */
   readonly store: boolean;
   /** Make the lock (LOCK_BACKEND=redis). */
@@ -45,6 +49,7 @@ export function redisEngine(options: RedisEngineOptions): {
         maxValueBytes: options.maxValueBytes,
         metrics: options.metrics,
         ...(lock ? { authority: lock } : {}),
+        ...(options.blobs ? { blobs: options.blobs } : {}),
       })
     : undefined;
   return { client, ...(store ? { store } : {}), ...(lock ? { lock } : {}) };

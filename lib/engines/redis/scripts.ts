@@ -610,6 +610,8 @@ for _, a in ipairs(redis.call('LRANGE', AR(req.key), 0, -1)) do
 end
 if not meta then return { 0 } end
 local n = meta.count
+-- Offloaded to the blob store (OFFLOAD_ARCHIVE): Node reads and pages it there.
+if meta.blob then return { 2, n, meta.hash, meta.blob } end
 local from, to
 if req.last ~= nil then from = math.max(0, n - req.last); to = n - 1
 else from = math.min(req.offset or 0, n); to = req.limit == nil and n - 1 or math.min(n - 1, from + req.limit - 1) end
@@ -620,6 +622,24 @@ if to >= from then
   for _, item in ipairs(redis.call('LRANGE', A(req.id, req.key), from, to)) do out[#out + 1] = item end
 end
 return out
+`;
+
+/**
+ * Refers an archive to its copy in the blob store (written first, create-only, content-named) and
+ * drops its items from RAM: 1, or 0 when the archive is gone or refers to a blob already.
+ */
+const OFFLOAD_ARCHIVE = `
+local all = redis.call('LRANGE', AR(req.key), 0, -1)
+for i, a in ipairs(all) do
+  local m = cjson.decode(a)
+  if tostring(m.archiveId) == req.id and not m.blob then
+    m.blob = req.blob
+    redis.call('LSET', AR(req.key), i - 1, cjson.encode(m))
+    redis.call('DEL', A(req.id, req.key), AH(req.id, req.key))
+    return 1
+  end
+end
+return 0
 `;
 
 /** The user's session listing (the user's own slot): a page by session id, expired ones dropped. */
@@ -669,6 +689,7 @@ export const SESSION_SCRIPTS = {
   assBeginTurn: BEGIN_TURN,
   assListKeys: LIST_KEYS,
   assGetArchive: GET_ARCHIVE,
+  assOffloadArchive: OFFLOAD_ARCHIVE,
 } as const;
 
 /** The full source of a session script. */

@@ -9,6 +9,7 @@
  * are evaluated inside the scripts.
  */
 import { randomUUID } from 'node:crypto';
+import { type BlobStore, EngineBlobs, type EngineUserStore } from '../../contract/blobs.js';
 import { DEFAULTS } from '../../contract/defaults.js';
 import {
   AppendConflictError,
@@ -90,7 +91,6 @@ import type {
   PageOptions,
   SaveOptions,
   SessionPage,
-  SessionStore,
   Snapshot,
   SnapshotList,
   SnapshotRequest,
@@ -123,9 +123,9 @@ export interface RedisStateStoreOptions {
   readonly metrics?: MetricsSink;
   /** The lock as the authority over tokens (as `createStateStore`'s); a Redis lock on the same client is checked inside the scripts. */
   readonly authority?: TokenAuthority;
+  /** Where workspaces and snapshots live (BLOB_BACKEND; lib/contract/blobs.ts); without it they are 501. */
+  readonly blobs?: BlobStore;
 }
-
-const UNSUPPORTED_BACKEND = 'redis (BLOB_BACKEND=none)';
 
 /** The capabilities of the Redis engine. */
 export const REDIS_CAPABILITIES: StoreCapabilities = {
@@ -158,10 +158,15 @@ export function createRedisStateStore(options: RedisStateStoreOptions): StateSto
     keepAliveMs: options.keepAliveMs ?? DEFAULTS.keepAliveMs,
     maxValueBytes: options.maxValueBytes ?? DEFAULTS.maxValueBytes,
     metrics: options.metrics ?? { count: () => {} },
+    blobs: new EngineBlobs(options.blobs, 'redis'),
   };
   return {
     capabilities: REDIS_CAPABILITIES,
-    forUser: (userId, o = {}) => new RedisUserStore(ctx, namedUser(userId), o.authority ?? options.authority),
+    forUser: (userId, o = {}) => {
+      const user = namedUser(userId);
+      const authority = o.authority ?? options.authority;
+      return ctx.blobs.wrap(new RedisUserStore(ctx, user, authority), user, authority);
+    },
     checkReady: async () => {
       try {
         await client.ping();
@@ -179,6 +184,7 @@ interface Ctx {
   readonly keepAliveMs: number;
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
+  readonly blobs: EngineBlobs;
 }
 
 type Reply = Array<string | number | null>;
@@ -197,7 +203,7 @@ function chainStates(from: string, items: readonly unknown[]): string[] {
   return out;
 }
 
-class RedisUserStore implements SessionStore, TurnsOnOneEngine {
+class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
   private readonly user: string;
 
   constructor(
@@ -457,7 +463,10 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
       4,
     );
     if (reply[0] !== 'ok') throw this.refusal(reply, options.token);
-    if (reply[1] === 'rewritten') this.ctx.metrics.count('listRewrites');
+    if (reply[1] === 'rewritten') {
+      this.ctx.metrics.count('listRewrites');
+      await this.offload(sessionId, [key]);
+    }
     return this.listResult(reply);
   }
 
@@ -484,7 +493,10 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
       };
       const reply = await this.run('assTruncate', sessionId, request, [], 4);
       if (reply[0] === 'ok') {
-        if (reply[1] === 'truncated') this.ctx.metrics.count('archivedLists');
+        if (reply[1] === 'truncated') {
+          this.ctx.metrics.count('archivedLists');
+          await this.offload(sessionId, [key]);
+        }
         return this.listResult(reply);
       }
       if (reply[0] === 'short') throw new ListTooShortError(count, int(reply[1]));
@@ -514,6 +526,7 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
       key,
     });
     if (reply[0] !== 'ok') throw this.refusal(reply, options.token);
+    await this.offload(sessionId, [key]);
     if (int(reply[1]) === 1) await this.unlist(sessionId);
   }
 
@@ -546,6 +559,7 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
     if (typeof archiveId !== 'string' || !ARCHIVE_ID_PATTERN.test(archiveId)) return undefined;
     const reply = await this.run('assGetArchive', sessionId, { key, id: archiveId, ...page });
     if (int(reply[0]) === 0) return undefined;
+    if (int(reply[0]) === 2) return this.offloadedPage<T>(sessionId, key, str(reply[3]), page);
     return {
       count: int(reply[1]),
       hash: str(reply[2]),
@@ -553,6 +567,63 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
       baseHash: str(reply[4]),
       items: reply.slice(5).map((item) => this.parse<T>(str(item), key)),
     } satisfies ListPage<T>;
+  }
+
+  // ---- archives in the blob store (docs/DESIGN.md, "What lives where") -------------------------
+
+  /**
+   * Moves the archives of `keys` still in RAM to the blob store (after a write that archived): each
+   * is written there first (create-only, named by its content's SHA-256), then referred to by its
+   * record and its items dropped (OFFLOAD_ARCHIVE). Best effort: an archive not moved stays
+   * readable in Redis, and the next archiving write of its key moves it.
+   */
+  private async offload(sessionId: string, keys: readonly string[]): Promise<void> {
+    const blobs = this.ctx.blobs.archives;
+    if (!blobs || keys.length === 0) return;
+    const base = this.base(sessionId);
+    try {
+      for (const key of new Set(keys)) {
+        const records = await this.ctx.client.lrange(`${base}ar:${key}`, 0, -1);
+        for (const text of records) {
+          const meta = JSON.parse(text) as { archiveId: number | string; blob?: string };
+          if (meta.blob) continue;
+          const id = String(meta.archiveId);
+          const [reply, hashes] = await Promise.all([
+            this.run('assGetArchive', sessionId, { key, id }),
+            this.ctx.client.lrange(`${base}ah:${id}:${key}`, 0, -1),
+          ]);
+          if (int(reply[0]) !== 1) continue;
+          const body = `{"v":1,"count":${int(reply[1])},"hash":${JSON.stringify(str(reply[2]))},"hashes":${JSON.stringify(hashes)},"items":[${reply.slice(5).map(str).join(',')}]}`;
+          const blob = await blobs.putArchive(this.userId, sessionId, key, body);
+          await this.run('assOffloadArchive', sessionId, { key, id, blob });
+        }
+      }
+    } catch {
+      this.ctx.metrics.count('persistenceFailures');
+    }
+  }
+
+  /** A page of an archive in the blob store, as GET_ARCHIVE pages one in RAM. */
+  private async offloadedPage<T>(
+    sessionId: string,
+    key: string,
+    blob: string,
+    page: PageOptions,
+  ): Promise<ListPage<T>> {
+    const body = await this.ctx.blobs.archives?.getArchive(this.userId, sessionId, key, blob);
+    if (body === undefined) throw new CorruptValueError(key);
+    const stored = this.parse<{ count: number; hash: string; hashes: string[]; items: T[] }>(body, key);
+    const n = stored.count;
+    const from = page.last !== undefined ? Math.max(0, n - page.last) : Math.min(page.offset ?? 0, n);
+    const to =
+      page.last !== undefined || page.limit === undefined ? n - 1 : Math.min(n - 1, from + page.limit - 1);
+    return {
+      count: n,
+      hash: stored.hash,
+      offset: from,
+      baseHash: from > 0 ? `${HASH_PREFIX}${stored.hashes[from - 1]}` : EMPTY_HASH,
+      items: to >= from ? stored.items.slice(from, to + 1) : [],
+    };
   }
 
   // ---- keys, snapshots, commits ------------------------------------------------------------
@@ -747,6 +818,12 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
       );
       const [code] = reply;
       if (code === 'ok' || code === 'replay') {
+        // A replace or a truncate may have archived.
+        if (code === 'ok')
+          await this.offload(
+            sessionId,
+            changes.lists.filter((l) => !('append' in l)).map((l) => l.key),
+          );
         if (code === 'ok' && int(reply[3]) === 1) await this.unlist(sessionId);
         return resultOf(commitId, changes, str(reply[1]));
       }
@@ -860,32 +937,16 @@ class RedisUserStore implements SessionStore, TurnsOnOneEngine {
     };
   }
 
-  // ---- workspaces and direct transfers: the blob store's (not configured) ----------------------
+  // ---- direct transfers (workspaces are the blob store's: lib/contract/blobs.ts) ----------------
 
+  /** Values live in Redis, up to the request body limit: no direct transfer of them. */
   private unsupported(operation: string): never {
-    throw new UnsupportedOperationError(operation, UNSUPPORTED_BACKEND);
+    throw new UnsupportedOperationError(
+      operation,
+      this.ctx.blobs.configured ? 'redis (values live in Redis)' : this.ctx.blobs.backend,
+    );
   }
 
-  async createWorkspaceUpload(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
-  async completeWorkspaceUpload(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
-  async listWorkspaces(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
-  async getWorkspace(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
-  async deleteWorkspace(sessionId: string): Promise<never> {
-    this.ids(sessionId);
-    return this.unsupported('workspaces');
-  }
   async createValueUpload(sessionId: string, key: string): Promise<never> {
     this.ids(sessionId, key);
     return this.unsupported('direct transfer');

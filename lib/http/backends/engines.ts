@@ -36,7 +36,7 @@ export function engineFrom(config: Config, libraries: EngineLibraries = {}): Eng
   const redis = config.STORE_BACKEND === 'redis' || config.LOCK_BACKEND === 'redis';
   const mysql = config.STORE_BACKEND === 'mysql' || config.LOCK_BACKEND === 'mysql';
   if (!redis && !mysql) return undefined;
-  return (metrics) => {
+  return (metrics, blobs) => {
     const onRedis = redis
       ? redisEngine({
           url: config.REDIS_URL,
@@ -47,6 +47,7 @@ export function engineFrom(config: Config, libraries: EngineLibraries = {}): Eng
           keepAliveMs: config.KEEPALIVE_MS,
           maxValueBytes: config.MAX_VALUE_BYTES,
           metrics,
+          ...(blobs ? { blobs } : {}),
           store: config.STORE_BACKEND === 'redis',
           lock: config.LOCK_BACKEND === 'redis',
         })
@@ -58,6 +59,7 @@ export function engineFrom(config: Config, libraries: EngineLibraries = {}): Eng
           retentionDays: config.RETENTION_DAYS,
           maxValueBytes: config.MAX_VALUE_BYTES,
           metrics,
+          ...(blobs ? { blobs } : {}),
           store: config.STORE_BACKEND === 'mysql',
           lock: config.LOCK_BACKEND === 'mysql',
         })

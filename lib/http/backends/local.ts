@@ -8,6 +8,7 @@ import { createMemoryLock } from '../../lock/memory.js';
 import type { EngineParts } from '../app.js';
 import { ossDriverFrom } from './aliyun.js';
 import { dynamoDbLockFrom, s3DriverFrom } from './aws.js';
+import { blobDriverFrom } from './blobs.js';
 import { engineFrom } from './engines.js';
 
 /**
@@ -17,7 +18,12 @@ import { engineFrom } from './engines.js';
 export function backendsFrom(
   config: Config,
   baseUrl: () => string = () => config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`,
-): { driver?: FsDriver | ObjectStoreDriver; lock?: SessionLock; engine?: EngineParts } {
+): {
+  driver?: FsDriver | ObjectStoreDriver;
+  lock?: SessionLock;
+  engine?: EngineParts;
+  blobDriver?: FsDriver | ObjectStoreDriver;
+} {
   // Redis and MySQL are engines of their own, store and lock (engines.ts).
   const engines = enginesOf(config);
   const driver = engines.store
@@ -35,5 +41,16 @@ export function backendsFrom(
       ? createMemoryLock()
       : dynamoDbLockFrom(config);
   const engine = engineFrom(config);
-  return { ...(driver ? { driver } : {}), ...(lock ? { lock } : {}), ...(engine ? { engine } : {}) };
+  // An engine store's workspaces and (Redis) archives: BLOB_BACKEND (blobs.ts).
+  const blobDriver = blobDriverFrom(config, {
+    fs: () => createFsDriver({ root: config.DATA_DIR, presign: { baseUrl } }),
+    s3: s3DriverFrom,
+    oss: ossDriverFrom,
+  });
+  return {
+    ...(driver ? { driver } : {}),
+    ...(lock ? { lock } : {}),
+    ...(engine ? { engine } : {}),
+    ...(blobDriver ? { blobDriver } : {}),
+  };
 }
