@@ -154,9 +154,10 @@ export const TIERS: readonly Tier[] = [
       'test/engines/mysql-store-suite.test.ts',
       'test/engines/mysql-server.test.ts',
       'test/engines/mysql-bench.test.ts',
+      'test/engines/mysql-sweep.test.ts',
     ],
     servers: 'none',
-    seconds: 35,
+    seconds: 50,
   },
 ];
 

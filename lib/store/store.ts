@@ -15,6 +15,7 @@ import {
 } from '../contract/errors.js';
 import { requestDigest } from '../contract/hash.js';
 import {
+  ANONYMOUS,
   checkId,
   checkPrefix,
   decodeId,
@@ -51,6 +52,7 @@ import type {
 } from '../contract/types.js';
 import {
   sumSweeps,
+  type WorkspacePackSweeper,
   type WorkspaceSnapshotCommitRequest,
   type WorkspaceSnapshotStartRequest,
   type WorkspaceSweepOptions,
@@ -211,7 +213,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     now: options.now ?? Date.now,
     metrics: options.metrics ?? { count: () => {} },
   };
-  const store: StateStore = {
+  const store: StateStore & WorkspacePackSweeper = {
     capabilities: storeCapabilities(capabilities),
     forUser: (userId, o = {}) => {
       const user = namedUser(userId);
@@ -228,6 +230,32 @@ export function createStateStore(options: StateStoreOptions): StateStore {
           throw backendError(error);
         },
       ),
+    // Every user's sweep (`UserStore.sweepWorkspacePacks`), for the user folders under the prefix
+    // (one LIST per 1,000 users): the scheduled sweep of a deployment (lib/lifecycle/sweep.ts).
+    sweepWorkspacePacks: async (o = {}) => {
+      const { sessionId, ...rest } = o;
+      if (sessionId !== undefined)
+        throw new ValidationError('sessionId', 'names a session of one user: forUser');
+      const results: WorkspaceSweepResult[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await ctx.driver.list({ prefix, delimiter: '/', cursor });
+        for (const folder of page.prefixes) {
+          const segment = folder.slice(prefix.length, -1);
+          let user: string | null;
+          try {
+            user = segment === ANONYMOUS ? null : decodeId('userId', segment);
+          } catch {
+            continue; // not a user folder of this store
+          }
+          results.push(
+            await (store.forUser(user) as SessionStore & WorkspacePackSweeper).sweepWorkspacePacks(rest),
+          );
+        }
+        cursor = page.nextCursor;
+      } while (cursor);
+      return sumSweeps(results);
+    },
   };
   if (options.allowTruncate) {
     store.truncateAllSessions = async () => {
