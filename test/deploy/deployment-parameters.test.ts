@@ -254,6 +254,17 @@ describe('the identity provider and the guard rails', () => {
     }
   });
 
+  it('and the engine parameters too, each with its ROS twin', () => {
+    const rows = readFileSync('docs/deploying.md', 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('| `'));
+    for (const p of ENGINE_PARAMETERS)
+      expect(
+        rows.find((r) => r.startsWith(`| \`${p.name}\` |`)),
+        p.name,
+      ).toContain(`\`${p.ros}\``);
+  });
+
   it("names routes as osls does (the stage's DependsOn)", () => {
     expect(routeLogicalId('POST /v1/sessions/{sessionId}/turns')).toBe(
       'HttpApiRoutePostV1SessionsSessionidVarTurns',
