@@ -236,24 +236,31 @@ export function createStateStore(options: StateStoreOptions): StateStore {
       const { sessionId, ...rest } = o;
       if (sessionId !== undefined)
         throw new ValidationError('sessionId', 'names a session of one user: forUser');
-      const results: WorkspaceSweepResult[] = [];
+      // The user folders. Some S3 fronts do not group names into folders (an empty answer): then
+      // the first segment of each name under the prefix, listed flat (S3 and OSS group them).
+      const segments = new Set<string>();
       let cursor: string | undefined;
       do {
         const page = await ctx.driver.list({ prefix, delimiter: '/', cursor });
-        for (const folder of page.prefixes) {
-          const segment = folder.slice(prefix.length, -1);
-          let user: string | null;
-          try {
-            user = segment === ANONYMOUS ? null : decodeId('userId', segment);
-          } catch {
-            continue; // not a user folder of this store
-          }
-          results.push(
-            await (store.forUser(user) as SessionStore & WorkspacePackSweeper).sweepWorkspacePacks(rest),
-          );
-        }
+        for (const folder of page.prefixes) segments.add(folder.slice(prefix.length, -1));
         cursor = page.nextCursor;
       } while (cursor);
+      if (segments.size === 0)
+        for (const object of await listAll(ctx.driver, prefix)) {
+          const slash = object.key.indexOf('/', prefix.length);
+          if (slash > prefix.length) segments.add(object.key.slice(prefix.length, slash));
+        }
+      const results: WorkspaceSweepResult[] = [];
+      for (const segment of segments) {
+        let user: string | null;
+        try {
+          user = segment === ANONYMOUS ? null : decodeId('userId', segment);
+        } catch {
+          continue; // not a user folder of this store
+        }
+        const userStore = store.forUser(user) as SessionStore & WorkspacePackSweeper;
+        results.push(await userStore.sweepWorkspacePacks(rest));
+      }
       return sumSweeps(results);
     },
   };
