@@ -118,6 +118,31 @@ describe('the sweep on MySQL', () => {
     });
   });
 
+  it('the built sweep bundles (dist/aws/sweep.mjs, dist/aliyun/sweep.mjs, its chunks beside it) load mysql2 and sweep', async () => {
+    await promisify(execFile)('node', ['scripts/build.mjs', 'aws/sweep', 'aliyun/sweep']);
+    for (const [bundle, platform] of [
+      ['dist/aws/sweep.mjs', { AWS_LAMBDA_FUNCTION_NAME: 'sweep' }],
+      ['dist/aliyun/sweep.mjs', { FC_FUNCTION_NAME: 'sweep', AUTH_JWKS_URL: 'https://127.0.0.1:9/jwks' }],
+    ] as const) {
+      await seed('old', 2, 40);
+      const script = `const m = await import(${JSON.stringify(path.resolve(bundle))}); const r = await m.handler(); process.stdout.write(JSON.stringify({ report: r }) + '\\n', () => process.exit(0));`;
+      const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+        env: {
+          ...process.env,
+          NODE_OPTIONS: '',
+          STORE_BACKEND: 'mysql',
+          LOCK_BACKEND: 'mysql',
+          MYSQL_URL: db.url,
+          LOG_LEVEL: 'SILENT',
+          ...platform,
+        },
+      });
+      const line = stdout.split('\n').find((l) => l.startsWith('{"report"')) as string;
+      expect(JSON.parse(line).report, bundle).toMatchObject({ expiredSessions: 2, complete: true });
+      expect(await sessionRows(), bundle).toBe(0);
+    }
+  });
+
   it("the local server's timer runs the sweep every SWEEP_INTERVAL_MINUTES", async () => {
     await promisify(execFile)('node', ['scripts/build.mjs', 'local/server']);
     await seed('old', 3, 40);
