@@ -110,6 +110,12 @@ const schema = z
     DYNAMODB_ENDPOINT: z.url().optional(),
     DYNAMODB_REGION: z.string().optional(),
     LOCK_CLOCK_SKEW_MS: int(0, 60_000).default(DEFAULTS.lockClockSkewMs),
+    // The local server's sweep (lib/lifecycle/sweep.ts): every this many minutes (fractions too); 0: off.
+    SWEEP_INTERVAL_MINUTES: z.coerce
+      .number()
+      .min(0)
+      .max(7 * 24 * 60)
+      .default(60),
     AUTH_JWT_SECRET: z.string().optional(),
     AUTH_JWKS_URL: z.url().optional(),
     AUTH_ISSUER: z.string().optional(),

@@ -14,7 +14,10 @@ import { build } from 'esbuild';
 
 const ENTRIES = {
   'aws/api': 'functions/aws/api.ts',
+  // The scheduled sweep (lib/lifecycle/sweep.ts), on each cloud.
+  'aws/sweep': 'functions/aws/sweep.ts',
   'aliyun/api': 'functions/aliyun/api.ts',
+  'aliyun/sweep': 'functions/aliyun/sweep.ts',
   // The ROS custom resource that puts the bucket's lifecycle rules (in the same code package).
   'aliyun/lifecycle': 'functions/aliyun/lifecycle.ts',
   'local/server': 'functions/local/server.ts',
@@ -64,7 +67,7 @@ async function writeWhole(file, contents) {
  * module reaches only through a dynamic `import()` loads only when used: the FC handler's engines
  * (Redis, MySQL) and their client libraries. (Lambda's bundle is split by serverless-esbuild.)
  */
-const SPLIT = new Set(['aliyun/api']);
+const SPLIT = new Set(['aliyun/api', 'aliyun/sweep']);
 
 async function bundle(name) {
   const split = SPLIT.has(name);
@@ -82,7 +85,7 @@ async function bundle(name) {
     platform: 'node',
     target: 'node20',
     format: 'esm',
-    minify: name.includes('/api'),
+    minify: name.includes('/api') || name.includes('/sweep'),
     // Linked (a sourceMappingURL comment), without the sources' text: stack traces need only the
     // mappings, and the map stays a fraction of the bundle.
     sourcemap: 'linked',

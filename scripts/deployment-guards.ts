@@ -6,10 +6,14 @@
  *   template's `AllowedPattern` of JwtIssuer and JwksUrl);
  * - the guard rails (`GUARD_PARAMETERS`): the HTTP API stage's throttling and the turn routes' own,
  *   the access logs' retention, the alarms' thresholds and the SNS topic they notify, rendered as the
- *   stage's settings and CloudWatch alarms (`awsGuardRails`).
+ *   stage's settings and CloudWatch alarms (`awsGuardRails`);
+ * - the engines (`ENGINE_PARAMETERS`): the store and the lock on Redis or MySQL instead of the
+ *   object store and DynamoDB, their URLs checked as lib/config.ts checks them at cold start, and
+ *   the functions' VPC (`engineValues`; docs/deploying.md, "Redis and MySQL in a deployment").
  * Every refusal is a `DeploymentParameterError` naming the parameter.
  */
 
+import { ConfigError, loadConfig } from '../lib/config.js';
 import { PROBLEMS_METRIC } from '../lib/http/metrics.js';
 import { DeploymentParameterError } from '../lib/lifecycle/deployment.js';
 import { PATHS } from '../lib/protocol/paths.js';
@@ -276,17 +280,18 @@ export function awsGuardRails(
     const id = lambdaLogicalId(fn);
     const name = id.replace(/LambdaFunction$/, '');
     const dimensions = { FunctionName: { Ref: id } };
-    resources[`${name}LatencyP99Alarm`] = alarm(
-      `${fn}: p99 duration at or over ${v('alarmLatencyP99Ms')} ms in 5 minutes`,
-      {
-        Namespace: 'AWS/Lambda',
-        MetricName: 'Duration',
-        Dimensions: [{ Name: 'FunctionName', Value: { Ref: id } }],
-        ExtendedStatistic: 'p99',
-        Period: period,
-        Threshold: v('alarmLatencyP99Ms'),
-      },
-    );
+    if (!SCHEDULED_FUNCTIONS.includes(fn))
+      resources[`${name}LatencyP99Alarm`] = alarm(
+        `${fn}: p99 duration at or over ${v('alarmLatencyP99Ms')} ms in 5 minutes`,
+        {
+          Namespace: 'AWS/Lambda',
+          MetricName: 'Duration',
+          Dimensions: [{ Name: 'FunctionName', Value: { Ref: id } }],
+          ExtendedStatistic: 'p99',
+          Period: period,
+          Threshold: v('alarmLatencyP99Ms'),
+        },
+      );
     resources[`${name}ErrorsAlarm`] = alarm(
       `${fn}: invocations that failed`,
       sum('AWS/Lambda', 'Errors', dimensions),
@@ -333,4 +338,177 @@ export function awsGuardRails(
   };
   const outputs = values.alarmTopicArn ? {} : { AlarmTopicArn: { Value: { Ref: 'AlarmTopic' } } };
   return { resources, extensions, outputs };
+}
+
+/** One engine parameter of a deployment (serverless.yml's `--param`, the ROS template's parameter). */
+export interface EngineParameter {
+  readonly name: string;
+  /** The ROS template's parameter. */
+  readonly ros: string;
+  /** The functions' variable it sets (lib/config.ts), if any. */
+  readonly variable?: 'STORE_BACKEND' | 'LOCK_BACKEND' | 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'MYSQL_URL';
+  readonly description: string;
+}
+
+/** The engine and network parameters (empty or absent: the object store, DynamoDB, no VPC). */
+export const ENGINE_PARAMETERS: readonly EngineParameter[] = [
+  {
+    name: 'storeBackend',
+    ros: 'StoreBackend',
+    variable: 'STORE_BACKEND',
+    description: "Where state lives: the cloud's object store (s3 or oss, the default), redis or mysql",
+  },
+  {
+    name: 'lockBackend',
+    ros: 'LockBackend',
+    variable: 'LOCK_BACKEND',
+    description: 'The session lock: dynamodb (the default), redis or mysql',
+  },
+  {
+    name: 'redisUrl',
+    ros: 'RedisUrl',
+    variable: 'REDIS_URL',
+    description: 'redis:// or rediss:// URL of one Redis server (redis store or lock)',
+  },
+  {
+    name: 'redisClusterNodes',
+    ros: 'RedisClusterNodes',
+    variable: 'REDIS_CLUSTER_NODES',
+    description: 'host:port seed nodes of a Redis Cluster, comma-separated (instead of redisUrl)',
+  },
+  {
+    name: 'mysqlUrl',
+    ros: 'MysqlUrl',
+    variable: 'MYSQL_URL',
+    description: 'mysql://user:password@host:port/database (mysql store or lock)',
+  },
+  {
+    name: 'subnetIds',
+    ros: 'VSwitchIds',
+    description: "The functions' VPC subnets (vSwitches on FC), comma-separated; empty: no VPC",
+  },
+  {
+    name: 'securityGroupIds',
+    ros: 'SecurityGroupId',
+    description: "The functions' security groups (one on FC), comma-separated; with subnetIds",
+  },
+];
+
+/** What the engine parameters give a deployment. */
+export interface EngineValues {
+  /** The functions' environment (empty strings for absent URLs: lib/config.ts reads them as unset). */
+  readonly env: Readonly<Record<string, string>>;
+  /** The functions' VPC, only when subnetIds is given. */
+  readonly vpc?: { readonly subnetIds: readonly string[]; readonly securityGroupIds: readonly string[] };
+}
+
+/** A comma-separated list (empty: none), each entry matching `pattern`. */
+function idList(name: string, raw: string, pattern: RegExp, what: string): string[] {
+  const ids = raw === '' ? [] : raw.split(',').map((id) => id.trim());
+  for (const id of ids)
+    if (!pattern.test(id))
+      throw new DeploymentParameterError(name, `must be ${what}, comma-separated, not ${JSON.stringify(id)}`);
+  return ids;
+}
+
+/**
+ * The engine parameters read for a cloud whose object store is `objectStore` (absent: the object
+ * store, the DynamoDB lock, no VPC); a `DeploymentParameterError` when a backend is unknown, its URL
+ * missing or malformed (lib/config.ts's own checks, named by parameter), or the VPC half given.
+ */
+export function engineValues(
+  given: Readonly<Record<string, unknown>>,
+  objectStore: 's3' | 'oss',
+): EngineValues {
+  const text = (name: string) => {
+    const raw = given[name];
+    return raw === undefined || raw === null ? '' : String(raw).trim();
+  };
+  const store = text('storeBackend') || objectStore;
+  const lock = text('lockBackend') || 'dynamodb';
+  if (![objectStore, 'redis', 'mysql'].includes(store))
+    throw new DeploymentParameterError(
+      'storeBackend',
+      `must be ${objectStore}, redis or mysql, not ${JSON.stringify(store)}`,
+    );
+  if (!['dynamodb', 'redis', 'mysql'].includes(lock))
+    throw new DeploymentParameterError(
+      'lockBackend',
+      `must be dynamodb, redis or mysql, not ${JSON.stringify(lock)}`,
+    );
+  const env: Record<string, string> = {};
+  for (const p of ENGINE_PARAMETERS)
+    if (p.variable)
+      env[p.variable] =
+        p.variable === 'STORE_BACKEND' ? store : p.variable === 'LOCK_BACKEND' ? lock : text(p.name);
+  // The functions' own checks, as at a cold start (the object store's and the lock table's names
+  // are the stack's own resources, so stand-ins here).
+  try {
+    loadConfig({
+      ...env,
+      AWS_LAMBDA_FUNCTION_NAME: 'check',
+      S3_BUCKET: 'stack',
+      OSS_BUCKET: 'stack',
+      OSS_REGION: 'stack',
+      LOCK_TABLE: 'stack',
+    });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const [problem = error.message] = error.problems;
+    // `REDIS_CLUSTER_NODES.1: …` names an entry of the variable.
+    const variable = problem.slice(0, problem.indexOf(':')).split('.')[0];
+    const parameter = ENGINE_PARAMETERS.find((p) => p.variable === variable)?.name ?? 'storeBackend';
+    throw new DeploymentParameterError(parameter, problem.slice(problem.indexOf(':') + 1).trim());
+  }
+  const subnetIds = idList('subnetIds', text('subnetIds'), /^[a-z]+-[0-9a-z]+$/, 'subnet (or vSwitch) ids');
+  const securityGroupIds = idList(
+    'securityGroupIds',
+    text('securityGroupIds'),
+    /^sg-[0-9a-z]+$/,
+    'security group ids',
+  );
+  if (subnetIds.length === 0 && securityGroupIds.length > 0)
+    throw new DeploymentParameterError('subnetIds', 'required with securityGroupIds');
+  if (subnetIds.length > 0 && securityGroupIds.length === 0)
+    throw new DeploymentParameterError('securityGroupIds', 'required with subnetIds');
+  return { env, ...(subnetIds.length > 0 ? { vpc: { subnetIds, securityGroupIds } } : {}) };
+}
+
+/** The managed policy a Lambda function in a VPC needs (its network interfaces). */
+export const LAMBDA_VPC_POLICY = {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a CloudFormation Fn::Sub, not a template
+  'Fn::Sub': 'arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole',
+};
+
+/**
+ * The functions' VPC on AWS, when given: each function's VpcConfig (an extension of osls's function
+ * resource) and the VPC policy on each role the functions run as.
+ */
+export function awsVpc(
+  vpc: EngineValues['vpc'],
+  functions: readonly string[],
+  roles: readonly string[],
+): { extensions: Record<string, unknown>; roles: Record<string, unknown> } {
+  if (!vpc) return { extensions: {}, roles: {} };
+  const config = { SubnetIds: [...vpc.subnetIds], SecurityGroupIds: [...vpc.securityGroupIds] };
+  return {
+    extensions: Object.fromEntries(
+      functions.map((fn) => [lambdaLogicalId(fn), { Properties: { VpcConfig: config } }]),
+    ),
+    roles: Object.fromEntries(roles.map((role) => [role, [LAMBDA_VPC_POLICY]])),
+  };
+}
+
+/** The scheduled functions (no HTTP route, a duration of minutes): no latency alarm. */
+export const SCHEDULED_FUNCTIONS: readonly string[] = ['sweep'];
+
+/** The sweep's schedule: an EventBridge `rate(...)` or `cron(...)` expression. */
+export function sweepSchedule(raw: unknown): string {
+  const value = raw === undefined || raw === null || raw === '' ? 'rate(1 hour)' : String(raw).trim();
+  if (!/^(rate\(([1-9][0-9]*) (minute|minutes|hour|hours|day|days)\)|cron\([^()]+\))$/.test(value))
+    throw new DeploymentParameterError(
+      'sweepSchedule',
+      `must be rate(<n> minutes|hours|days) or cron(...), not ${JSON.stringify(value)}`,
+    );
+  return value;
 }

@@ -5,9 +5,11 @@
  * serverless.yml: the identity provider (`jwtIssuer`, `jwtAudience`: the authorizer's and the
  * functions'), the CORS settings (`corsOrigins`: the HTTP API's `httpApi.cors` and the functions'
  * CORS_ORIGINS, checked as lib/config.ts checks CORS_ORIGINS), the bucket's lifecycle rules, the
- * tracing mode, the access log format, and the stack's resources (infra/aws/resources.yml with
- * the guard rails of scripts/deployment-guards.ts: the stage's throttling, the log group's
- * retention, the alarms).
+ * tracing mode, the access log format, the engines (`storeBackend`, `lockBackend` and their URLs:
+ * the functions' STORE_BACKEND, LOCK_BACKEND, REDIS_*, MYSQL_URL), the sweep's schedule, and the
+ * stack's resources (infra/aws/resources.yml with the guard rails of scripts/deployment-guards.ts:
+ * the stage's throttling, the log group's retention, the alarms; and the functions' VpcConfig when
+ * `subnetIds` is given).
  */
 import { readFileSync } from 'node:fs';
 import yaml from 'js-yaml';
@@ -22,10 +24,14 @@ import { DEFAULT_LIFECYCLE, renderCloudFormation } from '../lib/lifecycle/index.
 import {
   ACCESS_LOG_FORMAT,
   awsGuardRails,
+  awsVpc,
+  ENGINE_PARAMETERS,
   EXAMPLE_STAGE,
+  engineValues,
   GUARD_PARAMETERS,
   guardValues,
   issuerRefusal,
+  sweepSchedule,
 } from './deployment-guards.js';
 
 type ResolveVariable = (variable: string) => Promise<unknown>;
@@ -59,6 +65,11 @@ export async function awsDeployment(resolveVariable: ResolveVariable) {
   const settings = deploymentSettings('s3', given);
   const guards: Record<string, unknown> = {};
   for (const p of GUARD_PARAMETERS) guards[p.name] = await resolveVariable(`param:${p.name}, null`);
+  const engineGiven: Record<string, unknown> = {};
+  for (const p of ENGINE_PARAMETERS) engineGiven[p.name] = await resolveVariable(`param:${p.name}, null`);
+  const engines = engineValues(engineGiven, 's3');
+  // Read here to be checked (serverless.yml gives it to the schedule itself).
+  sweepSchedule(await resolveVariable('param:sweepSchedule, null'));
   const functions = Object.keys((await resolveVariable('self:functions')) as Record<string, unknown>);
   const rails = awsGuardRails(guardValues(guards), functions, {
     namespace: String(await resolveVariable('self:provider.environment.POWERTOOLS_METRICS_NAMESPACE')),
@@ -70,11 +81,22 @@ export async function awsDeployment(resolveVariable: ResolveVariable) {
     Resources: Record<string, unknown>;
     Outputs?: Record<string, unknown>;
   };
+  // The functions' VPC, only when subnetIds is given: each function's VpcConfig, and each role the
+  // VPC policy (the functions' network interfaces).
+  const roles = Object.keys(base.Resources).filter(
+    (id) => (base.Resources[id] as { Type?: string }).Type === 'AWS::IAM::Role',
+  );
+  const vpc = awsVpc(engines.vpc, functions, roles);
+  for (const [role, arns] of Object.entries(vpc.roles)) {
+    const resource = base.Resources[role] as { Properties: Record<string, unknown> };
+    resource.Properties = { ...resource.Properties, ManagedPolicyArns: arns };
+  }
   return {
     jwtIssuer,
     jwtAudience,
     lifecycle: renderCloudFormation(settings.rules, DEFAULT_LIFECYCLE.prefix),
     environment: settings.env,
+    engine: engines.env,
     tracingMode: tracing === 'true' ? 'Active' : 'PassThrough',
     cors: apiGatewayCors(origins),
     corsOrigins: origins === undefined ? '' : origins === '*' ? '*' : origins.join(','),
@@ -83,7 +105,7 @@ export async function awsDeployment(resolveVariable: ResolveVariable) {
       ...base,
       Resources: { ...base.Resources, ...rails.resources },
       Outputs: { ...base.Outputs, ...rails.outputs },
-      extensions: rails.extensions,
+      extensions: { ...rails.extensions, ...vpc.extensions },
     },
   };
 }

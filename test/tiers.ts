@@ -156,6 +156,7 @@ export const TIERS: readonly Tier[] = [
       'test/engines/mysql-bench.test.ts',
       'test/engines/mysql-http-contract.test.ts',
       'test/engines/mysql-blobs.test.ts',
+      'test/engines/mysql-sweep.test.ts',
     ],
     servers: 'none',
     seconds: 50,

@@ -5,18 +5,10 @@
 import { loadConfigOrExit } from '../../lib/config.js';
 import { createFunctionComputeHandler } from '../../lib/http/adapters/fc.js';
 import { createApp } from '../../lib/http/app.js';
-import { ossDriverFrom } from '../../lib/http/backends/aliyun.js';
-import { dynamoDbLockFrom } from '../../lib/http/backends/aws.js';
+import { ALIYUN_BACKENDS } from '../../lib/http/backends/aliyun.js';
 import { cloudParts } from '../../lib/http/backends/cloud.js';
 
 const config = loadConfigOrExit();
 export const handler = createFunctionComputeHandler(
-  createApp(
-    config,
-    await cloudParts(config, {
-      driver: ossDriverFrom,
-      lock: dynamoDbLockFrom,
-      blobs: { oss: ossDriverFrom },
-    }),
-  ),
+  createApp(config, await cloudParts(config, ALIYUN_BACKENDS)),
 );

@@ -5,16 +5,11 @@
 import { loadConfigOrExit } from '../../lib/config.js';
 import { createApiGatewayHandler } from '../../lib/http/adapters/apigw.js';
 import { createApp } from '../../lib/http/app.js';
-import { dynamoDbLockFrom, s3DriverFrom } from '../../lib/http/backends/aws.js';
+import { AWS_BACKENDS } from '../../lib/http/backends/aws.js';
 import { cloudParts } from '../../lib/http/backends/cloud.js';
 
 const config = loadConfigOrExit();
-const api = createApiGatewayHandler(
-  createApp(
-    config,
-    await cloudParts(config, { driver: s3DriverFrom, lock: dynamoDbLockFrom, blobs: { s3: s3DriverFrom } }),
-  ),
-);
+const api = createApiGatewayHandler(createApp(config, await cloudParts(config, AWS_BACKENDS)));
 
 /**
  * X-Ray through Powertools Tracer, only with TRACING=true (serverless.yml's `--param tracing=true`,

@@ -8,6 +8,7 @@ import { logTo } from '../../lib/http/adapters/guard.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { backendsFrom } from '../../lib/http/backends/local.js';
+import { runSweep, sweepOptionsOf } from '../../lib/lifecycle/sweep.js';
 import { localSecret } from '../../scripts/local-secret.js';
 
 const env = { ...process.env };
@@ -56,6 +57,21 @@ server.listen(config.PORT, config.HOST, () => {
     `get a token:  npm run token -- <user>     then: curl -H "Authorization: Bearer <token>" http://${config.HOST}:${port}/v1/sessions`,
   );
 });
+// The deployment's sweep (expired MySQL sessions, workspace packs) every SWEEP_INTERVAL_MINUTES, one
+// at a time; it never keeps the process alive and stops with the server.
+if (config.SWEEP_INTERVAL_MINUTES > 0) {
+  let sweeping = false;
+  const sweep = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    runSweep(app, sweepOptionsOf(config))
+      .catch((error: Error) => app.logger.error('sweep failed', { error }))
+      .finally(() => {
+        sweeping = false;
+      });
+  }, config.SWEEP_INTERVAL_MINUTES * 60_000).unref();
+  server.on('close', () => clearInterval(sweep));
+}
 /** How long requests in flight may finish after a signal before their connections are closed. */
 const GRACE_MS = 1000;
 /** Stops listening at once, closes idle keep-alive connections, then the rest after the grace. */

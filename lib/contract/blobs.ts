@@ -22,8 +22,11 @@ export type BlobUserStore = SessionStore &
     touchSession(sessionId: string): Promise<void>;
   };
 
-/** The blob store an engine is given (lib/http/app.ts makes it from BLOB_BACKEND's driver). */
-export interface BlobStore {
+/**
+ * The blob store an engine is given (lib/http/app.ts makes it from BLOB_BACKEND's driver); its
+ * `sweepWorkspacePacks` sweeps every user's packs (the scheduled sweep, lib/lifecycle/sweep.ts).
+ */
+export interface BlobStore extends WorkspacePackSweeper {
   forUser(userId: string | null, options?: { readonly authority?: TokenAuthority }): BlobUserStore;
   /** The keep-alive interval: the blob side is touched at most once per interval per session. */
   readonly keepAliveMs: number;

@@ -31,6 +31,8 @@ export interface App {
   readonly driver: VerifiedDriver | undefined;
   /** The store the router serves. */
   readonly store: StateStore;
+  /** An engine store's blob store (BLOB_BACKEND), when it has one: the scheduled sweep sweeps its packs. */
+  readonly blobs: BlobStore | undefined;
 }
 
 /**
@@ -153,7 +155,7 @@ export function createApp(config: Config, parts: AppParts): App {
       recorder.request(route, response.status, ms, code);
     },
   });
-  return { handle, logger, metrics, driver, store };
+  return { handle, logger, metrics, driver, store, blobs };
 }
 
 /** The object store's driver, verified before its first write (probe.ts). */

@@ -15,6 +15,7 @@ import {
 } from '../contract/errors.js';
 import { requestDigest } from '../contract/hash.js';
 import {
+  ANONYMOUS,
   checkId,
   checkPrefix,
   decodeId,
@@ -51,6 +52,7 @@ import type {
 } from '../contract/types.js';
 import {
   sumSweeps,
+  type WorkspacePackSweeper,
   type WorkspaceSnapshotCommitRequest,
   type WorkspaceSnapshotStartRequest,
   type WorkspaceSweepOptions,
@@ -160,7 +162,7 @@ export interface StateStoreOptions {
 export type ListFormatName = 'cas' | 'append';
 
 /** Creates a state store over a driver. */
-export function createStateStore(options: StateStoreOptions): StateStore {
+export function createStateStore(options: StateStoreOptions): StateStore & WorkspacePackSweeper {
   const prefix = checkPrefix(options.prefix ?? DEFAULTS.prefix);
   const retentionDays = options.retentionDays ?? DEFAULTS.retentionDays;
   const keepAliveMs = options.keepAliveMs ?? DEFAULTS.keepAliveMs;
@@ -211,7 +213,7 @@ export function createStateStore(options: StateStoreOptions): StateStore {
     now: options.now ?? Date.now,
     metrics: options.metrics ?? { count: () => {} },
   };
-  const store: StateStore = {
+  const store: StateStore & WorkspacePackSweeper = {
     capabilities: storeCapabilities(capabilities),
     forUser: (userId, o = {}) => {
       const user = namedUser(userId);
@@ -228,6 +230,39 @@ export function createStateStore(options: StateStoreOptions): StateStore {
           throw backendError(error);
         },
       ),
+    // Every user's sweep (`UserStore.sweepWorkspacePacks`), for the user folders under the prefix
+    // (one LIST per 1,000 users): the scheduled sweep of a deployment (lib/lifecycle/sweep.ts).
+    sweepWorkspacePacks: async (o = {}) => {
+      const { sessionId, ...rest } = o;
+      if (sessionId !== undefined)
+        throw new ValidationError('sessionId', 'names a session of one user: forUser');
+      // The user folders. Some S3 fronts do not group names into folders (an empty answer): then
+      // the first segment of each name under the prefix, listed flat (S3 and OSS group them).
+      const segments = new Set<string>();
+      let cursor: string | undefined;
+      do {
+        const page = await ctx.driver.list({ prefix, delimiter: '/', cursor });
+        for (const folder of page.prefixes) segments.add(folder.slice(prefix.length, -1));
+        cursor = page.nextCursor;
+      } while (cursor);
+      if (segments.size === 0)
+        for (const object of await listAll(ctx.driver, prefix)) {
+          const slash = object.key.indexOf('/', prefix.length);
+          if (slash > prefix.length) segments.add(object.key.slice(prefix.length, slash));
+        }
+      const results: WorkspaceSweepResult[] = [];
+      for (const segment of segments) {
+        let user: string | null;
+        try {
+          user = segment === ANONYMOUS ? null : decodeId('userId', segment);
+        } catch {
+          continue; // not a user folder of this store
+        }
+        const userStore = store.forUser(user) as SessionStore & WorkspacePackSweeper;
+        results.push(await userStore.sweepWorkspacePacks(rest));
+      }
+      return sumSweeps(results);
+    },
   };
   if (options.allowTruncate) {
     store.truncateAllSessions = async () => {

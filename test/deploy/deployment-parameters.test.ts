@@ -14,6 +14,8 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DeploymentParameterError, deploymentSettings } from '../../lib/lifecycle/deployment.js';
 import {
+  ENGINE_PARAMETERS,
+  engineValues,
   GUARD_PARAMETERS,
   guardValues,
   issuerRefusal,
@@ -36,6 +38,69 @@ const refusal = (fn: () => unknown) => {
   }
   throw new Error('not refused');
 };
+
+describe('engine parameters (scripts/deployment-guards.ts)', () => {
+  it('default to the object store and DynamoDB, with no VPC', () => {
+    expect(engineValues({}, 's3')).toEqual({
+      env: {
+        STORE_BACKEND: 's3',
+        LOCK_BACKEND: 'dynamodb',
+        REDIS_URL: '',
+        REDIS_CLUSTER_NODES: '',
+        MYSQL_URL: '',
+      },
+    });
+    expect(engineValues({ storeBackend: null }, 'oss').env.STORE_BACKEND).toBe('oss');
+    // Every parameter has its ROS twin.
+    expect(ENGINE_PARAMETERS.map((p) => p.ros)).toEqual([
+      'StoreBackend',
+      'LockBackend',
+      'RedisUrl',
+      'RedisClusterNodes',
+      'MysqlUrl',
+      'VSwitchIds',
+      'SecurityGroupId',
+    ]);
+  });
+
+  it('give the functions the engine and its URL, and the VPC when both halves are given', () => {
+    const values = engineValues(
+      {
+        storeBackend: 'mysql',
+        lockBackend: 'redis',
+        mysqlUrl: 'mysql://u:p@db:3306/agent',
+        redisUrl: 'rediss://cache:6379',
+        subnetIds: 'subnet-0a, subnet-0b',
+        securityGroupIds: 'sg-01',
+      },
+      's3',
+    );
+    expect(values.env).toMatchObject({
+      STORE_BACKEND: 'mysql',
+      LOCK_BACKEND: 'redis',
+      MYSQL_URL: 'mysql://u:p@db:3306/agent',
+      REDIS_URL: 'rediss://cache:6379',
+    });
+    expect(values.vpc).toEqual({ subnetIds: ['subnet-0a', 'subnet-0b'], securityGroupIds: ['sg-01'] });
+  });
+
+  it('refuse an engine without its URL, a malformed URL, an unknown backend and half a VPC, naming the parameter', () => {
+    const named = (given: Record<string, string>, cloud: 's3' | 'oss' = 's3') =>
+      refusal(() => engineValues(given, cloud));
+    expect(named({ storeBackend: 'mysql' })).toMatchObject({ parameter: 'mysqlUrl' });
+    expect(named({ lockBackend: 'mysql' }).message).toMatch(/mysqlUrl: required when/);
+    expect(named({ storeBackend: 'redis' }).parameter).toBe('redisUrl');
+    expect(named({ storeBackend: 'mysql', mysqlUrl: 'postgres://u:p@h:1/db' }).parameter).toBe('mysqlUrl');
+    expect(named({ lockBackend: 'redis', redisUrl: 'http://cache:6379' }).parameter).toBe('redisUrl');
+    expect(named({ storeBackend: 'redis', redisClusterNodes: 'a:1,b' }).parameter).toBe('redisClusterNodes');
+    expect(named({ storeBackend: 'oss' }, 's3').parameter).toBe('storeBackend');
+    expect(named({ storeBackend: 's3' }, 'oss').parameter).toBe('storeBackend');
+    expect(named({ lockBackend: 'memory' }).parameter).toBe('lockBackend');
+    expect(named({ subnetIds: 'subnet-0a' }).parameter).toBe('securityGroupIds');
+    expect(named({ securityGroupIds: 'sg-01' }).parameter).toBe('subnetIds');
+    expect(named({ subnetIds: 'subnet 0a', securityGroupIds: 'sg-01' }).parameter).toBe('subnetIds');
+  });
+});
 
 describe('deployment parameters', () => {
   it('fill in the defaults and give the functions the same values the rules use', () => {
@@ -187,6 +252,17 @@ describe('the identity provider and the guard rails', () => {
       expect(row, p.name).toBeDefined();
       if (p.default !== '') expect(row, p.name).toMatch(new RegExp(`\\| [^|]*\\b${p.default}\\b`));
     }
+  });
+
+  it('and the engine parameters too, each with its ROS twin', () => {
+    const rows = readFileSync('docs/deploying.md', 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('| `'));
+    for (const p of ENGINE_PARAMETERS)
+      expect(
+        rows.find((r) => r.startsWith(`| \`${p.name}\` |`)),
+        p.name,
+      ).toContain(`\`${p.ros}\``);
   });
 
   it("names routes as osls does (the stage's DependsOn)", () => {

@@ -118,6 +118,7 @@ describe('AWS: serverless package', () => {
       'PublicLambdaFunction',
       'SessionsLambdaFunction',
       'StateLambdaFunction',
+      'SweepLambdaFunction',
       'TurnsLambdaFunction',
       'WorkspacesLambdaFunction',
     ]);
@@ -128,6 +129,15 @@ describe('AWS: serverless package', () => {
     expect(roleOf('WorkspacesLambdaFunction')).toBe('StateRole');
     expect(roleOf('PublicLambdaFunction')).toBe('PublicRole');
     expect(roleOf('TurnsLambdaFunction')).toBe('TurnsRole');
+    // The scheduled sweep: the state role, minutes to run, hourly by EventBridge, no VPC by default.
+    const sweep = t.Resources.SweepLambdaFunction?.Properties;
+    expect(roleOf('SweepLambdaFunction')).toBe('StateRole');
+    expect(sweep.Handler).toBe('functions/aws/sweep.handler');
+    expect(sweep.Timeout).toBe(300);
+    const rules = ofType('AWS::Events::Rule');
+    expect(rules.map(([, r]) => r.Properties.ScheduleExpression)).toEqual(['rate(1 hour)']);
+    expect(JSON.stringify(rules[0]?.[1].Properties.Targets)).toContain('SweepLambdaFunction');
+    for (const [id, f] of functions) expect(f.Properties.VpcConfig, id).toBeUndefined();
   });
 
   it('gives every function the deployment parameters, source maps enabled and tracing off by default', async () => {
@@ -367,13 +377,16 @@ describe('AWS: serverless package', () => {
     for (const [fn] of ofType('AWS::Lambda::Function')) {
       const name = fn.replace(/LambdaFunction$/, '');
       const dimensions = [{ Name: 'FunctionName', Value: { Ref: fn } }];
-      expect(alarms[`${name}LatencyP99Alarm`], fn).toMatchObject({
-        Namespace: 'AWS/Lambda',
-        MetricName: 'Duration',
-        ExtendedStatistic: 'p99',
-        Threshold: 3000,
-        Dimensions: dimensions,
-      });
+      // The sweep runs for minutes on a schedule: no latency alarm, its errors and throttles alarm.
+      if (fn === 'SweepLambdaFunction') expect(alarms[`${name}LatencyP99Alarm`]).toBeUndefined();
+      else
+        expect(alarms[`${name}LatencyP99Alarm`], fn).toMatchObject({
+          Namespace: 'AWS/Lambda',
+          MetricName: 'Duration',
+          ExtendedStatistic: 'p99',
+          Threshold: 3000,
+          Dimensions: dimensions,
+        });
       for (const m of ['Errors', 'Throttles'])
         expect(alarms[`${name}${m}Alarm`], `${fn} ${m}`).toMatchObject({
           Namespace: 'AWS/Lambda',
@@ -795,6 +808,67 @@ describe('AWS: placeholders do not reach production', () => {
       'arn:aws:sns:eu-west-1:123456789012:ops',
     ]);
   });
+
+  it('points the functions at MySQL or Redis, in a VPC when given one; refuses an engine without its URL, naming the parameter', async () => {
+    const MYSQL = 'mysql://agent:secret@agent-state.proxy-abc.us-east-1.rds.amazonaws.com:3306/agent_state';
+    const [mysql, redis, noUrl, halfVpc, badSchedule] = await Promise.all([
+      sls(
+        'print',
+        ...REAL,
+        'corsOrigins=none',
+        'storeBackend=mysql',
+        'lockBackend=mysql',
+        `mysqlUrl=${MYSQL}`,
+        'subnetIds=subnet-0a1b2c,subnet-0d3e4f',
+        'securityGroupIds=sg-0123abcd',
+        'sweepSchedule=rate(15 minutes)',
+      ),
+      sls(
+        'print',
+        ...REAL,
+        'corsOrigins=none',
+        'storeBackend=redis',
+        'redisClusterNodes=10.0.0.5:6379,10.0.0.6:6379',
+      ),
+      sls('print', ...REAL, 'corsOrigins=none', 'storeBackend=mysql'),
+      sls('print', ...REAL, 'corsOrigins=none', 'subnetIds=subnet-0a1b2c'),
+      sls('print', ...REAL, 'corsOrigins=none', 'sweepSchedule=hourly'),
+    ]);
+    expect(mysql.code, mysql.output).toBe(0);
+    const config = JSON.parse(mysql.stdout.slice(mysql.stdout.indexOf('{')));
+    expect(config.provider.environment).toMatchObject({
+      STORE_BACKEND: 'mysql',
+      LOCK_BACKEND: 'mysql',
+      MYSQL_URL: MYSQL,
+      REDIS_URL: '',
+    });
+    expect(config.functions.sweep.events).toEqual([{ schedule: 'rate(15 minutes)' }]);
+    const ext = config.resources.extensions;
+    for (const fn of Object.keys(config.functions))
+      expect(ext[`${fn[0]?.toUpperCase()}${fn.slice(1)}LambdaFunction`]?.Properties.VpcConfig, fn).toEqual({
+        SubnetIds: ['subnet-0a1b2c', 'subnet-0d3e4f'],
+        SecurityGroupIds: ['sg-0123abcd'],
+      });
+    for (const role of ['PublicRole', 'StateRole', 'LockRole', 'TurnsRole'])
+      expect(JSON.stringify(config.resources.Resources[role].Properties.ManagedPolicyArns), role).toContain(
+        'AWSLambdaVPCAccessExecutionRole',
+      );
+    expect(redis.code, redis.output).toBe(0);
+    const onRedis = JSON.parse(redis.stdout.slice(redis.stdout.indexOf('{')));
+    expect(onRedis.provider.environment).toMatchObject({
+      STORE_BACKEND: 'redis',
+      LOCK_BACKEND: 'dynamodb',
+      REDIS_CLUSTER_NODES: '10.0.0.5:6379,10.0.0.6:6379',
+    });
+    expect(onRedis.resources.extensions.SweepLambdaFunction).toBeUndefined();
+    const refused = (r: typeof mysql) => {
+      expect(r.code, r.output).not.toBe(0);
+      return r.output.split('\n').find((l) => l.startsWith('parameter '));
+    };
+    expect(refused(noUrl)).toBe('parameter mysqlUrl: required when STORE_BACKEND or LOCK_BACKEND is mysql');
+    expect(refused(halfVpc)).toBe('parameter securityGroupIds: required with subnetIds');
+    expect(refused(badSchedule)).toMatch(/^parameter sweepSchedule: must be rate/);
+  });
 });
 
 // Installed by .ci/run (`npm run setup:node24`) into its own folder: inside node_modules its `node`
@@ -860,10 +934,14 @@ describe('Alibaba Cloud: ROS template', () => {
     const ros = yaml.load(await readFile('infra/aliyun/ros.yaml', 'utf8')) as Template;
     const fn = ros.Resources.Function;
     expect(fn?.Type).toBe('ALIYUN::FC3::Function');
+    // OSS and the DynamoDB lock by default; Redis or MySQL by parameter (ros-template.test.ts).
     expect(fn?.Properties.EnvironmentVariables).toMatchObject({
-      STORE_BACKEND: 'oss',
-      LOCK_BACKEND: 'dynamodb',
+      STORE_BACKEND: { Ref: 'StoreBackend' },
+      LOCK_BACKEND: { Ref: 'LockBackend' },
     });
+    const parameters = (ros as Any).Parameters;
+    expect(parameters.StoreBackend).toMatchObject({ Default: 'oss' });
+    expect(parameters.LockBackend).toMatchObject({ Default: 'dynamodb' });
     expect(fn?.Properties.EnvironmentVariables.AUTH_JWKS_URL).toEqual({ Ref: 'JwksUrl' });
     const trigger = ros.Resources.HttpTrigger;
     expect(trigger?.Properties).toMatchObject({ TriggerType: 'http', TriggerConfig: { authType: 'jwt' } });

@@ -39,7 +39,12 @@ import {
   deploymentSettings,
 } from '../../lib/lifecycle/deployment.js';
 import { lifecycleRules, renderOss, renderRos } from '../../lib/lifecycle/index.js';
-import { BACKEND_PROBLEMS, issuerRefusal, REAL_ISSUER_PATTERN } from '../../scripts/deployment-guards.js';
+import {
+  BACKEND_PROBLEMS,
+  ENGINE_PARAMETERS,
+  issuerRefusal,
+  REAL_ISSUER_PATTERN,
+} from '../../scripts/deployment-guards.js';
 import { OSS_CREDENTIALS } from '../servers/global-setup.js';
 import { xmlValues } from '../servers/http-util.js';
 
@@ -143,6 +148,9 @@ const FUNCTIONS: Record<string, (arg: Any, ctx: Context) => unknown> = {
   'Fn::Equals': ([a, b]: [unknown, unknown], ctx) =>
     JSON.stringify(evaluate(a, ctx)) === JSON.stringify(evaluate(b, ctx)),
   'Fn::Not': ([a]: [unknown], ctx) => !evaluate(a, ctx),
+  'Fn::And': (args: unknown[], ctx) => args.every((a) => evaluate(a, ctx) === true),
+  'Fn::Or': (args: unknown[], ctx) => args.some((a) => evaluate(a, ctx) === true),
+  'Fn::Split': ([separator, text]: [string, unknown], ctx) => String(evaluate(text, ctx)).split(separator),
   'Fn::Max': (args: unknown[], ctx) => Math.max(...args.map((a) => evaluate(a, ctx) as number)),
   'Fn::Calculate': ([expression, _ndigits, numbers = []]: [string, number, unknown[]], ctx) => {
     const values = numbers.map((n) => evaluate(n, ctx) as number);
@@ -551,6 +559,94 @@ describe('ROS template: guard rails', () => {
     ]);
     expect(createStack(template, { ...REQUIRED, JwtAudience: '' }).refused).toEqual([
       'JwtAudience: under MinLength',
+    ]);
+  });
+
+  it("runs the sweep function on a timer trigger (hourly by default) with the API function's role and environment", () => {
+    const { refused, resources } = createStack(template, REQUIRED);
+    expect(refused).toEqual([]);
+    const sweep = resources.SweepFunction?.Properties;
+    const api = resources.Function?.Properties;
+    expect(sweep).toMatchObject({ Handler: 'sweep.handler', Timeout: 300, Role: api.Role });
+    expect(sweep.EnvironmentVariables).toEqual(api.EnvironmentVariables);
+    expect(resources.SweepTrigger).toEqual({
+      Type: 'ALIYUN::FC3::Trigger',
+      Properties: {
+        FunctionName: 'agent-state-sweep',
+        TriggerName: 'sweep',
+        TriggerType: 'timer',
+        TriggerConfig: { cronExpression: '@every 60m', enable: true, payload: '' },
+      },
+    });
+    expect(
+      createStack(template, { ...REQUIRED, SweepSchedule: '0 0 3 * * *' }).resources.SweepTrigger?.Properties
+        .TriggerConfig.cronExpression,
+    ).toBe('0 0 3 * * *');
+  });
+
+  it('points the functions at Redis or MySQL and into a VPC with the same parameters as the AWS stack, refusing an engine without its URL', () => {
+    for (const p of ENGINE_PARAMETERS) expect(template.Parameters[p.ros], p.ros).toBeDefined();
+    // Default: OSS and DynamoDB, no VPC (and no VPC rights on the role).
+    const plain = createStack(template, REQUIRED).resources;
+    expect(plain.Function?.Properties.EnvironmentVariables).toMatchObject({
+      STORE_BACKEND: 'oss',
+      LOCK_BACKEND: 'dynamodb',
+      MYSQL_URL: '',
+    });
+    expect(plain.Function?.Properties.VpcConfig).toBeUndefined();
+    expect(JSON.stringify(plain.FunctionRole?.Properties.Policies)).not.toContain('ecs:');
+    const MYSQL = 'mysql://agent:secret@rm-abc.mysql.rds.aliyuncs.com:3306/agent_state';
+    const onMysql = createStack(template, {
+      ...REQUIRED,
+      StoreBackend: 'mysql',
+      LockBackend: 'mysql',
+      MysqlUrl: MYSQL,
+      VpcId: 'vpc-bp1abc',
+      VSwitchIds: 'vsw-bp1a,vsw-bp1b',
+      SecurityGroupId: 'sg-bp1c',
+    });
+    expect(onMysql.refused).toEqual([]);
+    for (const fn of ['Function', 'SweepFunction']) {
+      const props = onMysql.resources[fn]?.Properties;
+      expect(props.EnvironmentVariables, fn).toMatchObject({
+        STORE_BACKEND: 'mysql',
+        LOCK_BACKEND: 'mysql',
+        MYSQL_URL: MYSQL,
+      });
+      expect(props.VpcConfig, fn).toEqual({
+        VpcId: 'vpc-bp1abc',
+        VSwitchIds: ['vsw-bp1a', 'vsw-bp1b'],
+        SecurityGroupId: 'sg-bp1c',
+      });
+    }
+    expect(JSON.stringify(onMysql.resources.FunctionRole?.Properties.Policies)).toContain(
+      'ecs:CreateNetworkInterface',
+    );
+    const onRedis = createStack(template, {
+      ...REQUIRED,
+      StoreBackend: 'redis',
+      RedisClusterNodes: 'r-bp1.redis.rds.aliyuncs.com:6379,r-bp2.redis.rds.aliyuncs.com:6379',
+    });
+    expect(onRedis.refused).toEqual([]);
+    expect(onRedis.resources.Function?.Properties.EnvironmentVariables.LOCK_BACKEND).toBe('dynamodb');
+    const refused = (given: Record<string, unknown>) =>
+      createStack(template, { ...REQUIRED, ...given }).refused;
+    expect(refused({ StoreBackend: 'mysql' })).toEqual([
+      'MysqlUrl is required when StoreBackend or LockBackend is mysql',
+    ]);
+    expect(refused({ LockBackend: 'redis' })).toEqual([
+      'RedisUrl or RedisClusterNodes is required when StoreBackend or LockBackend is redis',
+    ]);
+    expect(refused({ VpcId: 'vpc-bp1abc', VSwitchIds: 'vsw-bp1a' })).toEqual([
+      'VSwitchIds and SecurityGroupId are required with VpcId',
+    ]);
+    expect(refused({ StoreBackend: 's3' })).toEqual(['StoreBackend: not in AllowedValues']);
+    // The URLs' patterns are lib/config.ts's.
+    expect(refused({ StoreBackend: 'mysql', MysqlUrl: 'postgres://u:p@h:1/db' })).toEqual([
+      'MysqlUrl: does not match AllowedPattern',
+    ]);
+    expect(refused({ StoreBackend: 'redis', RedisUrl: 'http://cache:6379' })).toEqual([
+      'RedisUrl: does not match AllowedPattern',
     ]);
   });
 

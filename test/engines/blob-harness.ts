@@ -5,6 +5,7 @@
  * snapshot's push and pull, another user isolated, the session's delete taking its blobs along,
  * and BLOB_BACKEND=none answering 501 `unsupported` naming it.
  */
+
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +22,7 @@ import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { type App, createApp } from '../../lib/http/app.js';
 import { backendsFrom } from '../../lib/http/backends/local.js';
+import { runSweep } from '../../lib/lifecycle/sweep.js';
 import { hsToken, SECRET } from '../http/harness.js';
 
 /** The app on an engine with a blob store, served on 127.0.0.1. */
@@ -234,6 +236,11 @@ export async function sweepDelegated(withBlobs: EngineWithBlobs, without: Engine
     const swept = await (user as typeof user & WorkspacePackSweeper).sweepWorkspacePacks({ sessionId: s });
     expect(swept).toMatchObject({ workspaces: 1, referenced: swept.packs, unreferenced: 0 });
     expect(swept.packs).toBeGreaterThan(0);
+    // The scheduled sweep (every user's packs) finds them through the app's blob store.
+    const report = await runSweep(withBlobs.app);
+    expect(report.packs?.workspaces).toBeGreaterThanOrEqual(1);
+    expect(report.packs?.referenced).toBeGreaterThanOrEqual(swept.packs);
+    expect((await runSweep(without.app)).packs).toBeUndefined();
   } finally {
     await rm(src, { recursive: true, force: true });
   }

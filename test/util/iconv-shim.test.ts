@@ -9,6 +9,8 @@ const shim = createRequire(import.meta.url)('../../scripts/shims/iconv-lite.cjs'
   decode(bytes: Uint8Array, charset: string): string;
   encode(text: string, charset: string): Buffer;
   encodingExists(charset: string): boolean;
+  getDecoder(charset: string): { write(bytes: Uint8Array): string; end(): string | undefined };
+  getEncoder(charset: string): { write(text: string): Buffer; end(): Buffer | undefined };
 };
 
 describe('iconv-lite shim', () => {
@@ -23,6 +25,18 @@ describe('iconv-lite shim', () => {
     expect(shim.decode(Buffer.from([0xd6, 0xd0, 0xce, 0xc4]), 'gbk')).toBe('中文');
     expect(shim.decode(Buffer.from([0x93, 0xfa, 0x96, 0x7b]), 'shift_jis')).toBe('日本');
     expect(shim.encodingExists('gbk')).toBe(true);
+  });
+
+  it("streams as mysql2 asks it to: cesu8 (MySQL's utf8mb3) as UTF-8, a character split across writes", () => {
+    const decoder = shim.getDecoder('cesu8');
+    const bytes = Buffer.from('plän ü', 'utf8');
+    expect(
+      decoder.write(bytes.subarray(0, 3)) + decoder.write(bytes.subarray(3)) + (decoder.end() ?? ''),
+    ).toBe('plän ü');
+    expect(shim.getDecoder('gbk').write(Buffer.from([0xd6, 0xd0]))).toBe('中');
+    const encoder = shim.getEncoder('cesu8');
+    expect([...encoder.write('é')]).toEqual([0xc3, 0xa9]);
+    expect(encoder.end()).toBeUndefined();
   });
 
   it('reads an unknown charset as UTF-8, and encodes UTF-8', () => {

@@ -17,6 +17,7 @@ import { runWorkspaceCli } from '../../lib/client/node/workspace-cli.js';
 import { hasWorkspacePackSweep, type WorkspacePackSweeper } from '../../lib/contract/workspace-snapshots.js';
 import { createFsDriver } from '../../lib/drivers/fs.js';
 import type { ObjectStoreDriver } from '../../lib/drivers/types.js';
+import { runSweep } from '../../lib/lifecycle/sweep.js';
 import { createStateStore } from '../../lib/store/store.js';
 import { type Backend, backends } from '../backends.js';
 import { hsToken } from '../http/harness.js';
@@ -344,6 +345,49 @@ describe.each(transferring)(
         o.key.includes('~wss~'),
       );
       expect(left).toEqual([]);
+    });
+
+    it("the deployment's sweep (runSweep) sweeps every user's packs, and deletes a deleted snapshot's when told to", async () => {
+      offset = 0;
+      const s = sid();
+      const users = ['alice', 'bob'];
+      const pushed = [];
+      for (const [i, user] of users.entries())
+        pushed.push(
+          await api.client(user).workspaces.push(s, 'w', await tree({ 'a.bin': noise(300 * KIB, 10 + i) }), {
+            packBytes: 256 * KIB,
+          }),
+        );
+      // Bob's snapshot goes: only a sweep that reaches bob's folder can collect its packs.
+      await api.client('bob').workspaces.delete(s, 'w', pushed[1]?.snapshotId as string);
+      const bobPacks = async () =>
+        (await driver.list({ prefix: `${api.prefix}bob/${s}/` })).objects.filter((o) =>
+          o.key.includes('/p/'),
+        );
+      expect((await bobPacks()).length).toBeGreaterThan(0);
+      const store = createStateStore({ driver, prefix: api.prefix, now });
+      const lines: string[] = [];
+      const logger = { info: (message: string) => lines.push(message) };
+      const sweep = () => runSweep({ store, logger }, { deleteTaggedAfterMs: 7 * DAY, now });
+      const first = await sweep();
+      expect(first).toMatchObject({ expiredSessions: 0, batches: 0, complete: true });
+      // Both users' live snapshots are seen (alice's earlier sessions too).
+      expect(first.packs?.referenced).toBeGreaterThan(0);
+      expect(first.packs?.workspaces).toBeGreaterThanOrEqual(2);
+      expect(lines).toEqual(['sweep']);
+      const lines2 = lines.length;
+      await sweep();
+      offset += 2 * 60 * 60_000; // past the presign expiry and the commit time
+      // Unreferenced in two sweeps running, and old enough: tagged.
+      expect((await sweep()).packs?.tagged).toBeGreaterThan(0);
+      expect(lines.length).toBe(lines2 + 2);
+      offset += 8 * DAY;
+      await sweep();
+      expect(await bobPacks()).toEqual([]);
+      // Alice's snapshot still reads back whole.
+      const out = path.join(await temp(), 'out');
+      await api.client('alice').workspaces.pull(s, 'w', pushed[0]?.snapshotId as string, out);
+      expect(sha(await readFile(path.join(out, 'a.bin')))).toBe(sha(noise(300 * KIB, 10)));
     });
   },
 );

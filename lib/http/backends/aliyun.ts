@@ -2,6 +2,8 @@
 import type { Config } from '../../config.js';
 import { createOssDriver, type OssDriverOptions } from '../../drivers/oss.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
+import { dynamoDbLockFrom } from './aws.js';
+import type { PlatformBackends } from './cloud.js';
 
 /** The OSS connection the configuration names (the driver's and bootstrap's). */
 export function ossOptionsFrom(config: Config): OssDriverOptions {
@@ -20,3 +22,10 @@ export function ossOptionsFrom(config: Config): OssDriverOptions {
 export function ossDriverFrom(config: Config): ObjectStoreDriver {
   return createOssDriver(ossOptionsFrom(config));
 }
+
+/** What the Function Compute entries (the API, the sweep) build on: OSS, the DynamoDB lock, OSS for an engine's blobs. */
+export const ALIYUN_BACKENDS: PlatformBackends = {
+  driver: ossDriverFrom,
+  lock: dynamoDbLockFrom,
+  blobs: { oss: ossDriverFrom },
+};

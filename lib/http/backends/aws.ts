@@ -4,6 +4,7 @@ import type { SessionLock } from '../../contract/lock.js';
 import { createS3Driver } from '../../drivers/s3.js';
 import type { ObjectStoreDriver } from '../../drivers/types.js';
 import { createDynamoDbLock } from '../../lock/dynamodb.js';
+import type { PlatformBackends } from './cloud.js';
 
 /** The S3 driver the configuration names. */
 export function s3DriverFrom(config: Config): ObjectStoreDriver {
@@ -25,3 +26,10 @@ export function dynamoDbLockFrom(config: Config): SessionLock {
     retentionDays: config.RETENTION_DAYS,
   });
 }
+
+/** What the Lambda entries (the API, the sweep) build on: S3, the DynamoDB lock, S3 for an engine's blobs. */
+export const AWS_BACKENDS: PlatformBackends = {
+  driver: s3DriverFrom,
+  lock: dynamoDbLockFrom,
+  blobs: { s3: s3DriverFrom },
+};

@@ -68,6 +68,7 @@ export function blobStoreOn(config: Config, driver: ObjectStoreDriver, metrics: 
   return {
     // The object store's user store has the workspace snapshot, sweep and touch calls too.
     forUser: (userId, options) => store.forUser(userId, options) as BlobUserStore,
+    sweepWorkspacePacks: (options) => store.sweepWorkspacePacks(options),
     keepAliveMs: config.KEEPALIVE_MS,
     putArchive: (userId, sessionId, key, body) =>
       typed(async () => {
