@@ -346,7 +346,13 @@ export interface EngineParameter {
   /** The ROS template's parameter. */
   readonly ros: string;
   /** The functions' variable it sets (lib/config.ts), if any. */
-  readonly variable?: 'STORE_BACKEND' | 'LOCK_BACKEND' | 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'MYSQL_URL';
+  readonly variable?:
+    | 'STORE_BACKEND'
+    | 'LOCK_BACKEND'
+    | 'REDIS_URL'
+    | 'REDIS_CLUSTER_NODES'
+    | 'MYSQL_URL'
+    | 'BLOB_BACKEND';
   readonly description: string;
 }
 
@@ -381,6 +387,13 @@ export const ENGINE_PARAMETERS: readonly EngineParameter[] = [
     ros: 'MysqlUrl',
     variable: 'MYSQL_URL',
     description: 'mysql://user:password@host:port/database (mysql store or lock)',
+  },
+  {
+    name: 'blobBackend',
+    ros: 'BlobBackend',
+    variable: 'BLOB_BACKEND',
+    description:
+      "An engine store's workspaces, snapshots and (Redis) archives: the stack's bucket (s3 or oss) or none (the default)",
   },
   {
     name: 'subnetIds',
@@ -436,11 +449,23 @@ export function engineValues(
       'lockBackend',
       `must be dynamodb, redis or mysql, not ${JSON.stringify(lock)}`,
     );
+  const blobs = text('blobBackend') || 'none';
+  if (![objectStore, 'none'].includes(blobs))
+    throw new DeploymentParameterError(
+      'blobBackend',
+      `must be ${objectStore} or none, not ${JSON.stringify(blobs)}`,
+    );
   const env: Record<string, string> = {};
   for (const p of ENGINE_PARAMETERS)
     if (p.variable)
       env[p.variable] =
-        p.variable === 'STORE_BACKEND' ? store : p.variable === 'LOCK_BACKEND' ? lock : text(p.name);
+        p.variable === 'STORE_BACKEND'
+          ? store
+          : p.variable === 'LOCK_BACKEND'
+            ? lock
+            : p.variable === 'BLOB_BACKEND'
+              ? blobs
+              : text(p.name);
   // The functions' own checks, as at a cold start (the object store's and the lock table's names
   // are the stack's own resources, so stand-ins here).
   try {

@@ -48,9 +48,18 @@ describe('engine parameters (scripts/deployment-guards.ts)', () => {
         REDIS_URL: '',
         REDIS_CLUSTER_NODES: '',
         MYSQL_URL: '',
+        BLOB_BACKEND: 'none',
       },
     });
     expect(engineValues({ storeBackend: null }, 'oss').env.STORE_BACKEND).toBe('oss');
+    // An engine's blob store is the stack's bucket, on this cloud only.
+    expect(
+      engineValues({ storeBackend: 'redis', redisUrl: 'redis://c:6379', blobBackend: 's3' }, 's3').env,
+    ).toMatchObject({
+      BLOB_BACKEND: 's3',
+    });
+    expect(() => engineValues({ blobBackend: 'oss' }, 's3')).toThrow(/blobBackend: must be s3 or none/);
+    expect(() => engineValues({ blobBackend: 'fs' }, 'oss')).toThrow(/blobBackend: must be oss or none/);
     // Every parameter has its ROS twin.
     expect(ENGINE_PARAMETERS.map((p) => p.ros)).toEqual([
       'StoreBackend',
@@ -58,6 +67,7 @@ describe('engine parameters (scripts/deployment-guards.ts)', () => {
       'RedisUrl',
       'RedisClusterNodes',
       'MysqlUrl',
+      'BlobBackend',
       'VSwitchIds',
       'SecurityGroupId',
     ]);

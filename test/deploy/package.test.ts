@@ -819,6 +819,7 @@ describe('AWS: placeholders do not reach production', () => {
         'storeBackend=mysql',
         'lockBackend=mysql',
         `mysqlUrl=${MYSQL}`,
+        'blobBackend=s3',
         'subnetIds=subnet-0a1b2c,subnet-0d3e4f',
         'securityGroupIds=sg-0123abcd',
         'sweepSchedule=rate(15 minutes)',
@@ -841,6 +842,7 @@ describe('AWS: placeholders do not reach production', () => {
       LOCK_BACKEND: 'mysql',
       MYSQL_URL: MYSQL,
       REDIS_URL: '',
+      BLOB_BACKEND: 's3',
     });
     expect(config.functions.sweep.events).toEqual([{ schedule: 'rate(15 minutes)' }]);
     const ext = config.resources.extensions;

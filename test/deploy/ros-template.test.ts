@@ -592,6 +592,7 @@ describe('ROS template: guard rails', () => {
       STORE_BACKEND: 'oss',
       LOCK_BACKEND: 'dynamodb',
       MYSQL_URL: '',
+      BLOB_BACKEND: 'none',
     });
     expect(plain.Function?.Properties.VpcConfig).toBeUndefined();
     expect(JSON.stringify(plain.FunctionRole?.Properties.Policies)).not.toContain('ecs:');
