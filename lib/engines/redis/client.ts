@@ -1,8 +1,11 @@
 /**
- * The Redis connection of the engine and its lock: Standalone (`redis://`, `rediss://`) or Cluster
- * (a seed list of nodes), through ioredis, an optional peer loaded only when Redis is configured.
- * The scripts are defined on the client once (`defineCommand`: EVALSHA, and EVAL when the server
- * answers NOSCRIPT, after a restart or a failover).
+ * The Redis connection of the engine and its lock (docs/backends.md, "Redis"): Standalone
+ * (`redis://`, `rediss://`), Cluster (a seed list of nodes) or Sentinel (the Sentinels and the
+ * master's name), through ioredis, an optional peer loaded only when Redis is configured. The
+ * scripts are defined on the client once (`defineCommand`: EVALSHA, and EVAL when the server answers
+ * NOSCRIPT, after a restart or a failover); with WAIT configured, a script that writes is sent with
+ * its WAIT in one pipeline. The start-up check (`checkRedisServer`) and the script load of
+ * `npm run bootstrap` (`loadScripts`) are here too.
  */
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
@@ -191,8 +194,8 @@ async function scriptAndWait(
     pipeline.wait(wait.replicas, wait.ms);
     const results = (await pipeline.exec().catch((error: unknown) => {
       throw redisError(error);
-    })) as Array<[Error | null, unknown]>;
-    const [[scriptError, reply] = [null, undefined], [waitError, acked] = [null, undefined]] = results;
+    })) as Array<[Error | null, unknown]> | null;
+    const [[scriptError, reply] = [null, undefined], [waitError, acked] = [null, undefined]] = results ?? [];
     if (scriptError) {
       if (attempt < 2 && /NOSCRIPT/.test(scriptError.message)) {
         byBody = true;
@@ -205,9 +208,9 @@ async function scriptAndWait(
       throw redisError(scriptError);
     }
     if (Array.isArray(reply) && REFUSALS.has(String(reply[0]))) return reply;
-    if (waitError || Number(acked) < wait.replicas)
+    if (waitError || !(Number(acked) >= wait.replicas))
       throw new BackendError(
-        `redis: WAIT ${wait.replicas} ${wait.ms}: ${waitError ? waitError.message : `${Number(acked)} replica(s) acknowledged`}; the write was made on the master and may or may not have been applied (it may be lost in a failover): read it back, or retry it with the same commitId, writeId or Idempotency-Key`,
+        `redis: WAIT ${wait.replicas} ${wait.ms}: ${waitError ? waitError.message : `${Number(acked)} replica(s) acknowledged`}; the write may or may not have been applied (a failover may lose what the replicas did not acknowledge): read it back, or retry it with the same commitId, writeId or Idempotency-Key`,
         true,
         waitError ? { cause: waitError } : {},
       );
