@@ -243,7 +243,7 @@ export async function bootstrap(options: BootstrapOptions): Promise<BootstrapSte
     try {
       const { version, mode } = await redis.check();
       const loaded = await redis.loadScripts();
-      add(step, 'checked', `Redis ${version} (${mode}), ${loaded} scripts loaded`);
+      add(step, 'checked', `Redis ${version}, ${mode}, ${loaded} scripts loaded`);
     } catch (error) {
       throw new BootstrapError(step, (error as Error).message, { cause: error });
     }
