@@ -2,7 +2,8 @@
  * The Redis engine's start-up check (lib/engines/redis/client.ts, `checkRedisServer`), as the local
  * server runs it at start and `GET /v1/ready` answers it: a Cluster node behind REDIS_URL, a
  * standalone server behind REDIS_CLUSTER_NODES and a server that refuses EVAL are each 503
- * `backend-unavailable` (store) with one ERROR line naming what is wrong and the variable; the
+ * `backend-unavailable` (store) with one ERROR line naming what is wrong and the variable (a refused
+ * password: `backend-misconfigured`, naming the password in REDIS_URL); the
  * Redis variables' validation; `npm run bootstrap`'s Redis step checking the server and loading
  * the scripts. (A Redis older than 7 is not installed here: its refusal is not exercised.)
  */
@@ -25,11 +26,12 @@ import { BootstrapError, bootstrap } from '../../../lib/lifecycle/bootstrap.js';
 import { SECRET } from '../../http/harness.js';
 import { startRedis } from '../../servers/redis.js';
 
-/** ioredis, keeping every client the app makes (to disconnect them: a Cluster client retries forever). */
+/** ioredis, keeping every client the app makes (to disconnect them: a Cluster client retries forever), its error events expected. */
 const made: Array<{ disconnect(): void }> = [];
 class TrackedRedis extends Redis {
   constructor(...args: unknown[]) {
     super(...(args as []));
+    this.on('error', () => {});
     made.push(this);
   }
 }
@@ -175,6 +177,22 @@ describe('the start-up check', () => {
       expect(ready.errors[0]?.error).toMatch(c.message);
       expect((ready.atStart as Error).message).toMatch(c.message);
     });
+
+  it('a refused password is 503 backend-misconfigured, its ERROR line naming the password in REDIS_URL', async () => {
+    const redis = await startRedis();
+    servers.push(redis);
+    const admin = new Redis(redis.url);
+    await admin.config('SET', 'requirepass', 'right');
+    admin.disconnect();
+    const ready = await readyOf({ REDIS_URL: redis.url.replace('redis://', 'redis://:wrong@') });
+    expect(ready.status).toBe(503);
+    expect(ready.retryAfter).toBeNull();
+    expect(ready.body).toMatchObject({ code: 'backend-misconfigured', dependency: 'store' });
+    expect(ready.errors).toHaveLength(1);
+    expect(ready.errors[0]?.line).toMatch(
+      /^redis refused the credentials: .*: check the password in REDIS_URL$/,
+    );
+  });
 
   it('a good server passes; bootstrap checks it and loads the scripts (SCRIPT LOAD), a refusing one stops bootstrap', async () => {
     const good = await startRedis();
