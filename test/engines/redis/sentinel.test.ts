@@ -6,7 +6,7 @@
  * planned failover after which the client writes to the new master and lock tokens still grow. On
  * a Cluster, WAIT goes to the node that ran the script (hostile.test.ts).
  */
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackendError, FencedError } from '../../../lib/contract/errors.js';
 import { EMPTY_HASH } from '../../../lib/contract/hash.js';
@@ -60,12 +60,13 @@ async function retrying<T>(fn: () => Promise<T>, times = 300): Promise<T> {
 describe('the Redis engine through Sentinel, with WAIT', () => {
   let sentinel: Awaited<ReturnType<typeof startRedisSentinels>>;
   const clients: RedisClient[] = [];
-  const connect = (waitReplicas: number, waitMs = 1000) => {
+  const connect = (waitReplicas: number, waitMs = 1000, url?: string) => {
     const client = connectRedis({
       sentinels: sentinel.sentinels,
       sentinelName: sentinel.name,
       waitReplicas,
       waitMs,
+      ...(url ? { url } : {}),
     });
     clients.push(client);
     return client;
@@ -79,8 +80,9 @@ describe('the Redis engine through Sentinel, with WAIT', () => {
     await sentinel?.close();
   });
 
-  it('the store and its lock work through Sentinel: an append, a two-call turn, a lock', async () => {
-    const client = connect(1);
+  it('the store and its lock work through Sentinel: an append, a two-call turn, a lock (in the database REDIS_URL names)', async () => {
+    // With Sentinels, REDIS_URL gives only the credentials, the database and TLS: not its host.
+    const client = connect(1, 1000, 'redis://not-this-host.invalid:1/3');
     const lock = createRedisLock({ client, prefix: 'sen/' });
     const store = storeOn({ client }, { prefix: 'sen/', authority: lock });
     const alice = store.forUser('alice') as SessionStore & TurnsOnOneEngine;
@@ -109,6 +111,16 @@ describe('the Redis engine through Sentinel, with WAIT', () => {
     const held = await lock.acquire({ userId: 'alice', sessionId: 's1' }, { leaseMs: 60_000 });
     expect(held.token).toBeGreaterThan(lease.token);
     expect((await lock.holderOf({ userId: 'alice', sessionId: 's1' }))?.owner).toBe(held.owner);
+    const inDb = async (db: number) => {
+      const direct = new Redis({ host: '127.0.0.1', port: await sentinel.masterPort(), db });
+      try {
+        return await direct.dbsize();
+      } finally {
+        direct.disconnect();
+      }
+    };
+    expect(await inDb(3)).toBeGreaterThan(0);
+    expect(await inDb(0)).toBe(0);
   });
 
   it('WAIT 1 with the replica up: a save is one round trip (EVALSHA and WAIT in one write), counted at the master too', async () => {
