@@ -80,7 +80,13 @@ async function startOne(port: number, dir: string, extra: readonly string[]): Pr
     { stdio: 'ignore' },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitFor(async () => (await cli(port, 'PING')) === 'PONG', `redis-server on ${port}`);
+  await waitFor(async () => (await cli(port, 'PING')) === 'PONG', `redis-server on ${port}`).catch(
+    async (error) => {
+      child.kill('SIGKILL'); // one that never answered is not left behind
+      await exited;
+      throw error;
+    },
+  );
   return {
     port,
     dir,
