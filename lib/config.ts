@@ -55,6 +55,12 @@ const upper = <const L extends readonly [string, ...string[]]>(levels: L) =>
     .pipe(z.enum(levels));
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
+/** `host:port` entries, comma-separated (REDIS_CLUSTER_NODES, REDIS_SENTINELS). */
+const redisNodes = z
+  .string()
+  .transform((raw) => raw.split(',').map((node) => node.trim()))
+  .pipe(z.array(z.string().regex(/^[^\s:,]+:\d{1,5}$/, 'must be host:port entries, comma-separated')).min(1));
+
 const schema = z
   .object({
     PORT: int(0, 65535).default(8787),
@@ -91,13 +97,15 @@ const schema = z
       .string()
       .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
       .optional(),
-    REDIS_CLUSTER_NODES: z
-      .string()
-      .transform((raw) => raw.split(',').map((node) => node.trim()))
-      .pipe(
-        z.array(z.string().regex(/^[^\s:,]+:\d{1,5}$/, 'must be host:port entries, comma-separated')).min(1),
-      )
-      .optional(),
+    REDIS_CLUSTER_NODES: redisNodes.optional(),
+    // Or Sentinels and the name of the master they watch (REDIS_URL then gives only the password,
+    // user, database and TLS of the data connections).
+    REDIS_SENTINELS: redisNodes.optional(),
+    REDIS_SENTINEL_NAME: z.string().regex(/^\S+$/, 'must be a master name (no spaces)').optional(),
+    // Replicas that must acknowledge every write (WAIT after each mutating script); 0: none asked.
+    REDIS_WAIT_REPLICAS: int(0, 64).default(0),
+    // Unset: the engine's default (DEFAULT_WAIT_MS of lib/engines/redis/client.ts).
+    REDIS_WAIT_MS: int(1, 60_000).optional(),
     // MySQL or MariaDB (STORE_BACKEND=mysql, LOCK_BACKEND=mysql): the database the schema is in.
     MYSQL_URL: z
       .string()
@@ -189,8 +197,20 @@ const schema = z
         path: ['BLOB_BACKEND'],
         message: 'fs is refused on Lambda and Function Compute',
       });
-    if ((c.STORE_BACKEND === 'redis' || c.LOCK_BACKEND === 'redis') && !c.REDIS_URL && !c.REDIS_CLUSTER_NODES)
-      need('REDIS_URL', 'when STORE_BACKEND or LOCK_BACKEND is redis (or REDIS_CLUSTER_NODES)');
+    const onRedis = c.STORE_BACKEND === 'redis' || c.LOCK_BACKEND === 'redis';
+    if (onRedis && !c.REDIS_URL && !c.REDIS_CLUSTER_NODES && !c.REDIS_SENTINELS)
+      need(
+        'REDIS_URL',
+        'when STORE_BACKEND or LOCK_BACKEND is redis (or REDIS_CLUSTER_NODES, or REDIS_SENTINELS)',
+      );
+    if (c.REDIS_SENTINELS) need('REDIS_SENTINEL_NAME', "with REDIS_SENTINELS (the master's name)");
+    if (c.REDIS_SENTINEL_NAME) need('REDIS_SENTINELS', 'with REDIS_SENTINEL_NAME');
+    if (c.REDIS_SENTINELS && c.REDIS_CLUSTER_NODES)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['REDIS_SENTINELS'],
+        message: 'cannot be combined with REDIS_CLUSTER_NODES (a Cluster fails over by itself)',
+      });
     if ((c.STORE_BACKEND === 'mysql' || c.LOCK_BACKEND === 'mysql') && !c.MYSQL_URL)
       need('MYSQL_URL', 'when STORE_BACKEND or LOCK_BACKEND is mysql');
     if (c.FC_FUNCTION_NAME)
@@ -241,6 +261,14 @@ export function loadConfigOrExit(env: Record<string, string | undefined> = proce
 
 /** What configures a backend resource, for the log line of a missing bucket or table or refused credentials. */
 export function configuredBy(config: Config, backend: string, resource: BackendResource): string {
+  if (backend === 'redis')
+    return resource === 'credentials'
+      ? 'the password in REDIS_URL'
+      : config.REDIS_SENTINELS
+        ? 'REDIS_SENTINELS / REDIS_SENTINEL_NAME'
+        : config.REDIS_CLUSTER_NODES
+          ? 'REDIS_CLUSTER_NODES'
+          : 'REDIS_URL';
   if (backend === 'mysql')
     return resource === 'credentials' ? 'the user and password in MYSQL_URL' : "MYSQL_URL's database";
   if (resource === 'credentials') {

@@ -13,7 +13,9 @@ import { createOssClient, createOssDriver } from '../lib/drivers/oss.js';
 import { createS3Client, createS3Driver } from '../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../lib/drivers/types.js';
 import { connectMysql, type MysqlConnection } from '../lib/engines/mysql/index.js';
+import { checkRedisServer, loadScripts, type RedisClient, redisEngine } from '../lib/engines/redis/index.js';
 import { ossOptionsFrom } from '../lib/http/backends/aliyun.js';
+import { redisConnectionFrom } from '../lib/http/backends/engines.js';
 import {
   type BootstrapClients,
   BootstrapError,
@@ -30,7 +32,11 @@ import { writeReadDelete } from '../lib/store/write-check.js';
 const config = loadConfigOrExit({ ...process.env, ALLOW_ANONYMOUS: 'true' });
 
 /** The clients of the configured backends, built as the functions build theirs (lib/http/backends/). */
-function clientsFor(c: Config, mysql: MysqlConnection | undefined): BootstrapClients {
+function clientsFor(
+  c: Config,
+  mysql: MysqlConnection | undefined,
+  redis: RedisClient | undefined,
+): BootstrapClients {
   // The object store's bucket, or an engine store's blob bucket (BLOB_BACKEND).
   const bucket = bucketBackendOf(c);
   return {
@@ -49,6 +55,9 @@ function clientsFor(c: Config, mysql: MysqlConnection | undefined): BootstrapCli
         }
       : {}),
     ...(mysql ? { mysql } : {}),
+    ...(redis
+      ? { redis: { check: () => checkRedisServer(redis), loadScripts: () => loadScripts(redis) } }
+      : {}),
   };
 }
 
@@ -65,8 +74,12 @@ const where = {
   oss: `OSS_BUCKET=${config.OSS_BUCKET} at ${config.OSS_ENDPOINT ?? config.OSS_REGION}`,
   fs: `DATA_DIR=${config.DATA_DIR}`,
   memory: 'in memory',
-  // Nothing to create: the scripts are loaded by the server on first use (EVALSHA, else EVAL).
-  redis: `${config.REDIS_CLUSTER_NODES ? 'Cluster' : 'REDIS_URL'}; nothing to create`,
+  // Nothing to create: the server is checked and the scripts loaded (else loaded on first use).
+  redis: config.REDIS_SENTINELS
+    ? `REDIS_SENTINELS, master ${config.REDIS_SENTINEL_NAME}`
+    : config.REDIS_CLUSTER_NODES
+      ? 'REDIS_CLUSTER_NODES'
+      : 'REDIS_URL',
   // The tables (CREATE TABLE IF NOT EXISTS); the server verifies them at start and in GET /v1/ready.
   mysql: `MYSQL_URL at ${config.MYSQL_URL ? new URL(config.MYSQL_URL).host : '(unset)'}`,
 }[config.STORE_BACKEND];
@@ -86,7 +99,21 @@ const mysql =
   config.STORE_BACKEND === 'mysql' || config.LOCK_BACKEND === 'mysql'
     ? connectMysql({ url: config.MYSQL_URL as string })
     : undefined;
-const clients = clientsFor(config, mysql);
+// The engine as the server makes it (its scripts defined on the client, to be loaded).
+const redis =
+  config.STORE_BACKEND === 'redis' || config.LOCK_BACKEND === 'redis'
+    ? redisEngine({
+        ...redisConnectionFrom(config),
+        prefix: config.STATE_PREFIX,
+        retentionDays: config.RETENTION_DAYS,
+        keepAliveMs: config.KEEPALIVE_MS,
+        maxValueBytes: config.MAX_VALUE_BYTES,
+        metrics: { count: () => {} },
+        store: config.STORE_BACKEND === 'redis',
+        lock: config.LOCK_BACKEND === 'redis',
+      }).client
+    : undefined;
+const clients = clientsFor(config, mysql, redis);
 const driver = driverFor(config, clients);
 try {
   const backend = bucketBackendOf(config) === 'oss' ? 'oss' : 's3';
@@ -106,4 +133,5 @@ try {
   clients.s3?.destroy();
   clients.dynamodb?.destroy();
   await mysql?.close();
+  redis?.disconnect();
 }

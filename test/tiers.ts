@@ -129,7 +129,7 @@ export const TIERS: readonly Tier[] = [
   // The session console in Debian's chromium against the local server it starts itself.
   { name: 'browser', files: ['test/console/'], servers: 'none', seconds: 20 },
   // Debian's redis-server, standalone and a Cluster of three masters, started by the tests themselves.
-  { name: 'redis', files: ['test/engines/redis/'], servers: 'none', seconds: 55 },
+  { name: 'redis', files: ['test/engines/redis/'], servers: 'none', seconds: 60 },
   {
     name: 'deploy',
     // Packaging and deployment: the npm package (and its framework peer matrix), the templates,

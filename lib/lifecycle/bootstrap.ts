@@ -8,6 +8,8 @@
  *   on the attribute the lock writes.
  * - MySQL / MariaDB (STORE_BACKEND=mysql or LOCK_BACKEND=mysql): the engine's tables in MYSQL_URL's
  *   database, each created if missing (`CREATE TABLE IF NOT EXISTS`).
+ * - Redis (STORE_BACKEND=redis or LOCK_BACKEND=redis): the server's start-up check (Redis ≥ 7,
+ *   scripts allowed, Cluster or not as configured), then the engine's scripts loaded (SCRIPT LOAD).
  * - last, the write check (`writeCheck`): one probe object written, read back and deleted as the
  *   service writes its state, so that a setting that refuses the service's requests fails here,
  *   named, and not at the first request.
@@ -86,6 +88,14 @@ export interface BootstrapClients {
   readonly dynamodb?: DynamoDBClient;
   /** For STORE_BACKEND=mysql or LOCK_BACKEND=mysql: creates the missing tables, answers their names. */
   readonly mysql?: { bootstrap(): Promise<readonly string[]> };
+  /**
+   * For STORE_BACKEND=redis or LOCK_BACKEND=redis: the server's start-up check (Redis ≥ 7, scripts
+   * allowed, the configured mode) and the load of the engine's scripts (SCRIPT LOAD; their count).
+   */
+  readonly redis?: {
+    check(): Promise<{ readonly version: string; readonly mode: string }>;
+    loadScripts(): Promise<number>;
+  };
 }
 
 /**
@@ -241,6 +251,17 @@ export async function bootstrap(options: BootstrapOptions): Promise<BootstrapSte
     }
     if (created.length > 0) add(step, 'created', created.join(', '));
     else add(step, 'already there');
+  }
+  if (config.STORE_BACKEND === 'redis' || config.LOCK_BACKEND === 'redis') {
+    const step = 'redis server';
+    const redis = need(clients.redis, 'Redis client');
+    try {
+      const { version, mode } = await redis.check();
+      const loaded = await redis.loadScripts();
+      add(step, 'checked', `Redis ${version}, ${mode}, ${loaded} scripts loaded`);
+    } catch (error) {
+      throw new BootstrapError(step, (error as Error).message, { cause: error });
+    }
   }
   if (written) await checkWrites(options.writeCheck, written.where, written.suspects, add);
   return steps;

@@ -11,7 +11,16 @@ import { connectRedis, type RedisClient, type RedisConnection } from './client.j
 import { createRedisLock } from './lock.js';
 import { createRedisStateStore } from './store.js';
 
-export { connectRedis, type IoRedis, type RedisClient, type RedisConnection } from './client.js';
+export {
+  checkRedisServer,
+  connectRedis,
+  DEFAULT_WAIT_MS,
+  type IoRedis,
+  loadScripts,
+  type RedisClient,
+  type RedisConnection,
+  type RedisServerFacts,
+} from './client.js';
 export { createRedisLock, type RedisLockOptions } from './lock.js';
 export { createRedisStateStore, REDIS_CAPABILITIES, type RedisStateStoreOptions } from './store.js';
 

@@ -23,7 +23,7 @@ import {
   waitFor,
 } from '../../contract/lock.js';
 import { DAY_MS } from '../../util/units.js';
-import { callScript, defineScripts, type RedisClient, redisError } from './client.js';
+import { callScript, checkRedisServer, defineScripts, type RedisClient } from './client.js';
 import { REDIS_LOCK_CLIENT } from './store.js';
 
 const PRELUDE = `
@@ -193,11 +193,7 @@ export function createRedisLock(
       };
     },
     async checkReady() {
-      try {
-        await client.ping();
-      } catch (error) {
-        throw redisError(error);
-      }
+      await checkRedisServer(client);
     },
   };
 }

@@ -102,7 +102,7 @@ import type {
   WriteOptions,
 } from '../../contract/types.js';
 import { DAY_MS } from '../../util/units.js';
-import { callScript, defineScripts, type RedisClient, redisError } from './client.js';
+import { callScript, checkRedisServer, defineScripts, type RedisClient, redisError } from './client.js';
 import { LIST_SESSIONS, SESSION_SCRIPTS, sessionScript, TOUCH_USER } from './scripts.js';
 
 /** Marks a Redis lock made on a client: a store on the same client fences inside its scripts. */
@@ -146,9 +146,13 @@ export function createRedisStateStore(options: RedisStateStoreOptions): StateSto
   const { client } = options;
   defineScripts(client, {
     ...Object.fromEntries(
-      Object.entries(SESSION_SCRIPTS).map(([name, body]) => [name, { lua: sessionScript(body), keys: 1 }]),
+      Object.entries(SESSION_SCRIPTS).map(([name, body]) => [
+        name,
+        { lua: sessionScript(body), keys: 1, ...(READ_SCRIPTS.has(name) ? { reads: true } : {}) },
+      ]),
     ),
-    assListSessions: { lua: LIST_SESSIONS, keys: 2 },
+    // Its only writes drop expired entries of the listing: no WAIT after it.
+    assListSessions: { lua: LIST_SESSIONS, keys: 2, reads: true },
     assTouchUser: { lua: TOUCH_USER, keys: 2 },
   });
   const ctx: Ctx = {
@@ -168,14 +172,19 @@ export function createRedisStateStore(options: RedisStateStoreOptions): StateSto
       return ctx.blobs.wrap(new RedisUserStore(ctx, user, authority), user, authority);
     },
     checkReady: async () => {
-      try {
-        await client.ping();
-      } catch (error) {
-        throw redisError(error);
-      }
+      await checkRedisServer(client);
     },
   };
 }
+
+/** The session scripts that only read (never followed by WAIT). */
+const READ_SCRIPTS = new Set<string>([
+  'assGetList',
+  'assPeekList',
+  'assSnapshot',
+  'assListKeys',
+  'assGetArchive',
+] satisfies Array<keyof typeof SESSION_SCRIPTS>);
 
 interface Ctx {
   readonly client: RedisClient;

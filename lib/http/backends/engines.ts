@@ -7,7 +7,7 @@
  */
 import type { Config } from '../../config.js';
 import { type Mysql2, mysqlEngine } from '../../engines/mysql/index.js';
-import { type IoRedis, redisEngine } from '../../engines/redis/index.js';
+import { type IoRedis, type RedisConnection, redisEngine } from '../../engines/redis/index.js';
 import type { EngineParts } from '../app.js';
 
 /** The engines' client libraries, when the caller has them (else each is loaded as an optional peer). */
@@ -39,8 +39,7 @@ export function engineFrom(config: Config, libraries: EngineLibraries = {}): Eng
   return (metrics, blobs) => {
     const onRedis = redis
       ? redisEngine({
-          url: config.REDIS_URL,
-          clusterNodes: config.REDIS_CLUSTER_NODES,
+          ...redisConnectionFrom(config),
           ...(libraries.ioredis ? { ioredis: libraries.ioredis } : {}),
           prefix: config.STATE_PREFIX,
           retentionDays: config.RETENTION_DAYS,
@@ -67,5 +66,17 @@ export function engineFrom(config: Config, libraries: EngineLibraries = {}): Eng
     const store = onRedis?.store ?? onMysql?.store;
     const lock = onRedis?.lock ?? onMysql?.lock;
     return { ...(store ? { store } : {}), ...(lock ? { lock } : {}) };
+  };
+}
+
+/** Where the configuration points at Redis (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS) and its WAIT. */
+export function redisConnectionFrom(config: Config): RedisConnection {
+  return {
+    ...(config.REDIS_URL ? { url: config.REDIS_URL } : {}),
+    ...(config.REDIS_CLUSTER_NODES ? { clusterNodes: config.REDIS_CLUSTER_NODES } : {}),
+    ...(config.REDIS_SENTINELS ? { sentinels: config.REDIS_SENTINELS } : {}),
+    ...(config.REDIS_SENTINEL_NAME ? { sentinelName: config.REDIS_SENTINEL_NAME } : {}),
+    waitReplicas: config.REDIS_WAIT_REPLICAS,
+    ...(config.REDIS_WAIT_MS !== undefined ? { waitMs: config.REDIS_WAIT_MS } : {}),
   };
 }

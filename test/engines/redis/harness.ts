@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import type { MetricsSink } from '../../../lib/contract/types.js';
-import { connectRedis, type RedisClient } from '../../../lib/engines/redis/client.js';
+import { connectRedis, type RedisClient, type RedisConnection } from '../../../lib/engines/redis/client.js';
 import { createRedisStateStore, type RedisStateStoreOptions } from '../../../lib/engines/redis/store.js';
 import { startRedis, startRedisCluster } from '../../servers/redis.js';
 
@@ -14,8 +14,10 @@ export interface RedisUnderTest {
   readonly client: RedisClient;
   /** The standalone server's port (command counts are read there). */
   readonly port?: number;
-  /** A new client of the same servers. */
-  connect(): RedisClient;
+  /** Every server's port (the standalone one, or the Cluster's three masters). */
+  readonly ports: readonly number[];
+  /** A new client of the same servers (with WAIT, when asked). */
+  connect(wait?: Pick<RedisConnection, 'waitReplicas' | 'waitMs'>): RedisClient;
   /** The writes the servers have made (INFO persistence: `rdb_changes_since_last_save`, never saved here). */
   changes(): Promise<number>;
   close(): Promise<void>;
@@ -31,12 +33,13 @@ async function changesOf(node: { info(section: string): Promise<string> }): Prom
 export async function startTopology(topology: Topology): Promise<RedisUnderTest> {
   if (topology === 'standalone') {
     const server = await startRedis();
-    const connect = () => connectRedis({ url: server.url });
+    const connect = (wait = {}) => connectRedis({ url: server.url, ...wait });
     const client = connect();
     return {
       topology,
       client,
       port: server.port,
+      ports: [server.port],
       connect,
       changes: () => changesOf(client as Redis),
       close: async () => {
@@ -46,11 +49,12 @@ export async function startTopology(topology: Topology): Promise<RedisUnderTest>
     };
   }
   const cluster = await startRedisCluster();
-  const connect = () => connectRedis({ clusterNodes: cluster.nodes });
+  const connect = (wait = {}) => connectRedis({ clusterNodes: cluster.nodes, ...wait });
   const client = connect();
   return {
     topology,
     client,
+    ports: cluster.ports,
     connect,
     changes: async () =>
       (await Promise.all((client as Cluster).nodes('master').map(changesOf))).reduce((a, b) => a + b, 0),

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AppendConflictError,
+  BackendError,
   CommitMismatchError,
   CorruptValueError,
   FencedError,
@@ -213,6 +214,31 @@ for (const topology of ['standalone', 'cluster'] as const) {
         }
       } finally {
         victim.disconnect();
+      }
+    });
+
+    it('WAIT (REDIS_WAIT_REPLICAS) goes to the node that ran the script; with no replica it is 503 backend-unavailable', async () => {
+      const waiting = redis.connect({ waitReplicas: 1, waitMs: 10 });
+      try {
+        const bob = createRedisStateStore({ client: waiting, prefix }).forUser('bob');
+        await waiting.ping();
+        for (const port of redis.ports) await resetCommands(port);
+        for (const s of ['a', 'b', 'c', 'd', 'e', 'f']) {
+          const refused = await bob.save(s, 'k', 1).catch((e: unknown) => e);
+          expect(refused).toBeInstanceOf(BackendError);
+          expect((refused as BackendError).retryable).toBe(true);
+          expect((refused as Error).message).toMatch(/WAIT 1 10: 0 replica\(s\) acknowledged/);
+        }
+        let scripts = 0;
+        for (const port of redis.ports) {
+          const at = await commandsSince(port);
+          const ran = (at.eval ?? 0) + (at.evalsha ?? 0);
+          expect(at.wait ?? 0, `node ${port}`).toBe(ran);
+          scripts += ran;
+        }
+        expect(scripts).toBeGreaterThanOrEqual(6);
+      } finally {
+        waiting.disconnect();
       }
     });
   });
