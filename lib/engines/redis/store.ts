@@ -29,14 +29,7 @@ import {
   UnsupportedOperationError,
   ValidationError,
 } from '../../contract/errors.js';
-import {
-  chainLeaves,
-  commitDigest,
-  EMPTY_HASH,
-  leafHash,
-  recordId,
-  requestDigest,
-} from '../../contract/hash.js';
+import { commitDigest, EMPTY_HASH, recordId, requestDigest } from '../../contract/hash.js';
 import {
   checkId,
   checkPrefix,
@@ -44,7 +37,6 @@ import {
   decodeId,
   encodeId,
   isMemorySession,
-  keyOfCursor,
   keyPageOptions,
   namedUser,
   sessionCursorOf,
@@ -103,6 +95,7 @@ import type {
 } from '../../contract/types.js';
 import { DAY_MS } from '../../util/units.js';
 import { callScript, checkRedisServer, defineScripts, type RedisClient, redisError } from './client.js';
+import { chainStates, hexOf, int, type Reply, resultOf, snapshotRequest, str } from './replies.js';
 import { LIST_SESSIONS, SESSION_SCRIPTS, sessionScript, TOUCH_USER } from './scripts.js';
 
 /** Marks a Redis lock made on a client: a store on the same client fences inside its scripts. */
@@ -194,22 +187,6 @@ interface Ctx {
   readonly maxValueBytes: number;
   readonly metrics: MetricsSink;
   readonly blobs: EngineBlobs;
-}
-
-type Reply = Array<string | number | null>;
-const str = (v: string | number | null | undefined): string => String(v);
-const int = (v: string | number | null | undefined): number => Number(v);
-const hexOf = (hash: string) => hash.slice(HASH_PREFIX.length);
-
-/** The chain hashes (hex) after each of `items`, appended to a list at `from`. */
-function chainStates(from: string, items: readonly unknown[]): string[] {
-  const out: string[] = [];
-  let hash = from;
-  for (const item of items) {
-    hash = chainLeaves(hash, [leafHash(item)]);
-    out.push(hexOf(hash));
-  }
-  return out;
 }
 
 class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
@@ -978,38 +955,4 @@ class RedisUserStore implements EngineUserStore, TurnsOnOneEngine {
     if ((await this.getVersioned(sessionId, key)) === undefined) return undefined;
     return this.unsupported('direct transfer');
   }
-}
-
-/** A commit's answer from its request and the record its script wrote (or found). */
-function resultOf(
-  commitId: string,
-  changes: { values: NonNullable<CommitRequest['values']>; lists: NonNullable<CommitRequest['lists']> },
-  record: string,
-): CommitResult {
-  const lines = record.split('\n');
-  const nv = changes.values.length;
-  return {
-    commitId,
-    values: changes.values.map((v, i) => {
-      // A value's line: its version and revision (a delete's is empty).
-      const [etag, revision] = (lines[i] ?? '').split(' ');
-      return { key: v.key, ...(etag ? { etag } : {}), ...(revision ? { revision: Number(revision) } : {}) };
-    }),
-    lists: changes.lists.map((l, i) => {
-      const [action, count, hash] = (lines[nv + i] ?? '').split(' ');
-      return { key: l.key, action: action as ListAction, count: Number(count), hash: hash as string };
-    }),
-  };
-}
-
-/** What the snapshot scripts read, from a checked request. */
-function snapshotRequest({ values, lists, page }: ReturnType<typeof checkSnapshot>) {
-  const after = page?.cursor !== undefined ? keyOfCursor(page.cursor, 'valuePage.cursor') : undefined;
-  return {
-    values,
-    lists: lists.map((l) => ({ key: l.key, ...(l.last !== undefined ? { last: l.last } : {}) })),
-    ...(page
-      ? { page: { prefix: page.prefix ?? '', limit: page.limit, ...(after !== undefined ? { after } : {}) } }
-      : {}),
-  };
 }

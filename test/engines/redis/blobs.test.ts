@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../lib/config.js';
 import { createS3Client } from '../../../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../../../lib/drivers/types.js';
+import { checkRedisServer, loadScripts } from '../../../lib/engines/redis/client.js';
 import { bootstrap, bucketBackendOf } from '../../../lib/lifecycle/bootstrap.js';
 import { layoutFor } from '../../../lib/store/layout.js';
 import { startLocalBackends } from '../../servers/local-backends.js';
@@ -103,13 +104,23 @@ describe('Redis with BLOB_BACKEND=s3 (s3rver behind the S3 front)', () => {
         ALLOW_ANONYMOUS: 'true',
       });
       expect(bucketBackendOf(config)).toBe('s3');
-      const steps = await bootstrap({ config, clients: { s3: client } });
-      expect(steps[0]).toEqual({ step: 'bucket s3://engine-blobs-new', status: 'created' });
-      const again = await bootstrap({ config, clients: { s3: client } });
-      expect(again[0]).toEqual({ step: 'bucket s3://engine-blobs-new', status: 'already there' });
-      // Without a blob bucket, the step is skipped.
-      const none = await bootstrap({ config: { ...config, BLOB_BACKEND: 'none' }, clients: {} });
-      expect(none[0]?.status).toBe('skipped');
+      const onServer = new Redis(redis.url);
+      // The Redis step checks the server and loads the scripts, as the server's would.
+      const redisStep = { check: () => checkRedisServer(onServer), loadScripts: () => loadScripts(onServer) };
+      try {
+        const steps = await bootstrap({ config, clients: { s3: client, redis: redisStep } });
+        expect(steps[0]).toEqual({ step: 'bucket s3://engine-blobs-new', status: 'created' });
+        const again = await bootstrap({ config, clients: { s3: client, redis: redisStep } });
+        expect(again[0]).toEqual({ step: 'bucket s3://engine-blobs-new', status: 'already there' });
+        // Without a blob bucket, the step is skipped.
+        const none = await bootstrap({
+          config: { ...config, BLOB_BACKEND: 'none' },
+          clients: { redis: redisStep },
+        });
+        expect(none[0]?.status).toBe('skipped');
+      } finally {
+        onServer.disconnect();
+      }
     } finally {
       client.destroy();
     }
