@@ -352,7 +352,10 @@ export interface EngineParameter {
     | 'REDIS_URL'
     | 'REDIS_CLUSTER_NODES'
     | 'MYSQL_URL'
-    | 'BLOB_BACKEND';
+    | 'BLOB_BACKEND'
+    | 'REDIS_SENTINELS'
+    | 'REDIS_SENTINEL_NAME'
+    | 'REDIS_WAIT_REPLICAS';
   readonly description: string;
 }
 
@@ -381,6 +384,24 @@ export const ENGINE_PARAMETERS: readonly EngineParameter[] = [
     ros: 'RedisClusterNodes',
     variable: 'REDIS_CLUSTER_NODES',
     description: 'host:port seed nodes of a Redis Cluster, comma-separated (instead of redisUrl)',
+  },
+  {
+    name: 'redisSentinels',
+    ros: 'RedisSentinels',
+    variable: 'REDIS_SENTINELS',
+    description: "host:port of the Sentinels of a Redis master, comma-separated (instead of redisUrl's host)",
+  },
+  {
+    name: 'redisSentinelName',
+    ros: 'RedisSentinelName',
+    variable: 'REDIS_SENTINEL_NAME',
+    description: 'the master name the Sentinels monitor (with redisSentinels)',
+  },
+  {
+    name: 'redisWaitReplicas',
+    ros: 'RedisWaitReplicas',
+    variable: 'REDIS_WAIT_REPLICAS',
+    description: 'replicas that must acknowledge every Redis write (WAIT, same round trip); empty or 0: off',
   },
   {
     name: 'mysqlUrl',

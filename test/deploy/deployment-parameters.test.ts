@@ -47,6 +47,9 @@ describe('engine parameters (scripts/deployment-guards.ts)', () => {
         LOCK_BACKEND: 'dynamodb',
         REDIS_URL: '',
         REDIS_CLUSTER_NODES: '',
+        REDIS_SENTINELS: '',
+        REDIS_SENTINEL_NAME: '',
+        REDIS_WAIT_REPLICAS: '',
         MYSQL_URL: '',
         BLOB_BACKEND: 'none',
       },
@@ -59,6 +62,25 @@ describe('engine parameters (scripts/deployment-guards.ts)', () => {
       BLOB_BACKEND: 's3',
     });
     expect(() => engineValues({ blobBackend: 'oss' }, 's3')).toThrow(/blobBackend: must be s3 or none/);
+    // Redis through Sentinel, with WAIT; a Sentinel list without the master's name is refused by name.
+    expect(
+      engineValues(
+        {
+          storeBackend: 'redis',
+          redisSentinels: '10.0.0.1:26379,10.0.0.2:26379',
+          redisSentinelName: 'main',
+          redisWaitReplicas: '1',
+        },
+        'oss',
+      ).env,
+    ).toMatchObject({
+      REDIS_SENTINELS: '10.0.0.1:26379,10.0.0.2:26379',
+      REDIS_SENTINEL_NAME: 'main',
+      REDIS_WAIT_REPLICAS: '1',
+    });
+    expect(() => engineValues({ storeBackend: 'redis', redisSentinels: '10.0.0.1:26379' }, 's3')).toThrow(
+      /^parameter redisSentinelName: /,
+    );
     expect(() => engineValues({ blobBackend: 'fs' }, 'oss')).toThrow(/blobBackend: must be oss or none/);
     // Every parameter has its ROS twin.
     expect(ENGINE_PARAMETERS.map((p) => p.ros)).toEqual([
@@ -66,6 +88,9 @@ describe('engine parameters (scripts/deployment-guards.ts)', () => {
       'LockBackend',
       'RedisUrl',
       'RedisClusterNodes',
+      'RedisSentinels',
+      'RedisSentinelName',
+      'RedisWaitReplicas',
       'MysqlUrl',
       'BlobBackend',
       'VSwitchIds',
