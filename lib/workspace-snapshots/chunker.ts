@@ -88,3 +88,56 @@ export function chunkBoundaries(data: Uint8Array, options: ChunkerOptions = {}):
   }
   return out;
 }
+
+/** A chunk of a file as the previous snapshot of it had it: its plain size and hash. */
+export interface KnownChunk {
+  readonly size: number;
+  readonly hash: string;
+}
+
+/**
+ * `chunkBoundaries(data)` with every chunk's hash, guided by the chunks the same path had before
+ * (`previous`, in order): where a previous chunk starts at the same offset and its range of
+ * `data` hashes the same, the cut search is skipped (content-defined cuts depend only on the
+ * bytes from the chunk's start to its cut, so the same bytes at the same start cut the same way;
+ * the last previous chunk only when it also ends where `data` ends). Elsewhere the cuts are
+ * searched as `chunkBoundaries` searches them, and found again on a previous boundary after an
+ * in-place edit. So an edited large file costs a cut search over its edited chunks only, and its
+ * chunks one hash each, as before. `previous` from another chunker only makes the cuts follow it,
+ * never a wrong hash.
+ */
+export function guidedChunks(
+  data: Uint8Array,
+  previous: readonly KnownChunk[],
+  hash: (bytes: Uint8Array) => string,
+  options: ChunkerOptions = {},
+): Array<{ readonly at: number; readonly length: number; readonly hash: string }> {
+  const max = options.max ?? CHUNK_MAX;
+  const hashed = ([at, length]: [number, number]) => ({
+    at,
+    length,
+    hash: hash(data.subarray(at, at + length)),
+  });
+  if (data.length <= max || previous.length < 2) return chunkBoundaries(data, options).map(hashed);
+  // The previous chunks by their start (the last one only where it ends with `data`).
+  const starts = new Map<number, KnownChunk>();
+  let offset = 0;
+  for (const [index, chunk] of previous.entries()) {
+    const end = offset + chunk.size;
+    if (index === previous.length - 1 ? end === data.length : end <= data.length) starts.set(offset, chunk);
+    offset = end;
+  }
+  const out: Array<{ at: number; length: number; hash: string }> = [];
+  let at = 0;
+  while (at < data.length) {
+    const before = starts.get(at);
+    const same = before && hash(data.subarray(at, at + before.size));
+    const chunk =
+      before && same === before.hash
+        ? { at, length: before.size, hash: same }
+        : hashed([at, nextCut(data.subarray(at), options)]);
+    out.push(chunk);
+    at += chunk.length;
+  }
+  return out;
+}

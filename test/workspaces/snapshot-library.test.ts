@@ -15,7 +15,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../lib/contract/errors.js';
-import { CHUNK_AVG, CHUNK_MAX, CHUNK_MIN, chunkBoundaries } from '../../lib/workspace-snapshots/chunker.js';
+import {
+  CHUNK_AVG,
+  CHUNK_MAX,
+  CHUNK_MIN,
+  chunkBoundaries,
+  guidedChunks,
+} from '../../lib/workspace-snapshots/chunker.js';
 import {
   diffWorkspaceManifests,
   restorePath,
@@ -23,6 +29,7 @@ import {
 } from '../../lib/workspace-snapshots/manifest.js';
 import {
   chunkHash,
+  chunkHashAsync,
   decodeChunk,
   encodeChunk,
   encodeChunkAsync,
@@ -116,6 +123,74 @@ describe('chunker', () => {
   });
 });
 
+describe('cuts guided by the previous chunks of a path', () => {
+  const plain = (data: Uint8Array) =>
+    chunkBoundaries(data).map(([at, length]) => ({
+      at,
+      length,
+      hash: chunkHash(data.subarray(at, at + length)),
+    }));
+  const previousOf = (data: Uint8Array) => plain(data).map((c) => ({ size: c.length, hash: c.hash }));
+
+  it('finds exactly the cuts and hashes of a fresh search, whatever changed', () => {
+    const base = randomBytes(6 * MiB, 41);
+    const edited = base.slice();
+    edited.set(randomBytes(200 * KiB, 42), 2 * MiB); // in place
+    const inserted = new Uint8Array(base.length + 1000);
+    inserted.set(base.subarray(0, 3 * MiB));
+    inserted.set(base.subarray(3 * MiB), 3 * MiB + 1000);
+    const appended = new Uint8Array(base.length + 70 * KiB);
+    appended.set(base);
+    appended.set(randomBytes(70 * KiB, 43), base.length);
+    const cut = base.slice(0, 5 * MiB + 123);
+    for (const [name, data] of Object.entries({
+      same: base,
+      edited,
+      inserted,
+      appended,
+      cut,
+      small: base.slice(0, 300 * KiB),
+    }))
+      expect(guidedChunks(data, previousOf(base), chunkHash), name).toEqual(plain(data));
+  });
+
+  it('skips the cut search over unchanged chunks of an in-place edit', () => {
+    const base = randomBytes(8 * MiB, 44);
+    const edited = base.slice();
+    edited.set(randomBytes(100 * KiB, 45), 4 * MiB);
+    const previous = previousOf(base);
+    // Each cut search reads `min` of its options once: the searches, counted.
+    let searches = 0;
+    const counted = {
+      get min() {
+        searches++;
+        return CHUNK_MIN;
+      },
+    };
+    expect(guidedChunks(edited, previous, chunkHash, counted)).toEqual(plain(edited));
+    // The chunk or two the edit touched, and the one after it until a previous boundary.
+    expect(searches).toBeGreaterThan(0);
+    expect(searches).toBeLessThanOrEqual(4);
+    searches = 0;
+    chunkBoundaries(edited, counted);
+    expect(searches).toBe(plain(edited).length); // a fresh search cuts every chunk
+  });
+
+  it('follows boundaries of another chunker without a wrong hash', () => {
+    const data = randomBytes(3 * MiB, 46);
+    const odd = [0, 700_000, 1_500_000, data.length].flatMap((at, i, all) =>
+      i === all.length - 1 ? [] : [{ at, length: (all[i + 1] as number) - at }],
+    );
+    const previous = odd.map((c) => ({
+      size: c.length,
+      hash: chunkHash(data.subarray(c.at, c.at + c.length)),
+    }));
+    const guided = guidedChunks(data, previous, chunkHash);
+    expect(guided.map((c) => [c.at, c.length])).toEqual(odd.map((c) => [c.at, c.length]));
+    for (const c of guided) expect(c.hash).toBe(chunkHash(data.subarray(c.at, c.at + c.length)));
+  });
+});
+
 describe('chunk encoding and packs', () => {
   it('skips compression of incompressible chunks and compresses text', () => {
     const noise = randomBytes(128 * KiB, 3);
@@ -138,6 +213,9 @@ describe('chunk encoding and packs', () => {
       expect(Buffer.from(pooled.bytes).equals(Buffer.from(inline.bytes))).toBe(true);
     }
     expect((await encodeChunkAsync(text)).encoding).toBe('gzip');
+    // The file hash, computed in the pool too, is the inline one.
+    for (const data of [noise, text, new Uint8Array(0)])
+      expect(await chunkHashAsync(data)).toBe(chunkHash(data));
   });
 
   it('refuses a chunk whose bytes do not match its hash', () => {

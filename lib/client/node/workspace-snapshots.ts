@@ -33,7 +33,7 @@ import {
 import { paths } from '../../protocol/paths.js';
 import { schemas } from '../../protocol/schemas.js';
 import { concatBytes } from '../../util/bytes.js';
-import { chunkBoundaries } from '../../workspace-snapshots/chunker.js';
+import { guidedChunks } from '../../workspace-snapshots/chunker.js';
 import {
   checkManifestPath,
   diffWorkspaceManifests,
@@ -823,22 +823,20 @@ async function scanForPush(
           continue;
         }
         const data = await readFile(full);
-        const pieces = chunkBoundaries(data).map(([at, len]) => data.subarray(at, at + len));
         const slot = pending.push(undefined) - 1;
         const entry = { ...common, type: 'file' as const, size: data.length, ino: st.ino };
-        // Hashes, then the stored form of each chunk the parent lacks, in the thread pool.
-        const prepared = Promise.all([
-          Promise.all(pieces.map(chunkHashAsync)),
-          // A file of one chunk: its hash is the chunk's.
-          pieces.length === 1 ? undefined : chunkHashAsync(data),
-        ]).then(([hashes, whole]) => ({
-          hashes,
-          sha256: whole ?? (hashes[0] as string),
-          stored: hashes.map((h, i) =>
-            known.has(h) ? undefined : awaitedLater(encodeChunkAsync(pieces[i] as Uint8Array)),
-          ),
-        }));
-        await packing.add(data.length, prepared, async ({ hashes, sha256, stored }) => {
+        // Cuts and chunk hashes here (guided by the chunks the path had: an edited file is cut
+        // again only where it changed); the file's hash and the stored form of each chunk the
+        // parent lacks in the thread pool, while the scan reads on.
+        const chunks = guidedChunks(data, old?.type === 'file' ? (old.chunks ?? []) : [], chunkHash);
+        const pieces = chunks.map((c) => data.subarray(c.at, c.at + c.length));
+        const hashes = chunks.map((c) => c.hash);
+        const stored = hashes.map((h, i) =>
+          known.has(h) ? undefined : awaitedLater(encodeChunkAsync(pieces[i] as Uint8Array)),
+        );
+        // A file of one chunk: its hash is the chunk's.
+        const prepared = hashes.length === 1 ? Promise.resolve(hashes[0] as string) : chunkHashAsync(data);
+        await packing.add(data.length, prepared, async (sha256) => {
           pending[slot] = { entry: { ...entry, sha256 }, hashes };
           for (const [i, hash] of hashes.entries()) {
             if (known.has(hash) || added.has(hash)) continue;
