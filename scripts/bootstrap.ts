@@ -13,9 +13,9 @@ import { createOssClient, createOssDriver } from '../lib/drivers/oss.js';
 import { createS3Client, createS3Driver } from '../lib/drivers/s3.js';
 import type { ObjectStoreDriver } from '../lib/drivers/types.js';
 import { connectMysql, type MysqlConnection } from '../lib/engines/mysql/index.js';
-import { checkRedisServer, loadScripts, type RedisClient, redisEngine } from '../lib/engines/redis/index.js';
+import { checkRedisServer, loadScripts, type RedisClient } from '../lib/engines/redis/index.js';
 import { ossOptionsFrom } from '../lib/http/backends/aliyun.js';
-import { redisConnectionFrom } from '../lib/http/backends/engines.js';
+import { redisEngineOf } from '../lib/http/backends/engines.js';
 import {
   type BootstrapClients,
   BootstrapError,
@@ -102,16 +102,7 @@ const mysql =
 // The engine as the server makes it (its scripts defined on the client, to be loaded).
 const redis =
   config.STORE_BACKEND === 'redis' || config.LOCK_BACKEND === 'redis'
-    ? redisEngine({
-        ...redisConnectionFrom(config),
-        prefix: config.STATE_PREFIX,
-        retentionDays: config.RETENTION_DAYS,
-        keepAliveMs: config.KEEPALIVE_MS,
-        maxValueBytes: config.MAX_VALUE_BYTES,
-        metrics: { count: () => {} },
-        store: config.STORE_BACKEND === 'redis',
-        lock: config.LOCK_BACKEND === 'redis',
-      }).client
+    ? redisEngineOf(config, { count: () => {} }).client
     : undefined;
 const clients = clientsFor(config, mysql, redis);
 const driver = driverFor(config, clients);

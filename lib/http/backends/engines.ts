@@ -6,6 +6,8 @@
  * neither evaluates nor, on Lambda, whose bundle is split, reads any of it.
  */
 import type { Config } from '../../config.js';
+import type { BlobStore } from '../../contract/blobs.js';
+import type { MetricsSink } from '../../contract/types.js';
 import { type Mysql2, mysqlEngine } from '../../engines/mysql/index.js';
 import { type IoRedis, type RedisConnection, redisEngine } from '../../engines/redis/index.js';
 import type { EngineParts } from '../app.js';
@@ -38,18 +40,7 @@ export function engineFrom(config: Config, libraries: EngineLibraries = {}): Eng
   if (!redis && !mysql) return undefined;
   return (metrics, blobs) => {
     const onRedis = redis
-      ? redisEngine({
-          ...redisConnectionFrom(config),
-          ...(libraries.ioredis ? { ioredis: libraries.ioredis } : {}),
-          prefix: config.STATE_PREFIX,
-          retentionDays: config.RETENTION_DAYS,
-          keepAliveMs: config.KEEPALIVE_MS,
-          maxValueBytes: config.MAX_VALUE_BYTES,
-          metrics,
-          ...(blobs ? { blobs } : {}),
-          store: config.STORE_BACKEND === 'redis',
-          lock: config.LOCK_BACKEND === 'redis',
-        })
+      ? redisEngineOf(config, metrics, { ...libraries, ...(blobs ? { blobs } : {}) })
       : undefined;
     const onMysql = mysql
       ? mysqlEngine({
@@ -67,6 +58,26 @@ export function engineFrom(config: Config, libraries: EngineLibraries = {}): Eng
     const lock = onRedis?.lock ?? onMysql?.lock;
     return { ...(store ? { store } : {}), ...(lock ? { lock } : {}) };
   };
+}
+
+/** The Redis engine the configuration names (the server's, and bootstrap's, which loads its scripts). */
+export function redisEngineOf(
+  config: Config,
+  metrics: MetricsSink,
+  extras: { readonly ioredis?: IoRedis; readonly blobs?: BlobStore } = {},
+): ReturnType<typeof redisEngine> {
+  return redisEngine({
+    ...redisConnectionFrom(config),
+    ...(extras.ioredis ? { ioredis: extras.ioredis } : {}),
+    prefix: config.STATE_PREFIX,
+    retentionDays: config.RETENTION_DAYS,
+    keepAliveMs: config.KEEPALIVE_MS,
+    maxValueBytes: config.MAX_VALUE_BYTES,
+    metrics,
+    ...(extras.blobs ? { blobs: extras.blobs } : {}),
+    store: config.STORE_BACKEND === 'redis',
+    lock: config.LOCK_BACKEND === 'redis',
+  });
 }
 
 /** Where the configuration points at Redis (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS) and its WAIT. */
