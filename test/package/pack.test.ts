@@ -25,7 +25,11 @@ import { env, installedProject, type Packed, packedTarball, ROOT, rootManifest, 
 
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
 const SECRET = 'pack-test-secret-for-hs256-0123456789';
-const CLIENT_BUNDLE_LIMIT = 120 * 1024;
+/** Bundle ceilings: the universal client, and the Node one (workspace snapshots, file transfers). */
+const CLIENT_BUNDLE_LIMIT = {
+  'agent-state-store/client': 120 * 1024,
+  'agent-state-store/client/node': 140 * 1024,
+};
 /** What the package may depend on: small libraries, none of a cloud SDK, middy, Powertools or jose. */
 const ALLOWED_DEPENDENCIES = ['@noble/hashes', 'canonicalize', 'zod'];
 
@@ -258,7 +262,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
     }
   });
 
-  it('bundles each client entry (esbuild, minified, dependencies included, tree-shaken) to at most 120 KB', async () => {
+  it('bundles each client entry (esbuild, minified, dependencies included, tree-shaken) to at most 120 KB (/client/node 140 KB)', async () => {
     const bundle = async (contents: string) => {
       const result = await build({
         stdin: { contents, resolveDir: project, loader: 'js', sourcefile: 'entry.mjs' },
@@ -281,7 +285,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       return { bytes: result.outputFiles[0]?.contents.length ?? 0, packages: [...packages].sort() };
     };
     const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
-    for (const subpath of ['agent-state-store/client', 'agent-state-store/client/node']) {
+    for (const subpath of ['agent-state-store/client', 'agent-state-store/client/node'] as const) {
       const entry = await bundle(`export * from '${subpath}';`);
       const used = await bundle(
         `import { createHttpClient } from '${subpath}';\nexport const client = createHttpClient({ baseUrl: 'http://127.0.0.1:8787' });`,
@@ -289,7 +293,7 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       console.log(
         `${subpath} bundle (esbuild, minified, dependencies included): entry ${kb(entry.bytes)}, createHttpClient alone ${kb(used.bytes)}; packages: ${entry.packages.join(', ')}`,
       );
-      expect(entry.bytes, subpath).toBeLessThanOrEqual(CLIENT_BUNDLE_LIMIT);
+      expect(entry.bytes, subpath).toBeLessThanOrEqual(CLIENT_BUNDLE_LIMIT[subpath]);
       expect(
         entry.packages.filter(
           (p) => !['@noble/hashes', 'agent-state-store', 'canonicalize', 'zod'].includes(p),
