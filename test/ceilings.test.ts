@@ -1,4 +1,4 @@
-/** Every test file is in a tier (test/tiers.ts), and the tiers' ceilings add up to at most 16 minutes. */
+/** Every test file is in a tier (test/tiers.ts), and the tiers' ceilings add up to at most 25 minutes. */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -20,12 +20,12 @@ function testFiles(dir: string): string[] {
 }
 
 describe('test tiers', () => {
-  it('put every test file in a tier, and add up to at most 16 minutes', () => {
+  it('put every test file in a tier, and add up to at most 25 minutes', () => {
     const files = testFiles('test');
     expect(files.length).toBeGreaterThan(20);
     const homeless = files.filter((file) => !TIERS.some((tier) => inTier(tier, file)));
     expect(homeless).toEqual([]);
-    expect(TIERS.reduce((sum, t) => sum + t.seconds, 0)).toBeLessThanOrEqual(16 * 60);
+    expect(TIERS.reduce((sum, t) => sum + t.seconds, 0)).toBeLessThanOrEqual(25 * 60);
   });
 
   it('name only files and folders that exist', () => {
