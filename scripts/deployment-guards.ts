@@ -476,17 +476,14 @@ export function engineValues(
       'blobBackend',
       `must be ${objectStore} or none, not ${JSON.stringify(blobs)}`,
     );
+  // The backends with their defaults; every other variable as given.
+  const chosen: Partial<Record<string, string>> = {
+    STORE_BACKEND: store,
+    LOCK_BACKEND: lock,
+    BLOB_BACKEND: blobs,
+  };
   const env: Record<string, string> = {};
-  for (const p of ENGINE_PARAMETERS)
-    if (p.variable)
-      env[p.variable] =
-        p.variable === 'STORE_BACKEND'
-          ? store
-          : p.variable === 'LOCK_BACKEND'
-            ? lock
-            : p.variable === 'BLOB_BACKEND'
-              ? blobs
-              : text(p.name);
+  for (const p of ENGINE_PARAMETERS) if (p.variable) env[p.variable] = chosen[p.variable] ?? text(p.name);
   // The functions' own checks, as at a cold start (the object store's and the lock table's names
   // are the stack's own resources, so stand-ins here).
   try {

@@ -53,6 +53,7 @@ const DELEGATED = [
   'deleteWorkspaceSnapshot',
   'sweepWorkspacePacks',
 ] as const;
+const DELEGATED_NAMES = new Set<string>(DELEGATED);
 
 /** An engine's writes to a session: the first of a keep-alive interval touches the blob side. */
 const WRITES = new Set([
@@ -125,12 +126,11 @@ export class EngineBlobs {
     userId: string | null,
     authority: TokenAuthority | undefined,
   ): T & SessionStore & WorkspaceSnapshotStore & WorkspacePackSweeper {
-    const delegated = new Set<string>(DELEGATED);
     return new Proxy(target, {
       get: (obj, name, receiver) => {
         // Without a blob store there are no packs to sweep: the sweep skips such a store.
         if (name === 'sweepWorkspacePacks' && !this.store) return undefined;
-        if (typeof name === 'string' && delegated.has(name)) {
+        if (typeof name === 'string' && DELEGATED_NAMES.has(name)) {
           return async (...args: unknown[]) => {
             const side = this.side(
               userId,

@@ -92,11 +92,8 @@ export async function runSweep(
     }
   }
   // The object store's packs, or an engine's in its blob store (BLOB_BACKEND).
-  const packSweeper = [store, app.blobs].find((s) => s !== undefined && hasWorkspacePackSweep(s));
-  const packs =
-    packSweeper && hasWorkspacePackSweep(packSweeper)
-      ? await packSweeper.sweepWorkspacePacks(packOptions)
-      : undefined;
+  const packSweeper = [store, app.blobs].filter((s) => s !== undefined).find(hasWorkspacePackSweep);
+  const packs = packSweeper ? await packSweeper.sweepWorkspacePacks(packOptions) : undefined;
   const report: SweepReport = {
     expiredSessions,
     batches,
