@@ -197,7 +197,7 @@ export function compressionTable(data: Uint8Array): string {
 }
 
 /** The tree of the CI smoke (test/bench-smoke.test.ts); `npm run bench` uses 1 GiB. */
-export const SNAPSHOT_SMOKE_BYTES = 32 * MB;
+export const SNAPSHOT_SMOKE_BYTES = 64 * MB;
 
 /** One budget row of the workspace snapshots (docs/workspaces.md, "Workspace snapshots"). */
 export interface SnapshotBudgetRow {
@@ -288,7 +288,7 @@ async function changeTree(
   round: number,
 ): Promise<void> {
   const scale = total / (1024 * MB);
-  const edits = Math.max(1, Math.round(50 * scale * 0.8));
+  const edits = Math.max(1, Math.round(50 * scale));
   for (let i = 0; i < edits; i++) {
     const file = tree.binaries[(i + round) % tree.binaries.length] as string;
     const handle = await open(path.join(dir, file), 'r+');

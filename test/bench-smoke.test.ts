@@ -241,7 +241,7 @@ describe('list growth (smoke): bytes written by appends of 1, 50 and 1,000 items
   });
 });
 
-describe('workspace snapshot budgets (smoke: a 32 MiB tree, s3 driver on s3rver behind the S3 front)', () => {
+describe('workspace snapshot budgets (smoke: a 64 MiB tree, s3 driver on s3rver behind the S3 front)', () => {
   it('prints the budget rows beside a tar upload of the same tree, each within its ceiling', async () => {
     const servers = inject('servers');
     const s3 = createS3Driver({

@@ -3,9 +3,10 @@
  * bytes) and gzip-compressed on its own unless a sample shows gzip saves less than 10 %, then
  * appended to a pack of about `PACK_TARGET` bytes. A pack's name is the SHA-256 of its bytes.
  */
-import { createHash, webcrypto } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gunzipSync, gzip, gzipSync } from 'node:zlib';
+import { CHUNK_MAX } from './chunker.js';
 
 /** A pack is closed once it reaches 16 MiB, so a 1 GiB snapshot is tens of PUTs. */
 export const PACK_TARGET = 16 * 1024 * 1024;
@@ -35,11 +36,6 @@ export interface ChunkRef {
 /** `sha256:<hex>` of some bytes. */
 export function chunkHash(data: Uint8Array): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`;
-}
-
-/** `chunkHash` computed in libuv's thread pool (Web Crypto's digest), off the main thread. */
-export async function chunkHashAsync(data: Uint8Array): Promise<string> {
-  return `sha256:${Buffer.from(await webcrypto.subtle.digest('SHA-256', data)).toString('hex')}`;
 }
 
 /** gzip's level for chunks: 4 keeps text within ~10 % of level 6's size at about twice its speed. */
@@ -112,7 +108,8 @@ interface PendingChunk {
  * twice.
  */
 export class PackWriter {
-  private parts: Uint8Array[] = [];
+  /** The open pack's bytes (its first `size`): each chunk is copied in as it is added. */
+  private bytes = new Uint8Array(0);
   private size = 0;
   private pending: PendingChunk[] = [];
   private readonly placed = new Map<string, ChunkRef>();
@@ -123,14 +120,22 @@ export class PackWriter {
 
   /**
    * Adds a chunk (plain bytes), with its hash and stored form when the caller has them; returns
-   * its hash. `refOf(hash)` answers once the pack is sealed.
+   * its hash. `refOf(hash)` answers once the pack is sealed. The stored bytes are copied: the
+   * caller may reuse `data` once `add` returns.
    */
   add(data: Uint8Array, known: { readonly hash?: string; readonly stored?: EncodedChunk } = {}): string {
     const hash = known.hash ?? chunkHash(data);
     if (this.placed.has(hash) || this.waiting.has(hash)) return hash;
     const { bytes, encoding } = known.stored ?? encodeChunk(data);
     const chunk = { hash, size: data.length, offset: this.size, length: bytes.length, encoding };
-    this.parts.push(bytes);
+    if (this.size + bytes.length > this.bytes.length) {
+      // Room for a pack's target and one more chunk of the largest size: one buffer per pack.
+      const room = this.size === 0 ? this.target + CHUNK_MAX : 2 * this.bytes.length;
+      const grown = new Uint8Array(Math.max(room, this.size + bytes.length));
+      grown.set(this.bytes.subarray(0, this.size));
+      this.bytes = grown;
+    }
+    this.bytes.set(bytes, this.size);
     this.size += bytes.length;
     this.pending.push(chunk);
     this.waiting.set(hash, chunk);
@@ -141,12 +146,7 @@ export class PackWriter {
   /** Seals the open pack, if it holds anything. */
   flush(): void {
     if (this.pending.length === 0) return;
-    const bytes = new Uint8Array(this.size);
-    let at = 0;
-    for (const part of this.parts) {
-      bytes.set(part, at);
-      at += part.length;
-    }
+    const bytes = this.bytes.subarray(0, this.size);
     const id = createHash('sha256').update(bytes).digest('hex');
     const md5 = createHash('md5').update(bytes).digest('base64');
     for (const c of this.pending) {
@@ -154,7 +154,7 @@ export class PackWriter {
       this.waiting.delete(c.hash);
     }
     this.sealed.push({ id, bytes, md5 });
-    this.parts = [];
+    this.bytes = new Uint8Array(0);
     this.size = 0;
     this.pending = [];
   }

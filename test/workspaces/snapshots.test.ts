@@ -189,6 +189,33 @@ describe.each(transferring)('workspace snapshots on $name', (backend) => {
     expect(await alice.workspaces.get(s, 'repo', first.snapshotId)).toBeUndefined();
   });
 
+  it('restores byte-identical many large files read into reused buffers (repeats, text, edits)', async () => {
+    const alice = api.client('alice');
+    const s = sid();
+    const src = await temp();
+    const text = Buffer.from('a line of a build log, compressible\n'.repeat(40_000));
+    for (let i = 0; i < 14; i++) {
+      // Sizes cross the buffers' steps; every third file repeats another's bytes (a chunk added
+      // once, its second compression left running), every fourth compresses.
+      const bytes =
+        i % 4 === 3 ? text.subarray(0, text.length - i) : noise(MIB + i * 700_000, i % 3 === 2 ? 1 : i + 1);
+      await writeFile(path.join(src, `f${i}.bin`), bytes);
+    }
+    const first = await alice.workspaces.push(s, 'w', src);
+    const out = path.join(await temp(), 'one');
+    await alice.workspaces.pull(s, 'w', first.snapshotId, out);
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+    for (const i of [0, 5, 9]) {
+      const edited = await readFile(path.join(src, `f${i}.bin`));
+      edited.set(noise(64 * 1024, 900 + i), 300_000);
+      await writeFile(path.join(src, `f${i}.bin`), edited);
+    }
+    const second = await alice.workspaces.push(s, 'w', src);
+    const again = path.join(await temp(), 'two');
+    await alice.workspaces.pull(s, 'w', second.snapshotId, again);
+    expect(await describeTree(again)).toEqual(await describeTree(src));
+  });
+
   it('pushes a small change within the budget: ≤ 12 requests, ≤ 3 API calls, only the new bytes', async () => {
     const s = sid();
     const src = await temp();

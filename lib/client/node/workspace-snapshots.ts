@@ -45,7 +45,6 @@ import {
 import {
   type ChunkRef,
   chunkHash,
-  chunkHashAsync,
   decodeChunk,
   type EncodedChunk,
   encodeChunkAsync,
@@ -55,6 +54,7 @@ import {
 import { restoreTree } from '../../workspace-snapshots/tree.js';
 import { bodyOf, chunksOf, fail, fence, type Requests } from '../requests.js';
 import type { CallOptions } from '../types.js';
+import { FileBuffers, fileHasher } from './file-reads.js';
 
 /** Options of a push. */
 export interface PushOptions extends WriteOptions, CallOptions {
@@ -786,6 +786,9 @@ async function scanForPush(
     }
   };
   const packing = orderedQueue();
+  // Large files in reused shared buffers, their hashes in a worker (./file-reads.ts).
+  const buffers = new FileBuffers();
+  const hasher = fileHasher();
   type Pending = {
     entry: Omit<WorkspaceManifestEntry, 'chunks'>;
     chunks?: readonly ChunkRef[];
@@ -822,7 +825,7 @@ async function scanForPush(
           });
           continue;
         }
-        const data = await readFile(full);
+        const data = await buffers.read(full);
         const slot = pending.push(undefined) - 1;
         const entry = { ...common, type: 'file' as const, size: data.length, ino: st.ino };
         // Cuts and chunk hashes here (guided by the chunks the path had: an edited file is cut
@@ -835,7 +838,7 @@ async function scanForPush(
           known.has(h) ? undefined : awaitedLater(encodeChunkAsync(pieces[i] as Uint8Array)),
         );
         // A file of one chunk: its hash is the chunk's.
-        const prepared = hashes.length === 1 ? Promise.resolve(hashes[0] as string) : chunkHashAsync(data);
+        const prepared = hashes.length === 1 ? Promise.resolve(hashes[0] as string) : hasher.hash(data);
         await packing.add(data.length, prepared, async (sha256) => {
           pending[slot] = { entry: { ...entry, sha256 }, hashes };
           for (const [i, hash] of hashes.entries()) {
@@ -845,11 +848,20 @@ async function scanForPush(
             writer.add(pieces[i] as Uint8Array, { hash, stored: await (stored[i] as Promise<EncodedChunk>) });
           }
           await drain();
+          // Every job on the file's bytes is over (a repeated chunk's compression too): its buffer is free.
+          await Promise.allSettled(stored);
+          buffers.release(data);
         });
       }
     }
   };
-  await walk(dir, '');
+  try {
+    await walk(dir, '');
+  } finally {
+    // The worker stops once nothing waits for it, whether the walk finished or failed.
+    await packing.done().catch(() => {});
+    await hasher.close();
+  }
   await packing.done();
   writer.flush();
   await drain();
