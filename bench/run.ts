@@ -278,7 +278,7 @@ try {
       '',
       `## Workspace snapshots: the budget rows (${snapshotBytes / 1024 / 1024} MiB tree)`,
       '',
-      "A generated tree (text files of 1–64 KiB, ~16 % of the bytes, and binaries), then 1 % of it changed per push (in-place edits of 200 KiB in the binaries, text files edited, added, deleted), pushed with `client.workspaces.push` beside `uploadWorkspaceFile` of a tar of the same tree, through the API on s3rver behind the S3 front; every request of the client counted (`runSnapshotBench` in bench/workspace-bench.ts). The sweep runs with the store's clock moved past its age rule and grace.",
+      "A generated tree (text files of 1–64 KiB, ~16 % of the bytes, and binaries), then 1 % of it changed per push (in-place edits of 200 KiB in the binaries, text files edited, added, deleted), pushed with `client.workspaces.push` beside `uploadWorkspaceFile` of a tar of the same tree, through the API on s3rver behind the S3 front; every request of the client counted (`runSnapshotBench` in bench/workspace-bench.ts). The sweep runs with the store's clock moved past its age rule and grace. The chunking rate is the cut search and SHA-256 of random data on the main thread alone.",
       '',
       snapshots,
       '',
