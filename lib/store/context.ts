@@ -117,5 +117,17 @@ export async function listAll(driver: ObjectStoreDriver, prefix: string): Promis
   return out;
 }
 
+/** The names of the folders directly under a prefix (all pages of a `/`-delimited listing). */
+export async function folderNames(driver: ObjectStoreDriver, prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await driver.list({ prefix, delimiter: '/', cursor });
+    for (const folder of page.prefixes) out.push(folder.slice(prefix.length, -1));
+    cursor = page.nextCursor;
+  } while (cursor);
+  return out;
+}
+
 /** Most attempts of a write that keeps losing races to other writers. */
 export const MAX_WRITE_ATTEMPTS = 12;

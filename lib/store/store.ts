@@ -67,6 +67,7 @@ import { storeCapabilities } from './capabilities.js';
 import { Commits } from './commits.js';
 import {
   backendError,
+  folderNames,
   getOrUndefined,
   headOrUndefined,
   listAll,
@@ -236,22 +237,8 @@ export function createStateStore(options: StateStoreOptions): StateStore & Works
       const { sessionId, ...rest } = o;
       if (sessionId !== undefined)
         throw new ValidationError('sessionId', 'names a session of one user: forUser');
-      // The user folders. Some S3 fronts do not group names into folders (an empty answer): then
-      // the first segment of each name under the prefix, listed flat (S3 and OSS group them).
-      const segments = new Set<string>();
-      let cursor: string | undefined;
-      do {
-        const page = await ctx.driver.list({ prefix, delimiter: '/', cursor });
-        for (const folder of page.prefixes) segments.add(folder.slice(prefix.length, -1));
-        cursor = page.nextCursor;
-      } while (cursor);
-      if (segments.size === 0)
-        for (const object of await listAll(ctx.driver, prefix)) {
-          const slash = object.key.indexOf('/', prefix.length);
-          if (slash > prefix.length) segments.add(object.key.slice(prefix.length, slash));
-        }
       const results: WorkspaceSweepResult[] = [];
-      for (const segment of segments) {
+      for (const segment of await folderNames(ctx.driver, prefix)) {
         let user: string | null;
         try {
           user = segment === ANONYMOUS ? null : decodeId('userId', segment);
@@ -663,7 +650,7 @@ class UserStore implements SessionStore {
 
   /**
    * The sweep of workspace snapshot packs (docs/DESIGN.md, "Workspace snapshots"): of one session,
-   * or of every session of this user (its folders and its markers), live, expired or deleted alike;
+   * or of every session of this user (its folders), live, expired or deleted alike;
    * per session one flat LIST per 1,000 snapshot objects. Run it on a schedule, one at a time, at an interval well under
    * `PACK_GRACE_DAYS`: a pack is tagged `gc=1` on the second sweep that finds it unreferenced.
    */
@@ -675,20 +662,9 @@ class UserStore implements SessionStore {
       this.ids(sessionId);
       return this.snapshots.sweep(sessionId, rest);
     }
-    const { driver } = this.ctx;
-    // The session folders (an expired session's marker may be gone) and the markers (some S3
-    // fronts do not group names into folders).
-    const segments = new Set<string>();
-    let cursor: string | undefined;
-    do {
-      const page = await driver.list({ prefix: this.layout.root, delimiter: '/', cursor });
-      for (const folder of page.prefixes) segments.add(folder.slice(this.layout.root.length, -1));
-      cursor = page.nextCursor;
-    } while (cursor);
-    for (const m of await listAll(driver, this.layout.markers))
-      segments.add(m.key.slice(this.layout.markers.length));
+    // The session folders, whatever their markers say (an expired session's may be gone).
     const ids: string[] = [];
-    for (const segment of segments) {
+    for (const segment of await folderNames(this.ctx.driver, this.layout.root)) {
       if (segment.startsWith('~')) continue;
       try {
         ids.push(decodeId('sessionId', segment));

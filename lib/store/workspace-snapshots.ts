@@ -400,7 +400,7 @@ export class WorkspaceSnapshots {
    */
   async sweep(s: string, options: WorkspaceSweepOptions = {}): Promise<WorkspaceSweepResult> {
     const folder = this.layout.session(s);
-    // One flat listing (no delimiter: not every S3 front groups these names), by workspace root.
+    // One flat listing (the records and packs of every root are needed), by workspace root.
     const objects = await listAll(this.ctx.driver, `${folder}~wss~`);
     const roots = new Map<string, { inc: string; objects: ListedObject[] }>();
     for (const o of objects) {

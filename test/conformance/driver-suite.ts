@@ -599,6 +599,13 @@ export function describeDriverConformance(label: string, make: () => Promise<Dri
         expect(prefixes).toEqual(Array.from({ length: 10 }, (_, i) => k(`list/${i}/`)));
       });
 
+      it('groups names several levels deep into the folder under the prefix', async () => {
+        for (const name of ['deep/a/b/c', 'deep/a/d', 'deep/e/f/g/h', 'deep/i']) await d.put(k(name), 'x');
+        const page = await d.list({ prefix: k('deep/'), delimiter: '/' });
+        expect(page.objects.map((o) => o.key)).toEqual([k('deep/i')]);
+        expect(page.prefixes).toEqual([k('deep/a/'), k('deep/e/')]);
+      });
+
       it('mixes objects and prefixes at one level', async () => {
         await d.put(k('mix/a'), 'x');
         await d.put(k('mix/b/c'), 'x');

@@ -35,8 +35,8 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import http from 'node:http';
-import { KeyedMutex, resolveRange } from '../../lib/drivers/common.js';
-import type { ByteRange } from '../../lib/drivers/types.js';
+import { compareKeys, KeyedMutex, pageOf, resolveRange } from '../../lib/drivers/common.js';
+import type { ByteRange, ObjectListPage } from '../../lib/drivers/types.js';
 import { applyFault, FaultRules, type StoreFault } from './fault-rules.js';
 import {
   close,
@@ -167,7 +167,7 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     if (!key) {
       if (q.has('lifecycle')) return lifecycle(bucket, method, req, res);
       if (method === 'POST' && q.has('delete')) return deleteObjects(bucket, req, res);
-      if (method === 'GET' && q.get('list-type') === '2') return listObjects(bucket, req, res);
+      if (method === 'GET' && q.get('list-type') === '2') return listObjects(bucket, q, req, res);
       return proxy(req, res);
     }
     if (q.has('tagging')) return tagging(id, method, req, res);
@@ -411,20 +411,80 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
     res.writeHead(200).end();
   }
 
-  /** ListObjectsV2, with the storage class the front knows instead of s3rver's STANDARD. */
-  async function listObjects(bucket: string, req: http.IncomingMessage, res: http.ServerResponse) {
-    const up = await request(upstream, 'GET', req.url ?? '', forwardHeaders(req.headers));
-    const xml = up.body
-      .toString('utf8')
-      .replace(/<Contents>([\s\S]*?)<\/Contents>/g, (block: string, inner: string) => {
-        const key = xmlValues(inner, 'Key')[0] ?? '';
-        const storageClass = extras.get(`${bucket}/${key}`)?.storageClass ?? 'STANDARD';
-        return block.replace(
-          /<StorageClass>[^<]*<\/StorageClass>/,
-          `<StorageClass>${storageClass}</StorageClass>`,
+  /**
+   * ListObjectsV2, with the storage class the front knows instead of s3rver's STANDARD. With a
+   * delimiter the front groups the names itself (s3rver answers a delimited listing of names
+   * deeper than one level with no common prefixes): it reads every name under the prefix flat and
+   * pages them as the in-process drivers do (`pageOf`: its cursor, the base64url of the last key
+   * or prefix returned, is the front's continuation token).
+   */
+  async function listObjects(
+    bucket: string,
+    query: URLSearchParams,
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+  ) {
+    const withClass = (inner: string) => {
+      const key = xmlValues(inner, 'Key')[0] ?? '';
+      const storageClass = extras.get(`${bucket}/${key}`)?.storageClass ?? 'STANDARD';
+      return inner.replace(
+        /<StorageClass>[^<]*<\/StorageClass>/,
+        `<StorageClass>${storageClass}</StorageClass>`,
+      );
+    };
+    const delimiter = query.get('delimiter') || undefined;
+    if (delimiter === undefined) {
+      const up = await request(upstream, 'GET', req.url ?? '', forwardHeaders(req.headers));
+      const xml = up.body
+        .toString('utf8')
+        .replace(
+          /<Contents>([\s\S]*?)<\/Contents>/g,
+          (_: string, inner: string) => `<Contents>${withClass(inner)}</Contents>`,
         );
-      });
-    await answer(req, res, { ...up, body: Buffer.from(xml) });
+      return answer(req, res, { ...up, body: Buffer.from(xml) });
+    }
+    const prefix = query.get('prefix') ?? '';
+    const contents = new Map<string, string>();
+    let token: string | undefined;
+    do {
+      const q = new URLSearchParams({ 'list-type': '2', 'max-keys': '1000' });
+      if (prefix) q.set('prefix', prefix);
+      if (token) q.set('continuation-token', token);
+      const up = await request(upstream, 'GET', `/${encodeURIComponent(bucket)}?${q}`, {});
+      if (up.status !== 200) return answer(req, res, up);
+      const xml = up.body.toString('utf8');
+      for (const [, inner = ''] of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g))
+        contents.set(xmlValues(inner, 'Key')[0] ?? '', inner);
+      token =
+        xmlValues(xml, 'IsTruncated')[0] === 'true' ? xmlValues(xml, 'NextContinuationToken')[0] : undefined;
+    } while (token);
+    const names = [...contents.keys()].sort(compareKeys);
+    const startAfter = query.get('start-after') || undefined;
+    const cursor = query.get('continuation-token') ?? undefined;
+    let page: ObjectListPage;
+    try {
+      page = pageOf(
+        names.map((key) => ({ key, etag: '', size: 0, lastModified: new Date(0), storageClass: '' })),
+        {
+          prefix,
+          delimiter,
+          startAfter,
+          cursor,
+          limit: Math.min(1000, Number(query.get('max-keys') ?? 1000) || 1000),
+        },
+        's3-front',
+      );
+    } catch {
+      return sendError(res, 400, 'InvalidArgument', 'The continuation token provided is incorrect');
+    }
+    const opt = (tag: string, value: string | undefined) =>
+      value ? `<${tag}>${xmlEscape(value)}</${tag}>` : '';
+    req.resume();
+    sendXml(
+      res,
+      200,
+      `<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>${xmlEscape(bucket)}</Name><Prefix>${xmlEscape(prefix)}</Prefix>${opt('StartAfter', startAfter)}${opt('ContinuationToken', cursor)}<KeyCount>${page.objects.length + page.prefixes.length}</KeyCount><MaxKeys>${query.get('max-keys') ?? 1000}</MaxKeys>${opt('Delimiter', delimiter)}<IsTruncated>${page.nextCursor !== undefined}</IsTruncated>${opt('NextContinuationToken', page.nextCursor)}${page.objects.map((o) => `<Contents>${withClass(contents.get(o.key) ?? '')}</Contents>`).join('')}${page.prefixes.map((p) => `<CommonPrefixes><Prefix>${xmlEscape(p)}</Prefix></CommonPrefixes>`).join('')}</ListBucketResult>`,
+    );
   }
 
   /** s3rver cannot copy keys holding reserved characters (it only decodeURIs the source): copy by GET + PUT. */
