@@ -6,8 +6,9 @@
  * entries' sizes bundled by esbuild.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,11 +17,14 @@ import { build } from 'esbuild';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config.js';
+import { createFsDriver } from '../../lib/drivers/fs.js';
 import { createMemoryDriver } from '../../lib/drivers/memory.js';
 import { createNodeServer } from '../../lib/http/adapters/node.js';
 import { createApp } from '../../lib/http/app.js';
 import { createMemoryLock } from '../../lib/lock/memory.js';
 import { docExample } from '../docs/blocks.js';
+import { hsToken } from '../http/harness.js';
+import { localBase, startWorkspaceApi } from '../workspaces/api.js';
 import { env, installedProject, type Packed, packedTarball, ROOT, rootManifest, run } from './packed.js';
 
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
@@ -217,6 +221,41 @@ describe('npm package: pack, install into a fresh project, use the client', () =
       env: env({ AGENT_STATE_URL: base, AGENT_STATE_TOKEN: token }),
     });
     expect(stdout.trim().split('\n')).toEqual(prints);
+  });
+
+  it('npx agent-state-store workspace push, push after an edit, pull: the tree back byte for byte', async () => {
+    // The fs driver behind its signed URLs (workspace snapshots need presigned transfers).
+    const root = await mkdtemp(path.join(dir, 'fs-'));
+    const api = await startWorkspaceApi(createFsDriver({ root, presign: { baseUrl: () => localBase.url } }));
+    try {
+      const src = await mkdtemp(path.join(dir, 'tree-'));
+      await mkdir(path.join(src, 'src'));
+      await writeFile(path.join(src, 'src', 'index.ts'), 'export const answer = 42;\n');
+      // Large enough to be cut into chunks: read into a shared buffer, hashed by the worker.
+      const big = randomBytes(3 * 1024 * 1024);
+      await writeFile(path.join(src, 'model.bin'), big);
+      const alice = await hsToken({ sub: 'alice' });
+      const cli = (...args: string[]) =>
+        run(
+          'npx',
+          ['--no-install', 'agent-state-store', 'workspace', ...args, '--session', 's1', '--name', 'w'],
+          {
+            cwd: project,
+            env: env({ AGENT_STATE_URL: api.baseUrl, AGENT_STATE_TOKEN: alice }),
+          },
+        );
+      await cli('push', src);
+      big.set(randomBytes(64 * 1024), 1024 * 1024);
+      await writeFile(path.join(src, 'model.bin'), big);
+      const second = (await cli('push', src)).stdout.trim();
+      const out = path.join(dir, 'pulled');
+      await cli('pull', second, out);
+      expect(await readFile(path.join(out, 'model.bin'))).toEqual(big);
+      expect(await readFile(path.join(out, 'src', 'index.ts'), 'utf8')).toBe('export const answer = 42;\n');
+      expect((await cli('ls')).stdout).toContain(second);
+    } finally {
+      await api.close();
+    }
   });
 
   it('npx agent-state-store console --api <url> serves the console on 127.0.0.1 and forwards /v1 with the token', async () => {

@@ -3,6 +3,7 @@
  * buffers reused once released, and their SHA-256 in a worker thread that answers what hashing
  * on the main thread answers.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -84,5 +85,21 @@ describe('fileHasher', () => {
     } finally {
       await hasher.close();
     }
+  });
+
+  it('keeps the process alive while a hash is awaited, and lets it end once idle', () => {
+    // A child that awaits hashes and nothing else: it prints the last, then exits by itself.
+    const script = `
+      import { fileHasher } from ${JSON.stringify(path.resolve('lib/client/node/file-reads.ts'))};
+      const hasher = fileHasher();
+      const shared = new Uint8Array(new SharedArrayBuffer(8 * 1024 * 1024)).fill(7);
+      await hasher.hash(shared); // the worker started, then idle
+      console.log(await hasher.hash(shared));
+    `;
+    // As a module (`--input-type=module`): the worker's code runs there too.
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(out.trim()).toBe(chunkHash(new Uint8Array(8 * 1024 * 1024).fill(7)));
   });
 });

@@ -62,13 +62,17 @@ export class FileBuffers {
   }
 }
 
-/** The worker's code: `sha256:<hex>` of a range of a shared buffer, answered by request id. */
+/**
+ * The worker's code: `sha256:<hex>` of a range of a shared buffer, answered by request id. Its
+ * imports are dynamic, so it runs as a script and as a module alike (`--input-type=module` in the
+ * parent's flags makes evaluated code a module); it takes none of the parent's flags.
+ */
 const HASH_WORKER = `
-const { parentPort } = require('node:worker_threads');
-const { createHash } = require('node:crypto');
-parentPort.on('message', ({ id, buffer, offset, length }) => {
-  const hex = createHash('sha256').update(new Uint8Array(buffer, offset, length)).digest('hex');
-  parentPort.postMessage({ id, hash: 'sha256:' + hex });
+Promise.all([import('node:worker_threads'), import('node:crypto')]).then(([{ parentPort }, { createHash }]) => {
+  parentPort.on('message', ({ id, buffer, offset, length }) => {
+    const hex = createHash('sha256').update(new Uint8Array(buffer, offset, length)).digest('hex');
+    parentPort.postMessage({ id, hash: 'sha256:' + hex });
+  });
 });
 `;
 
@@ -90,11 +94,13 @@ export function fileHasher(): FileHasher {
   };
   const started = (): Worker => {
     if (worker) return worker;
-    const w = new Worker(HASH_WORKER, { eval: true });
+    const w = new Worker(HASH_WORKER, { eval: true, execArgv: [] });
+    // It keeps the process alive only while a hash is awaited (an idle one never holds it open).
     w.unref();
     w.on('message', ({ id, hash }: { id: number; hash: string }) => {
       waiting.get(id)?.resolve(hash);
       waiting.delete(id);
+      if (waiting.size === 0) w.unref();
     });
     w.on('error', failAll);
     w.on('exit', (code) => {
@@ -109,7 +115,9 @@ export function fileHasher(): FileHasher {
       const id = next++;
       return new Promise<string>((resolve, reject) => {
         waiting.set(id, { resolve, reject });
-        started().postMessage({ id, buffer: data.buffer, offset: data.byteOffset, length: data.byteLength });
+        const w = started();
+        w.ref();
+        w.postMessage({ id, buffer: data.buffer, offset: data.byteOffset, length: data.byteLength });
       });
     },
     async close() {
