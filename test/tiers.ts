@@ -74,7 +74,7 @@ export const TIERS: readonly Tier[] = [
     // Counted on s3rver, beside the other budgets.
     exclude: ['test/adapters/langgraph-store-budgets.test.ts'],
     servers: 'none',
-    seconds: 135,
+    seconds: 160,
   },
   {
     name: 'servers',
@@ -109,7 +109,7 @@ export const TIERS: readonly Tier[] = [
     // Pure library code, no backend: run once, in the fast tier.
     exclude: ['test/workspaces/snapshot-library.test.ts', 'test/workspaces/file-reads.test.ts'],
     servers: 'local',
-    seconds: 600,
+    seconds: 610,
   },
   {
     name: 'rgw',
@@ -131,7 +131,7 @@ export const TIERS: readonly Tier[] = [
       'test/workspaces/sweep.test.ts',
     ],
     servers: 'local+rgw',
-    seconds: 320,
+    seconds: 335,
   },
   { name: 'java', files: ['test/java/'], servers: 'none', seconds: 40 },
   // The session console in Debian's chromium against the local server it starts itself.
@@ -151,7 +151,7 @@ export const TIERS: readonly Tier[] = [
     ],
     exclude: ['test/deploy/rgw-lifecycle.test.ts'],
     servers: 'local',
-    seconds: 170,
+    seconds: 180,
   },
   // MariaDB 10.11 from Debian, started by the tests themselves (and a real MySQL when MYSQL_URL is set).
   {
@@ -167,7 +167,7 @@ export const TIERS: readonly Tier[] = [
       'test/engines/mysql-sweep.test.ts',
     ],
     servers: 'none',
-    seconds: 35,
+    seconds: 40,
   },
 ];
 
