@@ -719,8 +719,8 @@ function taskQueue(limit: number) {
 const PACKING_AHEAD = 64 * 1024 * 1024;
 
 /**
- * The scan's files in order: each file's work is started by the caller (hashing and compressing
- * in libuv's thread pool while the main thread reads and cuts the next files) and `finish`ed in
+ * The scan's files in order: each file's work is started by the caller (hashing in a worker and
+ * compressing in libuv's thread pool while the main thread reads and cuts the next files) and `finish`ed in
  * the files' order (so packs do not depend on timing); `add` waits while more than
  * `PACKING_AHEAD` bytes are on their way.
  */
@@ -829,8 +829,8 @@ async function scanForPush(
         const slot = pending.push(undefined) - 1;
         const entry = { ...common, type: 'file' as const, size: data.length, ino: st.ino };
         // Cuts and chunk hashes here (guided by the chunks the path had: an edited file is cut
-        // again only where it changed); the file's hash and the stored form of each chunk the
-        // parent lacks in the thread pool, while the scan reads on.
+        // again only where it changed); the file's hash in the worker and the stored form of each
+        // chunk the parent lacks in the thread pool, while the scan reads on.
         const chunks = guidedChunks(data, old?.type === 'file' ? (old.chunks ?? []) : [], chunkHash);
         const pieces = chunks.map((c) => data.subarray(c.at, c.at + c.length));
         const hashes = chunks.map((c) => c.hash);
