@@ -36,6 +36,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import http from 'node:http';
 import { compareKeys, KeyedMutex, pageOf, resolveRange } from '../../lib/drivers/common.js';
+import { InvalidArgumentError } from '../../lib/drivers/errors.js';
 import type { ByteRange, ObjectListPage } from '../../lib/drivers/types.js';
 import { applyFault, FaultRules, type StoreFault } from './fault-rules.js';
 import {
@@ -474,17 +475,20 @@ export async function startS3Front(upstreamPort: number): Promise<S3Front> {
         },
         's3-front',
       );
-    } catch {
+    } catch (error) {
+      if (!(error instanceof InvalidArgumentError)) throw error;
       return sendError(res, 400, 'InvalidArgument', 'The continuation token provided is incorrect');
     }
     const opt = (tag: string, value: string | undefined) =>
       value ? `<${tag}>${xmlEscape(value)}</${tag}>` : '';
     req.resume();
-    sendXml(
-      res,
-      200,
-      `<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>${xmlEscape(bucket)}</Name><Prefix>${xmlEscape(prefix)}</Prefix>${opt('StartAfter', startAfter)}${opt('ContinuationToken', cursor)}<KeyCount>${page.objects.length + page.prefixes.length}</KeyCount><MaxKeys>${query.get('max-keys') ?? 1000}</MaxKeys>${opt('Delimiter', delimiter)}<IsTruncated>${page.nextCursor !== undefined}</IsTruncated>${opt('NextContinuationToken', page.nextCursor)}${page.objects.map((o) => `<Contents>${withClass(contents.get(o.key) ?? '')}</Contents>`).join('')}${page.prefixes.map((p) => `<CommonPrefixes><Prefix>${xmlEscape(p)}</Prefix></CommonPrefixes>`).join('')}</ListBucketResult>`,
-    );
+    // Through `answer`, as a listing s3rver made: a fault set for after the request applies too.
+    const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>${xmlEscape(bucket)}</Name><Prefix>${xmlEscape(prefix)}</Prefix>${opt('StartAfter', startAfter)}${opt('ContinuationToken', cursor)}<KeyCount>${page.objects.length + page.prefixes.length}</KeyCount><MaxKeys>${query.get('max-keys') ?? 1000}</MaxKeys>${opt('Delimiter', delimiter)}<IsTruncated>${page.nextCursor !== undefined}</IsTruncated>${opt('NextContinuationToken', page.nextCursor)}${page.objects.map((o) => `<Contents>${withClass(contents.get(o.key) ?? '')}</Contents>`).join('')}${page.prefixes.map((p) => `<CommonPrefixes><Prefix>${xmlEscape(p)}</Prefix></CommonPrefixes>`).join('')}</ListBucketResult>`;
+    await answer(req, res, {
+      status: 200,
+      headers: { 'content-type': 'application/xml' },
+      body: Buffer.from(xml),
+    });
   }
 
   /** s3rver cannot copy keys holding reserved characters (it only decodeURIs the source): copy by GET + PUT. */

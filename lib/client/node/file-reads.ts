@@ -103,7 +103,9 @@ export function fileHasher(): FileHasher {
       if (waiting.size === 0) w.unref();
     });
     w.on('error', failAll);
+    // However it ended, the next hash starts a new worker.
     w.on('exit', (code) => {
+      if (worker === w) worker = undefined;
       if (waiting.size > 0) failAll(new Error(`the hashing worker stopped (exit code ${code})`));
     });
     worker = w;
